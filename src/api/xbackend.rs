@@ -1,0 +1,134 @@
+//! `XBackend` exactly as Gateway API v1.6 ships it (`gateway.networking.x-k8s.io/v1alpha1`), plus the
+//! `EndpointSelector` type from the GEP text, and the GEP-4488 `Backend`
+//! (`gateway.networking.k8s.io/v1alpha1`) which is the same spec under the standard group.
+//!
+//! `endpointSelector.selectorRef` names a Service in the Backend's namespace; its EndpointSlices feed
+//! the cluster. The inline label `selector` of the GEP is parsed but refused by the translator: it
+//! selects Pods, and pier watches EndpointSlices, not Pods (the EndpointSelector KEP is unfinished).
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{ParentReference, SecretObjectReference, TlsValidation};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+
+/// The GEP-4488 Backend spec (also the spec of the standard-group `Backend` of that shape).
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq)]
+#[kube(
+    group = "gateway.networking.x-k8s.io",
+    version = "v1alpha1",
+    kind = "XBackend",
+    plural = "xbackends",
+    namespaced,
+    status = "BackendStatus"
+)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct XBackendSpec {
+    #[serde(rename = "type")]
+    pub type_: BackendType,
+    pub port: BackendPort,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_hostname: Option<ExternalHostname>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_selector: Option<EndpointSelector>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<BackendProtocol>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<BackendTls>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, JsonSchema, PartialEq, Eq)]
+pub enum BackendType {
+    ExternalHostname,
+    EndpointSelector,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct BackendPort {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub port: i32,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ExternalHostname {
+    pub hostname: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EndpointSelector {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector_ref: Option<SelectorRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+}
+
+/// Reference to the object whose endpoints back this Backend. Only core `Service` is supported.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SelectorRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+/// `GRPC` is a Go constant upstream but not in the CRD enum; pier accepts it as HTTP/2.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, JsonSchema, PartialEq, Eq)]
+pub enum BackendProtocol {
+    #[serde(rename = "TCP")]
+    Tcp,
+    #[serde(rename = "HTTP")]
+    Http,
+    #[serde(rename = "HTTP2")]
+    Http2,
+    #[serde(rename = "HTTP11")]
+    Http11,
+    #[serde(rename = "H2C")]
+    H2c,
+    #[serde(rename = "MCP")]
+    Mcp,
+    #[serde(rename = "GRPC")]
+    Grpc,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BackendTls {
+    pub mode: BackendTlsMode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_certificate_ref: Option<SecretObjectReference>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<TlsValidation>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, JsonSchema, PartialEq, Eq)]
+pub enum BackendTlsMode {
+    None,
+    ServerOnly,
+    ClientAndServer,
+}
+
+/// `status.parents` (the Go field is `Ancestors`, the JSON name `parents`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BackendStatus {
+    #[serde(default)]
+    pub parents: Vec<BackendStatusParent>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BackendStatusParent {
+    pub controller_name: String,
+    pub parent_ref: ParentReference,
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}

@@ -1,0 +1,1 @@
+//! Model → IR + status.

@@ -1,0 +1,253 @@
+//! The intermediate representation between Gateway API and Envoy.
+//!
+//! `gateway/` builds it from the model (resolving references, applying guardrails, computing status);
+//! `envoy/` turns it into protos. It knows neither Gateway API objects nor Envoy protos: every decision
+//! about *what* to configure is already made here, so the Envoy builders only decide *how*. All
+//! collections are ordered (`BTreeMap`, sorted `Vec`s) so the output is deterministic.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+/// Everything pier serves, per Gateway (`namespace/name`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ir {
+    pub gateways: BTreeMap<String, GatewayIr>,
+}
+
+/// One Gateway's worth of configuration: the unit a proxy fleet receives.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GatewayIr {
+    pub namespace: String,
+    pub name: String,
+    /// One Envoy listener per port, sorted by port.
+    pub listeners: Vec<Listener>,
+    /// Keyed by cluster name (minted in `envoy::names`).
+    pub clusters: BTreeMap<String, Cluster>,
+    /// Keyed by SDS secret name (minted in `envoy::names`).
+    pub secrets: BTreeMap<String, Secret>,
+}
+
+/// A bound port. Several Gateway listeners that share a port become one Envoy listener.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listener {
+    pub name: String,
+    pub address: String,
+    pub port: u16,
+    pub kind: ListenerKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ListenerKind {
+    /// Plain HTTP: one route configuration whose virtual hosts give listener isolation by hostname.
+    Http { route_config: RouteConfig },
+    /// HTTPS termination: one filter chain per Gateway listener, selected by SNI.
+    Https { chains: Vec<TlsChain> },
+}
+
+/// One HTTPS filter chain: the SNI names it answers for, its certificates, and its routes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsChain {
+    /// Gateway listener name this chain comes from.
+    pub listener_name: String,
+    /// SNI server names (`*.example.com` allowed); empty = any SNI (the default chain).
+    pub server_names: Vec<String>,
+    /// SDS names of the certificates (kubernetes.io/tls Secrets).
+    pub certificates: Vec<String>,
+    pub route_config: RouteConfig,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteConfig {
+    pub name: String,
+    /// Sorted: Envoy picks the most specific domain itself, so order only matters for stable output.
+    pub virtual_hosts: Vec<VirtualHost>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct VirtualHost {
+    pub name: String,
+    /// Envoy domain patterns: exact names, `*.suffix` wildcards, or `*`.
+    pub domains: Vec<String>,
+    /// In precedence order (first match wins), as `gateway::order` sorted them.
+    pub routes: Vec<Route>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route {
+    /// Stable, unique within the virtual host; names the origin (`ns/route/rule/match`).
+    pub name: String,
+    pub path: PathMatch,
+    pub action: RouteAction,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PathMatch {
+    Exact(String),
+    /// Element-wise prefix (`/abc` matches `/abc` and `/abc/x`, not `/abcd`).
+    Prefix(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum RouteAction {
+    /// Weighted split over backends. An invalid backendRef keeps its weight with `cluster: None` and
+    /// answers 500 for exactly that share.
+    Forward(Vec<WeightedBackend>),
+    /// Fixed answer, e.g. 500 when a rule has no valid backend at all.
+    DirectResponse { status: u32 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WeightedBackend {
+    /// `None`: the backendRef is invalid; Envoy answers 500 for this share.
+    pub cluster: Option<String>,
+    pub weight: u32,
+}
+
+/// An upstream cluster: one per (backend kind, namespace, name, port), shared by every route using it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cluster {
+    pub name: String,
+    /// Human-readable origin, e.g. `XBackend default/openai port 443`, kept in cluster metadata.
+    pub origin: Origin,
+    pub discovery: Discovery,
+    pub protocol: UpstreamProtocol,
+    pub tls: Option<UpstreamTls>,
+    pub circuit_breaker: Option<CircuitBreaker>,
+    pub outlier_detection: Option<OutlierDetection>,
+}
+
+/// Which object a cluster was built from (goes into Envoy metadata so operators can trace it back).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Origin {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub port: u16,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Discovery {
+    /// Envoy resolves `hostname` itself (STRICT_DNS) with the DNS settings given.
+    Dns {
+        hostname: String,
+        port: u16,
+        dns: DnsSettings,
+    },
+    /// Endpoints delivered by EDS as a ClusterLoadAssignment named after the cluster.
+    Eds { endpoints: Vec<Endpoint> },
+    /// Envoy's dynamic forward proxy (Envoy Gateway `DynamicResolver`), only when the operator enabled it.
+    DynamicForwardProxy { dns: DnsSettings },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnsSettings {
+    pub refresh_rate_ms: u64,
+    pub respect_ttl: bool,
+    pub lookup_family: LookupFamily,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub enum LookupFamily {
+    Auto,
+    V4Only,
+    V6Only,
+    V4Preferred,
+    All,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Endpoint {
+    pub address: EndpointAddress,
+    /// 0 = primary; 1 = Envoy Gateway `fallback`.
+    pub priority: u32,
+    /// Envoy `LbEndpoint.endpoint.hostname` (Envoy Gateway endpoint `hostname`, Service endpoint hostname).
+    pub hostname: Option<String>,
+    /// Locality zone, when known (EndpointSlice `zone`, Envoy Gateway endpoint `zone`).
+    pub zone: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EndpointAddress {
+    Ip(IpAddr, u16),
+    Unix(String),
+}
+
+/// How Envoy talks HTTP to the upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum UpstreamProtocol {
+    /// HTTP/1.1 only (HTTP11, and WebSocket which needs HTTP/1.1 upgrade).
+    Http1,
+    /// HTTP/2 negotiated by ALPN `h2` over TLS.
+    Http2,
+    /// HTTP/2 cleartext with prior knowledge.
+    H2c,
+    /// `HTTP`: over TLS, ALPN offers h2 and http/1.1; in cleartext, HTTP/1.1.
+    Auto,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamTls {
+    pub sni: Option<String>,
+    pub trust: Trust,
+    /// Matchers for the upstream certificate's SANs; empty means "any" (only with `Trust::InsecureSkipVerify`).
+    pub subject_alt_names: Vec<SanMatch>,
+    /// SDS name of the client certificate (mTLS), if any.
+    pub client_certificate: Option<String>,
+    pub min_version: Option<TlsVersion>,
+    pub max_version: Option<TlsVersion>,
+    pub ciphers: Vec<String>,
+    /// ALPN offered to the upstream. Empty: derived from `protocol` by the Envoy builder.
+    pub alpn: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trust {
+    /// SDS validation-context secret with the CA bundle (from ConfigMap/Secret `ca.crt`, or the system file).
+    Sds(String),
+    /// No verification of the upstream certificate (only where the shape has `insecureSkipVerify`).
+    InsecureSkipVerify,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SanMatch {
+    Dns(String),
+    Uri(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TlsVersion {
+    Auto,
+    V1_0,
+    V1_1,
+    V1_2,
+    V1_3,
+}
+
+/// Circuit-breaker thresholds (the draft shape's `pier.dev/connection-pool` extension).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CircuitBreaker {
+    pub max_connections: Option<u32>,
+    pub max_pending_requests: Option<u32>,
+    pub max_requests: Option<u32>,
+    pub max_retries: Option<u32>,
+}
+
+/// Passive health checking (the draft shape's `pier.dev/outlier-detection` extension).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutlierDetection {
+    pub consecutive_5xx: Option<u32>,
+    pub interval_ms: Option<u64>,
+    pub base_ejection_time_ms: Option<u64>,
+    pub max_ejection_percent: Option<u32>,
+}
+
+/// An SDS secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Secret {
+    /// Trusted CA bundle, PEM.
+    CaBundle { pem: String },
+    /// Trusted CA bundle read by Envoy from a file (the system bundle).
+    CaFile { path: String },
+    /// Certificate chain + private key, PEM (Gateway listener certificates, upstream client certificates).
+    TlsCertificate { chain: String, key: String },
+}

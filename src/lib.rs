@@ -1,0 +1,23 @@
+//! pier: an Envoy xDS control plane for the Gateway API and its Backend resource.
+//!
+//! ```text
+//! source (dir | kube) ──▶ Arc<Model> ──translate()──▶ Translation { per-Gateway Envoy resources, statuses }
+//!                                                         │
+//!                                     envoy::check ── keep last good ── ADS (SotW, delta) ──▶ Envoy
+//! ```
+//!
+//! The pure core — [`api`], [`model`], [`ir`], [`gateway`], [`envoy`], [`translate`] — does no I/O and reads
+//! no clock, environment or randomness: the same model always gives the same bytes. The edges
+//! ([`source`]) depend on the core, never the reverse.
+
+pub mod api;
+pub mod envoy;
+pub mod gateway;
+pub mod ir;
+pub mod model;
+pub mod options;
+pub mod source;
+pub mod translate;
+
+pub use options::Options;
+pub use translate::{Translation, translate};

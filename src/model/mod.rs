@@ -1,0 +1,87 @@
+//! The model: one immutable, sorted snapshot of every object pier reads, whatever the source.
+//!
+//! Objects are keyed by `ObjectKey` (namespace, name; namespace is empty for cluster-scoped kinds) in
+//! `BTreeMap`s, so iteration order — and therefore translation output — never depends on the order the
+//! source delivered objects in. `yaml` is the one parser every entry point uses (directory source,
+//! golden tests, e2e, `pier translate`). Nothing here does I/O.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use gateway_api::apis::standard::{
+    backendtlspolicies::BackendTlsPolicy, gatewayclasses::GatewayClass, gateways::Gateway,
+    grpcroutes::GrpcRoute, httproutes::HttpRoute, referencegrants::ReferenceGrant,
+};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+use crate::api::{backend::Backend, eg::EgBackend, xbackend::XBackend};
+
+pub mod yaml;
+
+/// Identity of an object within its kind.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ObjectKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self { namespace: namespace.into(), name: name.into() }
+    }
+    /// Key of a cluster-scoped object.
+    pub fn cluster(name: impl Into<String>) -> Self {
+        Self { namespace: String::new(), name: name.into() }
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.namespace.is_empty() {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
+    }
+}
+
+/// Every kind pier understands, one map each.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    pub gateway_classes: BTreeMap<ObjectKey, Arc<GatewayClass>>,
+    pub gateways: BTreeMap<ObjectKey, Arc<Gateway>>,
+    pub http_routes: BTreeMap<ObjectKey, Arc<HttpRoute>>,
+    pub grpc_routes: BTreeMap<ObjectKey, Arc<GrpcRoute>>,
+    pub reference_grants: BTreeMap<ObjectKey, Arc<ReferenceGrant>>,
+    pub backend_tls_policies: BTreeMap<ObjectKey, Arc<BackendTlsPolicy>>,
+    pub xbackends: BTreeMap<ObjectKey, Arc<XBackend>>,
+    /// The standard-group `Backend`, in either the GEP-4488 or the draft shape.
+    pub backends: BTreeMap<ObjectKey, Arc<Backend>>,
+    pub eg_backends: BTreeMap<ObjectKey, Arc<EgBackend>>,
+    pub services: BTreeMap<ObjectKey, Arc<Service>>,
+    pub endpoint_slices: BTreeMap<ObjectKey, Arc<EndpointSlice>>,
+    pub secrets: BTreeMap<ObjectKey, Arc<Secret>>,
+    pub config_maps: BTreeMap<ObjectKey, Arc<ConfigMap>>,
+    pub namespaces: BTreeMap<ObjectKey, Arc<Namespace>>,
+}
+
+/// One parsed object of any supported kind.
+#[derive(Debug, Clone)]
+pub enum Object {
+    GatewayClass(GatewayClass),
+    Gateway(Gateway),
+    HttpRoute(HttpRoute),
+    GrpcRoute(GrpcRoute),
+    ReferenceGrant(ReferenceGrant),
+    BackendTlsPolicy(BackendTlsPolicy),
+    XBackend(XBackend),
+    Backend(Backend),
+    EgBackend(EgBackend),
+    Service(Service),
+    EndpointSlice(EndpointSlice),
+    Secret(Secret),
+    ConfigMap(ConfigMap),
+    Namespace(Namespace),
+}

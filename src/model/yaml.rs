@@ -1,0 +1,1 @@
+//! The one parser (placeholder; filled in by the parser work).

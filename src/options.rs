@@ -1,0 +1,60 @@
+//! Operator options for the translator. Only operators set these (flags / environment), never
+//! namespace users: they widen or narrow what a Backend may reach.
+
+use ipnet::IpNet;
+
+use crate::ir::{DnsSettings, LookupFamily};
+
+/// The controllerName pier answers to by default.
+pub const DEFAULT_CONTROLLER_NAME: &str = "pier.dev/gateway-controller";
+/// Debian/Ubuntu location of the system CA bundle; Envoy reads it (pier never does).
+pub const DEFAULT_SYSTEM_CA_PATH: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// GatewayClasses whose `spec.controllerName` equals this are pier's.
+    pub controller_name: String,
+    /// Address Envoy listeners bind to.
+    pub listener_address: String,
+    /// DNS defaults for STRICT_DNS and dynamic-forward-proxy clusters.
+    pub dns: DnsSettings,
+    /// File Envoy reads for `wellKnownCACertificates: System`.
+    pub system_ca_path: String,
+    /// Upstream connect timeout.
+    pub connect_timeout_ms: u64,
+    pub guardrails: Guardrails,
+}
+
+/// Destination guardrails. Defaults refuse every address class a namespace user should never reach
+/// through a shared proxy (see `gateway::policy`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Guardrails {
+    /// Extra CIDRs refused on top of the built-in rules (e.g. the cluster's Pod and Service ranges).
+    pub denied_cidrs: Vec<IpNet>,
+    /// When set, external hostnames must equal one of these or, for `*.example.com` entries, end with
+    /// `.example.com`. `None` allows any hostname that passes the built-in rules.
+    pub allowed_hostnames: Option<Vec<String>>,
+    /// Allow loopback destinations (development and tests only).
+    pub allow_loopback: bool,
+    /// Allow Envoy Gateway `unix` endpoints.
+    pub allow_unix_sockets: bool,
+    /// Allow Envoy Gateway `DynamicResolver` Backends (an open forward proxy for whoever writes the route).
+    pub enable_dynamic_resolver: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            controller_name: DEFAULT_CONTROLLER_NAME.to_string(),
+            listener_address: "0.0.0.0".to_string(),
+            dns: DnsSettings {
+                refresh_rate_ms: 30_000,
+                respect_ttl: true,
+                lookup_family: LookupFamily::V4Preferred,
+            },
+            system_ca_path: DEFAULT_SYSTEM_CA_PATH.to_string(),
+            connect_timeout_ms: 10_000,
+            guardrails: Guardrails::default(),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Edges that read objects from the outside world.
