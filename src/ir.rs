@@ -127,16 +127,24 @@ pub struct Origin {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Discovery {
-    /// Envoy resolves `hostname` itself (STRICT_DNS) with the DNS settings given.
+    /// Envoy resolves the hostnames itself (STRICT_DNS) with the DNS settings given. Usually one
+    /// target; an Envoy Gateway Backend may list several FQDN endpoints (and fallback ones).
     Dns {
-        hostname: String,
-        port: u16,
+        targets: Vec<DnsTarget>,
         dns: DnsSettings,
     },
     /// Endpoints delivered by EDS as a ClusterLoadAssignment named after the cluster.
     Eds { endpoints: Vec<Endpoint> },
     /// Envoy's dynamic forward proxy (Envoy Gateway `DynamicResolver`), only when the operator enabled it.
     DynamicForwardProxy { dns: DnsSettings },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DnsTarget {
+    pub hostname: String,
+    pub port: u16,
+    /// 0 = primary; 1 = Envoy Gateway `fallback`.
+    pub priority: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,8 +204,12 @@ pub struct UpstreamTls {
     pub min_version: Option<TlsVersion>,
     pub max_version: Option<TlsVersion>,
     pub ciphers: Vec<String>,
+    pub ecdh_curves: Vec<String>,
+    pub signature_algorithms: Vec<String>,
     /// ALPN offered to the upstream. Empty: derived from `protocol` by the Envoy builder.
     pub alpn: Vec<String>,
+    /// SNI (and SAN check) from each endpoint's `hostname` (Envoy Gateway `autoSNIFromEndpointHostname`).
+    pub auto_host_sni: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,6 +11,7 @@
 //! ([`source`]) depend on the core, never the reverse.
 
 pub mod api;
+pub mod cli;
 pub mod envoy;
 pub mod gateway;
 pub mod ir;

@@ -1,1 +1,331 @@
-//! Model → IR + status.
+//! Model → IR + status: everything Gateway-API-specific. One file per concern:
+//! `classes` (GatewayClass), `listeners`, `routes` (attachment and rules), `backends/` (each Backend
+//! kind and Services), `backend_tls` (BackendTLSPolicy), `tls` (certificate references), `refs`
+//! (ReferenceGrant), `policy` (destination guardrails), `order` (every precedence rule),
+//! `hostnames`, `conditions` and `status`.
+//!
+//! Pure: no I/O, no clock, no randomness; the output depends only on the model and options, never on
+//! input order. Must not touch Envoy protos (that is `envoy/`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use gateway_api::apis::standard::gateways::Gateway;
+use serde_json::json;
+
+pub mod backend_tls;
+pub mod backends;
+pub mod classes;
+pub mod conditions;
+pub mod hostnames;
+pub mod listeners;
+pub mod order;
+pub mod policy;
+pub mod refs;
+pub mod routes;
+pub mod selector;
+pub mod status;
+pub mod tls;
+
+use backends::{Backends, Ctx};
+use conditions::{Condition, reason};
+use listeners::{ListenerInfo, Protocol};
+use routes::Entry;
+use status::ObjectStatus;
+
+use crate::api::consts::{CORE_GROUP, GATEWAY_GROUP, KIND_GATEWAY, KIND_SECRET};
+use crate::envoy::names::{self, BackendKind};
+use crate::ir;
+use crate::model::{Model, ObjectKey};
+use crate::options::Options;
+
+/// Gateway API caps (`RouteStatus.parents`, `PolicyStatus.ancestors`).
+const MAX_ROUTE_PARENTS: usize = 32;
+const MAX_POLICY_ANCESTORS: usize = 16;
+
+/// Translates the model into per-Gateway IR and the status of every object pier has a say on.
+pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
+    let ctx = Ctx { model, opts };
+    let (classes, mut statuses) = classes::process(model, opts);
+    let mut backends = Backends::new(ctx);
+
+    // Routes in Gateway API precedence order (oldest first, then namespace/name).
+    let mut route_keys: Vec<&ObjectKey> = model.http_routes.keys().collect();
+    route_keys.sort_by(|a, b| order::oldest_first(&model.http_routes[*a].metadata, &model.http_routes[*b].metadata));
+
+    let mut out = ir::Ir::default();
+    let mut route_parents: BTreeMap<ObjectKey, Vec<serde_json::Value>> = BTreeMap::new();
+    for (gw_key, gw) in &model.gateways {
+        if !classes.contains(&gw.spec.gateway_class_name) {
+            continue;
+        }
+        let mut secrets = tls::SecretSet::new();
+        let mut listeners = listeners::process(model, gw_key, gw, &mut secrets);
+        let (client_cert, cert_condition) = gateway_client_cert(model, gw_key, gw, &mut secrets);
+        let mut entries = Vec::new();
+        let mut targets = Vec::new();
+        for (order, rkey) in route_keys.iter().enumerate() {
+            let parents = routes::attach(
+                model,
+                &mut backends,
+                rkey,
+                &model.http_routes[*rkey],
+                order,
+                gw_key,
+                &mut listeners,
+                &opts.controller_name,
+                &mut entries,
+                &mut targets,
+            );
+            route_parents.entry((*rkey).clone()).or_default().extend(parents);
+        }
+        let mut gir = ir::GatewayIr { namespace: gw_key.namespace.clone(), name: gw_key.name.clone(), ..Default::default() };
+        for t in targets {
+            let mut cluster = t.cluster;
+            if t.gateway_client_cert
+                && let Some(tls) = cluster.tls.as_mut()
+                && tls.client_certificate.is_none()
+            {
+                tls.client_certificate = client_cert.clone();
+            }
+            secrets.extend(t.secrets);
+            gir.clusters.insert(cluster.name.clone(), cluster);
+        }
+        gir.listeners = envoy_listeners(opts, gw_key, &listeners, &entries);
+        // Only secrets something references are served (a listener certificate of an unprogrammed
+        // listener, or an unused client certificate, stays out).
+        let used = used_secrets(&gir);
+        gir.secrets = secrets.into_iter().filter(|(k, _)| used.contains(k)).collect();
+        statuses.push(gateway_status(gw_key, gw, &listeners, cert_condition));
+        out.gateways.insert(gw_key.to_string(), gir);
+    }
+
+    for (key, mut parents) in route_parents {
+        if parents.is_empty() {
+            continue;
+        }
+        parents.truncate(MAX_ROUTE_PARENTS);
+        statuses.push(ObjectStatus::new("gateway.networking.k8s.io/v1", "HTTPRoute", &key, json!({ "parents": parents })));
+    }
+    statuses.extend(backend_statuses(&backends, &opts.controller_name));
+    statuses.extend(policy_statuses(model, &backends, &opts.controller_name));
+    statuses.sort_by_key(ObjectStatus::sort_key);
+    (out, statuses)
+}
+
+/// The Gateway's `spec.tls.backend.clientCertificateRef`: the SDS name to present upstream (if valid)
+/// and the Gateway's ResolvedRefs condition.
+fn gateway_client_cert(model: &Model, key: &ObjectKey, gw: &Gateway, secrets: &mut tls::SecretSet) -> (Option<String>, Condition) {
+    let g = gw.metadata.generation.unwrap_or(0);
+    let ok = Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "All references resolved", g);
+    let Some(r) = gw.spec.tls.as_ref().and_then(|t| t.backend.as_ref()).and_then(|b| b.client_certificate_ref.as_ref()) else {
+        return (None, ok);
+    };
+    let ns = r.namespace.clone().unwrap_or_else(|| key.namespace.clone());
+    let from = refs::RefEnd { group: GATEWAY_GROUP, kind: KIND_GATEWAY, namespace: &key.namespace, name: &key.name };
+    let to = refs::RefEnd { group: CORE_GROUP, kind: KIND_SECRET, namespace: &ns, name: &r.name };
+    let group = r.group.as_deref().unwrap_or("");
+    let kind = r.kind.as_deref().unwrap_or(KIND_SECRET);
+    if group == CORE_GROUP && kind == KIND_SECRET && !refs::permitted(model, from, to) {
+        return (
+            None,
+            Condition::fail(
+                conditions::RESOLVED_REFS,
+                reason::REF_NOT_PERMITTED,
+                format!("spec.tls.backend.clientCertificateRef: Secret {ns}/{} is in another namespace and no ReferenceGrant allows it", r.name),
+                g,
+            ),
+        );
+    }
+    let mut sref = r.clone();
+    sref.namespace = Some(ns.clone());
+    match tls::resolve_tls_secret(model, &ns, &sref, tls::CertRefUse::Client) {
+        Ok((name, secret)) => {
+            secrets.insert(name.clone(), secret);
+            (Some(name), ok)
+        }
+        Err(p) => (
+            None,
+            Condition::fail(conditions::RESOLVED_REFS, p.reason, format!("spec.tls.backend.clientCertificateRef: {}", p.message), g),
+        ),
+    }
+}
+
+fn gateway_status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], refs: Condition) -> ObjectStatus {
+    let g = gw.metadata.generation.unwrap_or(0);
+    let programmed = listeners.iter().filter(|l| l.programmable).count();
+    let invalid: Vec<&str> = listeners.iter().filter(|l| !l.programmable).map(|l| l.name.as_str()).collect();
+    let accepted = if invalid.is_empty() {
+        Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Gateway accepted", g)
+    } else {
+        let msg = format!("listeners not valid: {}", invalid.join(", "));
+        if programmed > 0 || listeners.is_empty() {
+            Condition::ok(conditions::ACCEPTED, reason::LISTENERS_NOT_VALID, msg, g)
+        } else {
+            Condition::fail(conditions::ACCEPTED, reason::LISTENERS_NOT_VALID, msg, g)
+        }
+    };
+    let prog = if programmed > 0 || listeners.is_empty() {
+        Condition::ok(conditions::PROGRAMMED, reason::PROGRAMMED, "Configuration is served to the Gateway's proxies", g)
+    } else {
+        Condition::fail(conditions::PROGRAMMED, reason::INVALID, "no listener can be programmed", g)
+    };
+    ObjectStatus::new(
+        "gateway.networking.k8s.io/v1",
+        KIND_GATEWAY,
+        key,
+        json!({
+            "conditions": status::conditions(&[accepted, prog, refs]),
+            "listeners": listeners.iter().map(listeners::status).collect::<Vec<_>>(),
+        }),
+    )
+}
+
+/// Groups programmable listeners by port into Envoy listeners with their virtual hosts.
+fn envoy_listeners(opts: &Options, gw: &ObjectKey, listeners: &[ListenerInfo], entries: &[Entry]) -> Vec<ir::Listener> {
+    let mut by_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    for (i, l) in listeners.iter().enumerate() {
+        if l.programmable {
+            by_port.entry(l.port).or_default().push(i);
+        }
+    }
+    let mut out = Vec::new();
+    for (port, idx) in by_port {
+        let kind = if listeners[idx[0]].protocol == Protocol::Https {
+            ir::ListenerKind::Https {
+                chains: idx
+                    .iter()
+                    .map(|&i| {
+                        let l = &listeners[i];
+                        ir::TlsChain {
+                            listener_name: l.name.clone(),
+                            server_names: l.hostname.iter().cloned().collect(),
+                            certificates: l.certificates.clone(),
+                            route_config: ir::RouteConfig {
+                                name: names::https_route_config(&gw.namespace, &gw.name, port, &l.name),
+                                virtual_hosts: virtual_hosts(listeners, &[i], entries),
+                            },
+                        }
+                    })
+                    .collect(),
+            }
+        } else {
+            ir::ListenerKind::Http {
+                route_config: ir::RouteConfig {
+                    name: names::http_route_config(&gw.namespace, &gw.name, port),
+                    virtual_hosts: virtual_hosts(listeners, &idx, entries),
+                },
+            }
+        };
+        out.push(ir::Listener {
+            name: names::listener(&gw.namespace, &gw.name, port),
+            address: opts.listener_address.clone(),
+            port,
+            kind,
+        });
+    }
+    out
+}
+
+/// One virtual host per (listener, effective hostname). A request matches at most one listener
+/// (listener isolation): when two listeners on a port would claim the same domain, the listener with
+/// the more specific hostname keeps it.
+fn virtual_hosts(listeners: &[ListenerInfo], idx: &[usize], entries: &[Entry]) -> Vec<ir::VirtualHost> {
+    let mut by_domain: BTreeMap<String, (usize, ir::VirtualHost)> = BTreeMap::new();
+    for &li in idx {
+        let l = &listeners[li];
+        let mine: Vec<&Entry> = entries.iter().filter(|e| e.listener == li).collect();
+        let hosts: BTreeSet<&String> = mine.iter().flat_map(|e| e.hostnames.iter()).collect();
+        for h in hosts {
+            let mut routes: Vec<&Entry> = mine.iter().copied().filter(|e| hostnames::serves(&e.hostnames, h)).collect();
+            routes.sort_by(|a, b| {
+                order::route_host_rank(&a.hostnames, h)
+                    .cmp(&order::route_host_rank(&b.hostnames, h))
+                    .then_with(|| order::path_precedence(&a.route.path, &b.route.path))
+                    .then(a.tie.cmp(&b.tie))
+            });
+            let vh = ir::VirtualHost {
+                name: names::virtual_host(&l.name, h),
+                domains: vec![h.clone()],
+                routes: routes.into_iter().map(|e| e.route.clone()).collect(),
+            };
+            let specificity = |i: usize| listeners[i].hostname.clone().unwrap_or_else(|| "*".into());
+            match by_domain.get(h) {
+                Some((other, _)) if order::hostname_specificity(&specificity(*other), &specificity(li)).is_le() => {}
+                _ => {
+                    by_domain.insert(h.clone(), (li, vh));
+                }
+            }
+        }
+    }
+    let mut v: Vec<ir::VirtualHost> = by_domain.into_values().map(|(_, vh)| vh).collect();
+    v.sort_by(|a, b| order::hostname_specificity(&a.domains[0], &b.domains[0]));
+    v
+}
+
+fn used_secrets(g: &ir::GatewayIr) -> BTreeSet<String> {
+    let mut used = BTreeSet::new();
+    for c in g.clusters.values() {
+        if let Some(t) = &c.tls {
+            if let ir::Trust::Sds(n) = &t.trust {
+                used.insert(n.clone());
+            }
+            used.extend(t.client_certificate.clone());
+        }
+    }
+    for l in &g.listeners {
+        if let ir::ListenerKind::Https { chains } = &l.kind {
+            for c in chains {
+                used.extend(c.certificates.iter().cloned());
+            }
+        }
+    }
+    used
+}
+
+fn backend_statuses(backends: &Backends<'_>, controller: &str) -> Vec<ObjectStatus> {
+    let mut out = Vec::new();
+    for (kind, key, conds) in backends.object_conditions() {
+        let (api, kind_name) = match kind {
+            BackendKind::XBackend => ("gateway.networking.x-k8s.io/v1alpha1", "XBackend"),
+            BackendKind::Backend => ("gateway.networking.k8s.io/v1alpha1", "Backend"),
+            BackendKind::EgBackend => {
+                // Envoy Gateway's Backend has plain `status.conditions`, reported whether used or not.
+                let accepted: Vec<Condition> = conds.into_iter().filter(|c| c.type_ == conditions::ACCEPTED).collect();
+                out.push(ObjectStatus::new("gateway.envoyproxy.io/v1alpha1", "Backend", key, json!({ "conditions": status::conditions(&accepted) })));
+                continue;
+            }
+            BackendKind::Service => continue,
+        };
+        let Some(gateways) = backends.referenced_by.get(&(kind, key.clone())) else { continue };
+        let parents: Vec<serde_json::Value> = gateways
+            .iter()
+            .take(MAX_ROUTE_PARENTS)
+            .map(|gw| json!({ "controllerName": controller, "parentRef": status::gateway_ref(gw, None, None), "conditions": status::conditions(&conds) }))
+            .collect();
+        out.push(ObjectStatus::new(api, kind_name, key, json!({ "parents": parents })));
+    }
+    out
+}
+
+fn policy_statuses(model: &Model, backends: &Backends<'_>, controller: &str) -> Vec<ObjectStatus> {
+    let mut out = Vec::new();
+    for (key, verdict) in &backends.policies.verdicts {
+        let ancestors: BTreeSet<&ObjectKey> = verdict
+            .services
+            .iter()
+            .filter_map(|svc| backends.referenced_by.get(&(BackendKind::Service, svc.clone())))
+            .flatten()
+            .collect();
+        if ancestors.is_empty() || !model.backend_tls_policies.contains_key(key) {
+            continue;
+        }
+        let conds = backend_tls::PolicyIndex::conditions(verdict);
+        let list: Vec<serde_json::Value> = ancestors
+            .into_iter()
+            .take(MAX_POLICY_ANCESTORS)
+            .map(|gw| json!({ "ancestorRef": status::gateway_ref(gw, None, None), "controllerName": controller, "conditions": status::conditions(&conds) }))
+            .collect();
+        out.push(ObjectStatus::new("gateway.networking.k8s.io/v1", "BackendTLSPolicy", key, json!({ "ancestors": list })));
+    }
+    out
+}

@@ -18,6 +18,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::api::{backend::Backend, eg::EgBackend, xbackend::XBackend};
 
+pub mod insert;
 pub mod yaml;
 
 /// Identity of an object within its kind.

@@ -1,1 +1,274 @@
-//! The one parser (placeholder; filled in by the parser work).
+//! The one parser every entry point uses (directory source, golden tests, e2e, `pier translate`): text of
+//! multi-document YAML or JSON in, typed [`Object`]s out, each tagged with where it came from.
+//!
+//! Owns: splitting a file into documents, YAML→JSON normalisation ([`convert`]), `kind: List` expansion,
+//! dispatch on (apiVersion, kind) and the per-kind normalisation kubectl or the API server would apply
+//! ([`kinds`]), and error messages that name file, document, object and field. It does no I/O and does not
+//! build the [`Model`](super::Model) — duplicates are [`insert`](super::insert)'s business.
+//!
+//! Every document goes through a `serde_json::Value` before it is typed: YAML-isms (merge keys, integer
+//! map keys) are normalised once, JSON and YAML inputs take the same path, and `serde_path_to_error` can
+//! report field paths uniformly. Unsupported kinds are warnings, not errors, so a directory holding a
+//! whole application's manifests still loads.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::Object;
+
+mod convert;
+mod kinds;
+#[cfg(test)]
+mod tests;
+
+/// Where a document came from: a display name (usually a file path) and its 0-based index in that file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DocRef {
+    pub source: String,
+    pub index: usize,
+}
+
+impl DocRef {
+    pub fn new(source: impl Into<String>, index: usize) -> Self {
+        Self {
+            source: source.into(),
+            index,
+        }
+    }
+}
+
+impl fmt::Display for DocRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} document {}", self.source, self.index)
+    }
+}
+
+/// Something the parser skipped on purpose (an unsupported kind); loading goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub doc: DocRef,
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.doc, self.message)
+    }
+}
+
+/// Everything one text yielded, in document order.
+#[derive(Debug, Clone, Default)]
+pub struct Parsed {
+    pub objects: Vec<(DocRef, Object)>,
+    pub warnings: Vec<Warning>,
+}
+
+/// The position of a failing object, as precise as the parser got before failing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub doc: DocRef,
+    /// Index in the `items` of a `kind: List` document.
+    pub item: Option<usize>,
+    /// `Kind namespace/name` once the kind and metadata were readable.
+    pub object: Option<String>,
+}
+
+impl Location {
+    fn new(doc: &DocRef, item: Option<usize>) -> Self {
+        Self {
+            doc: doc.clone(),
+            item,
+            object: None,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: document {}", self.doc.source, self.doc.index)?;
+        if let Some(item) = self.item {
+            write!(f, " items[{item}]")?;
+        }
+        if let Some(object) = &self.object {
+            write!(f, " ({object})")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// The text is not well-formed YAML/JSON; `message` carries the line and column.
+    #[error("{file}: document {index}: {message}")]
+    Syntax {
+        file: String,
+        index: usize,
+        message: String,
+    },
+    /// The document as a whole is unusable (not a mapping, no apiVersion/kind/name).
+    #[error("{at}: {message}")]
+    Document { at: Location, message: String },
+    /// One field is wrong; `path` is like `spec.tls.mode` or `spec.ports[0].port`.
+    #[error("{at}: {path}: {message}")]
+    Field {
+        at: Location,
+        path: String,
+        message: String,
+    },
+}
+
+impl ParseError {
+    /// The document the error is in.
+    pub fn doc(&self) -> DocRef {
+        match self {
+            ParseError::Syntax { file, index, .. } => DocRef::new(file.clone(), *index),
+            ParseError::Document { at, .. } | ParseError::Field { at, .. } => at.doc.clone(),
+        }
+    }
+}
+
+/// Parses every document of `text`. `source` names the text in errors and in each [`DocRef`].
+pub fn parse(source: &str, text: &str) -> Result<Parsed, ParseError> {
+    let mut parsed = Parsed::default();
+    for (index, value) in documents(source, text)?.into_iter().enumerate() {
+        let Some(value) = value else { continue };
+        let doc = DocRef::new(source, index);
+        if is_list(&value) {
+            parse_list(&doc, value, &mut parsed)?;
+        } else if let Some(object) = parse_object(&doc, None, value, &mut parsed.warnings)? {
+            parsed.objects.push((doc, object));
+        }
+    }
+    Ok(parsed)
+}
+
+/// kubectl's `-o yaml` of several objects: `kind: List` with `items`. The apiVersion is not checked
+/// because nothing in it changes how the items are read.
+fn is_list(value: &Value) -> bool {
+    value.get("kind").and_then(Value::as_str) == Some("List") && value.get("apiVersion").is_some()
+}
+
+fn parse_list(doc: &DocRef, mut value: Value, parsed: &mut Parsed) -> Result<(), ParseError> {
+    let items = match value.get_mut("items").map(Value::take) {
+        Some(Value::Array(items)) => items,
+        Some(Value::Null) | None => Vec::new(),
+        Some(other) => {
+            return Err(ParseError::Field {
+                at: Location::new(doc, None),
+                path: "items".into(),
+                message: format!("expected a list, found {}", type_name(&other)),
+            });
+        }
+    };
+    for (item, value) in items.into_iter().enumerate() {
+        if let Some(object) = parse_object(doc, Some(item), value, &mut parsed.warnings)? {
+            parsed.objects.push((doc.clone(), object));
+        }
+    }
+    Ok(())
+}
+
+fn parse_object(
+    doc: &DocRef,
+    item: Option<usize>,
+    value: Value,
+    warnings: &mut Vec<Warning>,
+) -> Result<Option<Object>, ParseError> {
+    let mut at = Location::new(doc, item);
+    if !value.is_object() {
+        let message = format!(
+            "expected a mapping (an object), found {}",
+            type_name(&value)
+        );
+        return Err(ParseError::Document { at, message });
+    }
+    let api_version = required_str(&value, "apiVersion", &at)?;
+    let kind = required_str(&value, "kind", &at)?;
+    let Some(known) = kinds::Kind::of(&api_version, &kind) else {
+        let prefix = item.map(|i| format!("items[{i}]: ")).unwrap_or_default();
+        let message =
+            format!("{prefix}skipping unsupported kind {kind:?} (apiVersion {api_version:?})");
+        warnings.push(Warning {
+            doc: doc.clone(),
+            message,
+        });
+        return Ok(None);
+    };
+    known.decode(value, &mut at).map(Some)
+}
+
+fn required_str(value: &Value, field: &str, at: &Location) -> Result<String, ParseError> {
+    match value.get(field) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        None | Some(Value::Null) => Err(ParseError::Document {
+            at: at.clone(),
+            message: format!("missing {field}"),
+        }),
+        Some(other) => Err(ParseError::Field {
+            at: at.clone(),
+            path: field.into(),
+            message: format!("expected a non-empty string, found {}", type_name(other)),
+        }),
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// One entry per document, `None` for an empty one (only comments, or a bare `---`), so indices match
+/// what a reader counts in the file. Counting is the YAML parser's: a header comment before the first
+/// `---` does not make a document of its own.
+fn documents(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // JSON is YAML, but libyaml rejects tab indentation that JSON allows, and serde_json's messages are
+    // better for JSON files; YAML remains the fallback for flow-style YAML that merely starts with `{`.
+    if text.trim_start().starts_with(['{', '[']) {
+        return json_documents(source, text)
+            .or_else(|json_error| yaml_documents(source, text).map_err(|_| json_error));
+    }
+    yaml_documents(source, text)
+}
+
+fn json_documents(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseError> {
+    let mut docs = Vec::new();
+    for value in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+        let value = value.map_err(|e| ParseError::Syntax {
+            file: source.into(),
+            index: docs.len(),
+            message: format!("invalid JSON: {e}"),
+        })?;
+        docs.push((!value.is_null()).then_some(value));
+    }
+    Ok(docs)
+}
+
+fn yaml_documents(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseError> {
+    let mut docs = Vec::new();
+    // A failed document makes serde_yaml's iterator repeat the failure forever, so stop at the first.
+    for de in serde_yaml::Deserializer::from_str(text) {
+        let index = docs.len();
+        let syntax = |e: serde_yaml::Error| ParseError::Syntax {
+            file: source.into(),
+            index,
+            message: format!("invalid YAML: {e}"),
+        };
+        let mut value = serde_yaml::Value::deserialize(de).map_err(syntax)?;
+        value.apply_merge().map_err(syntax)?;
+        let value = convert::to_json(value).map_err(|(path, message)| {
+            let at = Location::new(&DocRef::new(source, index), None);
+            ParseError::Field { at, path, message }
+        })?;
+        docs.push((!value.is_null()).then_some(value));
+    }
+    Ok(docs)
+}

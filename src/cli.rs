@@ -1,0 +1,123 @@
+//! Command-line options shared by the subcommands. Every option can also come from the environment
+//! (`PIER_...`), so the same settings work in a shell, a Deployment or CI.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ipnet::IpNet;
+
+use crate::ir::LookupFamily;
+use crate::options::{DEFAULT_CONTROLLER_NAME, DEFAULT_SYSTEM_CA_PATH, Guardrails, Options};
+
+#[derive(Debug, Parser)]
+#[command(name = "pier", version, about = "An Envoy xDS control plane for the Gateway API and its Backend resource")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Translate YAML/JSON manifests offline and print the Envoy resources and statuses.
+    Translate(TranslateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TranslateArgs {
+    /// Only this Gateway's resources (NAMESPACE/NAME); default: every pier Gateway, merged by name.
+    #[arg(long, env = "PIER_GATEWAY", value_name = "NAMESPACE/NAME")]
+    pub gateway: Option<String>,
+    /// Output format.
+    #[arg(long, short, env = "PIER_OUTPUT", value_enum, default_value_t = Output::Yaml)]
+    pub output: Output,
+    /// Files or directories (read recursively, *.yaml|*.yml|*.json, in sorted order).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub translator: TranslatorArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Yaml,
+    Json,
+}
+
+/// Translator options (operator-only settings).
+#[derive(Debug, Clone, Args)]
+pub struct TranslatorArgs {
+    /// GatewayClasses whose spec.controllerName equals this are pier's.
+    #[arg(long, env = "PIER_CONTROLLER_NAME", default_value = DEFAULT_CONTROLLER_NAME)]
+    pub controller_name: String,
+    /// Address Envoy listeners bind to.
+    #[arg(long, env = "PIER_LISTENER_ADDRESS", default_value = "0.0.0.0")]
+    pub listener_address: String,
+    /// DNS refresh interval of STRICT_DNS clusters, in milliseconds.
+    #[arg(long, env = "PIER_DNS_REFRESH_MS", default_value_t = 30_000)]
+    pub dns_refresh_ms: u64,
+    /// Let Envoy use the DNS record TTL as the refresh interval.
+    #[arg(long, env = "PIER_DNS_RESPECT_TTL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub dns_respect_ttl: bool,
+    /// Address families Envoy asks DNS for.
+    #[arg(long, env = "PIER_DNS_LOOKUP_FAMILY", value_enum, default_value_t = Family::V4Preferred)]
+    pub dns_lookup_family: Family,
+    /// CA bundle file Envoy reads for `wellKnownCACertificates: System`.
+    #[arg(long, env = "PIER_SYSTEM_CA_PATH", default_value = DEFAULT_SYSTEM_CA_PATH)]
+    pub system_ca_path: String,
+    /// Upstream connect timeout, in milliseconds.
+    #[arg(long, env = "PIER_CONNECT_TIMEOUT_MS", default_value_t = 10_000)]
+    pub connect_timeout_ms: u64,
+    /// Refuse Backend destinations in this CIDR (repeatable, or comma-separated in the env var).
+    #[arg(long = "deny-cidr", env = "PIER_DENY_CIDRS", value_delimiter = ',')]
+    pub deny_cidrs: Vec<IpNet>,
+    /// Only allow these external hostnames (`api.example.com`, `*.example.com`); repeatable.
+    #[arg(long = "allow-hostname", env = "PIER_ALLOW_HOSTNAMES", value_delimiter = ',')]
+    pub allow_hostnames: Vec<String>,
+    /// Allow loopback destinations (development and tests only).
+    #[arg(long, env = "PIER_ALLOW_LOOPBACK")]
+    pub allow_loopback: bool,
+    /// Allow Envoy Gateway unix socket endpoints.
+    #[arg(long, env = "PIER_ALLOW_UNIX_SOCKETS")]
+    pub allow_unix_sockets: bool,
+    /// Allow Envoy Gateway DynamicResolver Backends (an open forward proxy).
+    #[arg(long, env = "PIER_ENABLE_DYNAMIC_RESOLVER")]
+    pub enable_dynamic_resolver: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Family {
+    Auto,
+    V4Only,
+    V6Only,
+    V4Preferred,
+    All,
+}
+
+impl TranslatorArgs {
+    pub fn options(&self) -> Options {
+        Options {
+            controller_name: self.controller_name.clone(),
+            listener_address: self.listener_address.clone(),
+            dns: crate::ir::DnsSettings {
+                refresh_rate_ms: self.dns_refresh_ms,
+                respect_ttl: self.dns_respect_ttl,
+                lookup_family: match self.dns_lookup_family {
+                    Family::Auto => LookupFamily::Auto,
+                    Family::V4Only => LookupFamily::V4Only,
+                    Family::V6Only => LookupFamily::V6Only,
+                    Family::V4Preferred => LookupFamily::V4Preferred,
+                    Family::All => LookupFamily::All,
+                },
+            },
+            system_ca_path: self.system_ca_path.clone(),
+            connect_timeout_ms: self.connect_timeout_ms,
+            guardrails: Guardrails {
+                denied_cidrs: self.deny_cidrs.clone(),
+                allowed_hostnames: (!self.allow_hostnames.is_empty()).then(|| self.allow_hostnames.clone()),
+                allow_loopback: self.allow_loopback,
+                allow_unix_sockets: self.allow_unix_sockets,
+                enable_dynamic_resolver: self.enable_dynamic_resolver,
+            },
+        }
+    }
+}

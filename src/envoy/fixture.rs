@@ -1,0 +1,139 @@
+//! A small Gateway IR touching every builder, for the unit tests of `check`, `bootstrap` and friends.
+//! (The exhaustive, every-variant IRs validated by a real Envoy live in `tests/envoy_validate.rs`.)
+
+use std::collections::BTreeMap;
+
+use crate::ir::*;
+
+pub const WEB: &str = "service/default/web/8080";
+pub const API: &str = "xbackend/default/api/443";
+pub const DYN: &str = "eg-backend/default/dyn/dynamic";
+pub const CA: &str = "ca/configmap/default/ca";
+pub const CLIENT_CERT: &str = "cert/default/client";
+pub const GW_CERT: &str = "cert/default/gw";
+pub const HTTP_ROUTES: &str = "default/gw/80";
+pub const HTTPS_ROUTES: &str = "default/gw/443/https";
+
+fn origin(kind: &str, name: &str, port: u16) -> Origin {
+    Origin { kind: kind.into(), namespace: "default".into(), name: name.into(), port }
+}
+
+fn dns() -> DnsSettings {
+    DnsSettings { refresh_rate_ms: 30_000, respect_ttl: true, lookup_family: LookupFamily::V4Preferred }
+}
+
+fn forward(backends: &[(Option<&str>, u32)]) -> RouteAction {
+    RouteAction::Forward(
+        backends.iter().map(|(c, w)| WeightedBackend { cluster: c.map(str::to_string), weight: *w }).collect(),
+    )
+}
+
+fn route(name: &str, path: PathMatch, action: RouteAction) -> Route {
+    Route { name: name.into(), path, action }
+}
+
+pub fn gateway() -> GatewayIr {
+    let clusters = [
+        Cluster {
+            name: WEB.into(),
+            origin: origin("Service", "web", 8080),
+            discovery: Discovery::Eds {
+                endpoints: vec![Endpoint {
+                    address: EndpointAddress::Ip("10.0.0.1".parse().unwrap(), 8080),
+                    priority: 0,
+                    hostname: None,
+                    zone: Some("a".into()),
+                }],
+            },
+            protocol: UpstreamProtocol::Http1,
+            tls: None,
+            circuit_breaker: None,
+            outlier_detection: None,
+        },
+        Cluster {
+            name: API.into(),
+            origin: origin("XBackend", "api", 443),
+            discovery: Discovery::Dns {
+                targets: vec![DnsTarget { hostname: "api.example.com".into(), port: 443, priority: 0 }],
+                dns: dns(),
+            },
+            protocol: UpstreamProtocol::Auto,
+            tls: Some(UpstreamTls {
+                sni: Some("api.example.com".into()),
+                trust: Trust::Sds(CA.into()),
+                subject_alt_names: vec![SanMatch::Dns("api.example.com".into())],
+                client_certificate: Some(CLIENT_CERT.into()),
+                min_version: None,
+                max_version: None,
+                ciphers: vec![],
+                ecdh_curves: vec![],
+                signature_algorithms: vec![],
+                alpn: vec![],
+                auto_host_sni: false,
+            }),
+            circuit_breaker: None,
+            outlier_detection: None,
+        },
+        Cluster {
+            name: DYN.into(),
+            origin: origin("Backend", "dyn", 0),
+            discovery: Discovery::DynamicForwardProxy { dns: dns() },
+            protocol: UpstreamProtocol::Http1,
+            tls: None,
+            circuit_breaker: None,
+            outlier_detection: None,
+        },
+    ];
+    let secrets = BTreeMap::from([
+        (CA.to_string(), Secret::CaBundle { pem: "CA".into() }),
+        (CLIENT_CERT.to_string(), Secret::TlsCertificate { chain: "CHAIN".into(), key: "KEY".into() }),
+        (GW_CERT.to_string(), Secret::TlsCertificate { chain: "CHAIN".into(), key: "KEY".into() }),
+    ]);
+    let http = RouteConfig {
+        name: HTTP_ROUTES.into(),
+        virtual_hosts: vec![VirtualHost {
+            name: "http/*".into(),
+            domains: vec!["*".into()],
+            routes: vec![
+                route("r/api", PathMatch::Prefix("/api".into()), forward(&[(Some(API), 1)])),
+                route("r/dyn", PathMatch::Exact("/dyn".into()), forward(&[(Some(DYN), 1), (None, 1)])),
+                route("r/web", PathMatch::Prefix("/".into()), forward(&[(Some(WEB), 1)])),
+            ],
+        }],
+    };
+    let https = RouteConfig {
+        name: HTTPS_ROUTES.into(),
+        virtual_hosts: vec![VirtualHost {
+            name: "https/example.com".into(),
+            domains: vec!["example.com".into()],
+            routes: vec![route("r/web", PathMatch::Prefix("/".into()), forward(&[(Some(WEB), 1)]))],
+        }],
+    };
+    GatewayIr {
+        namespace: "default".into(),
+        name: "gw".into(),
+        listeners: vec![
+            Listener {
+                name: "default/gw/80".into(),
+                address: "0.0.0.0".into(),
+                port: 80,
+                kind: ListenerKind::Http { route_config: http },
+            },
+            Listener {
+                name: "default/gw/443".into(),
+                address: "0.0.0.0".into(),
+                port: 443,
+                kind: ListenerKind::Https {
+                    chains: vec![TlsChain {
+                        listener_name: "https".into(),
+                        server_names: vec!["example.com".into()],
+                        certificates: vec![GW_CERT.into()],
+                        route_config: https,
+                    }],
+                },
+            },
+        ],
+        clusters: clusters.into_iter().map(|c| (c.name.clone(), c)).collect(),
+        secrets,
+    }
+}

@@ -1,0 +1,106 @@
+//! LDS: one `Listener` per bound port. Plain HTTP is one filter chain; HTTPS is one filter chain per
+//! Gateway listener, selected by SNI (the TLS inspector reads it), each terminating TLS with its own
+//! certificates. Every chain runs an HttpConnectionManager that fetches its routes by RDS over ADS.
+
+use super::pb::{dfp_common, dfp_filter, ext, hcm, listener, router, tls_inspector};
+use super::{ads, names, socket_address, tls};
+use crate::ir;
+
+/// Answers "does this route configuration send traffic to a dynamic-forward-proxy cluster, and with
+/// which DNS cache?" for a route configuration name.
+pub(super) type DfpLookup<'a> = dyn Fn(&str) -> Option<dfp_common::DnsCacheConfig> + 'a;
+
+pub(super) fn build(l: &ir::Listener, dfp: &DfpLookup<'_>) -> listener::Listener {
+    let stat_prefix = stat_prefix(&l.name);
+    let (filter_chains, listener_filters) = match &l.kind {
+        ir::ListenerKind::Http { route_config } => {
+            let hcm = http_connection_manager(&stat_prefix, &route_config.name, dfp);
+            (vec![listener::FilterChain { filters: vec![hcm], ..Default::default() }], vec![])
+        }
+        ir::ListenerKind::Https { chains } => {
+            let chains = chains
+                .iter()
+                .map(|c| listener::FilterChain {
+                    name: names::filter_chain(&c.listener_name),
+                    // Empty server names match any SNI (and none): the default chain.
+                    filter_chain_match: Some(listener::FilterChainMatch {
+                        server_names: c.server_names.clone(),
+                        ..Default::default()
+                    }),
+                    filters: vec![http_connection_manager(&stat_prefix, &c.route_config.name, dfp)],
+                    transport_socket: Some(tls::downstream(&c.certificates)),
+                    ..Default::default()
+                })
+                .collect();
+            // Filter chains match on SNI only once the TLS inspector has read the ClientHello.
+            let inspector = listener::ListenerFilter {
+                name: ext::TLS_INSPECTOR.to_string(),
+                config_type: Some(listener::listener_filter::ConfigType::TypedConfig(envoy_types::util::pack_any(
+                    tls_inspector::TlsInspector::default(),
+                ))),
+                ..Default::default()
+            };
+            (chains, vec![inspector])
+        }
+    };
+    listener::Listener {
+        name: l.name.clone(),
+        address: Some(socket_address(&l.address, l.port)),
+        filter_chains,
+        listener_filters,
+        ..Default::default()
+    }
+}
+
+fn http_connection_manager(stat_prefix: &str, route_config_name: &str, dfp: &DfpLookup<'_>) -> listener::Filter {
+    let mut http_filters = Vec::new();
+    // The DFP filter resolves the request's host into the DNS cache the DFP cluster then reads; it must
+    // run before the router and share the cluster's cache config. Only where a route needs it: on other
+    // traffic it would be dead weight in every request.
+    if let Some(cache) = dfp(route_config_name) {
+        let config = dfp_filter::FilterConfig {
+            implementation_specifier: Some(dfp_filter::filter_config::ImplementationSpecifier::DnsCacheConfig(cache)),
+            ..Default::default()
+        };
+        http_filters.push(http_filter(ext::DFP_FILTER, config));
+    }
+    http_filters.push(http_filter(ext::ROUTER, router::Router::default()));
+    let manager = hcm::HttpConnectionManager {
+        stat_prefix: stat_prefix.to_string(),
+        route_specifier: Some(hcm::http_connection_manager::RouteSpecifier::Rds(hcm::Rds {
+            config_source: Some(ads()),
+            route_config_name: route_config_name.to_string(),
+        })),
+        http_filters,
+        ..Default::default()
+    };
+    listener::Filter {
+        name: ext::HTTP_CONNECTION_MANAGER.to_string(),
+        config_type: Some(listener::filter::ConfigType::TypedConfig(envoy_types::util::pack_any(manager))),
+    }
+}
+
+fn http_filter<M: prost::Message + prost::Name>(name: &str, config: M) -> hcm::HttpFilter {
+    hcm::HttpFilter {
+        name: name.to_string(),
+        config_type: Some(hcm::http_filter::ConfigType::TypedConfig(envoy_types::util::pack_any(config))),
+        ..Default::default()
+    }
+}
+
+/// Envoy splits stat names on `.`, and Prometheus exports keep only `[A-Za-z0-9_]`-ish names: the listener
+/// name `ns/gw/443` becomes `ns_gw_443`.
+fn stat_prefix(listener_name: &str) -> String {
+    listener_name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_prefix_has_no_separators() {
+        assert_eq!(stat_prefix("default/gw/443"), "default_gw_443");
+        assert_eq!(stat_prefix("a.b:c"), "a_b_c");
+    }
+}

@@ -1,0 +1,162 @@
+//! Canonical proto3 JSON for Envoy messages, the shape Envoy's own `/config_dump` prints: proto field
+//! names (`connect_timeout`), enums by name, `Any` inlined with `@type`, default values omitted. Goldens,
+//! the admin config dump and the validation bootstrap all go through here.
+//!
+//! envoy-types has no serde support, so messages are re-read through prost-reflect with the descriptor
+//! set `build.rs` compiles from envoy-types' own `.proto` files. Output is a `serde_json::Value`, whose
+//! object keys are sorted: that also makes proto `map` fields (Rust `HashMap`s) deterministic.
+
+use std::sync::OnceLock;
+
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, SerializeOptions};
+use serde_json::Value;
+
+use super::Resources;
+
+static DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/envoy_descriptors.bin"));
+
+/// Replaces private-key material in admin output.
+pub const REDACTED: &str = "[redacted]";
+
+/// The Envoy descriptor pool, decoded once.
+pub fn pool() -> &'static DescriptorPool {
+    static POOL: OnceLock<DescriptorPool> = OnceLock::new();
+    POOL.get_or_init(|| DescriptorPool::decode(DESCRIPTORS).expect("build.rs wrote a valid descriptor set"))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JsonError {
+    #[error("message type {0} is not in the Envoy descriptor set (add its .proto to build.rs ROOTS)")]
+    UnknownMessage(String),
+    #[error("JSON does not match {message}: {source}")]
+    Json { message: String, source: serde_json::Error },
+    #[error("converting {message}: {source}")]
+    Decode { message: String, source: prost::DecodeError },
+}
+
+fn descriptor(full_name: &str) -> Result<MessageDescriptor, JsonError> {
+    pool().get_message_by_name(full_name).ok_or_else(|| JsonError::UnknownMessage(full_name.to_string()))
+}
+
+/// Canonical proto3 JSON of `msg`.
+///
+/// # Panics
+/// If `M` is missing from the descriptor set: a build mistake (`build.rs` ROOTS), not an input problem,
+/// caught by any test that renders the type.
+pub fn to_json<M: prost::Message + prost::Name>(msg: &M) -> Value {
+    let name = M::full_name();
+    let desc = descriptor(&name).unwrap_or_else(|e| panic!("{e}"));
+    let dynamic = DynamicMessage::decode(desc, msg.encode_to_vec().as_slice())
+        .unwrap_or_else(|e| panic!("{name} does not match its own descriptor: {e}"));
+    dynamic
+        .serialize_with_options(serde_json::value::Serializer, &SerializeOptions::new().use_proto_field_name(true))
+        .unwrap_or_else(|e| panic!("{name} cannot be rendered as JSON: {e}"))
+}
+
+/// The reverse of [`to_json`]: accepts proto3 JSON (proto or camelCase field names, `Any` with `@type`).
+pub fn from_json<M: prost::Message + prost::Name + Default>(json: &Value) -> Result<M, JsonError> {
+    let message = M::full_name();
+    let dynamic = DynamicMessage::deserialize(descriptor(&message)?, json)
+        .map_err(|source| JsonError::Json { message: message.clone(), source })?;
+    dynamic.transcode_to::<M>().map_err(|source| JsonError::Decode { message, source })
+}
+
+/// `{clusters, endpoints, listeners, routes, secrets}`, each an array in `Resources` order.
+pub fn resources_to_json(res: &Resources) -> Value {
+    fn all<M: prost::Message + prost::Name>(msgs: &[M]) -> Value {
+        Value::Array(msgs.iter().map(to_json).collect())
+    }
+    serde_json::json!({
+        "clusters": all(&res.clusters),
+        "endpoints": all(&res.endpoints),
+        "listeners": all(&res.listeners),
+        "routes": all(&res.routes),
+        "secrets": all(&res.secrets),
+    })
+}
+
+/// Replaces the inline content of every `private_key` data source with [`REDACTED`], wherever it sits
+/// (for `/debug/config_dump`; goldens keep the keys, which are test fixtures).
+pub fn redact_private_keys(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                match (key.as_str(), value) {
+                    ("private_key", Value::Object(source)) => {
+                        for (kind, content) in source.iter_mut() {
+                            if kind.starts_with("inline_") {
+                                *content = Value::String(REDACTED.to_string());
+                            }
+                        }
+                    }
+                    (_, value) => redact_private_keys(value),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_private_keys),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::pb::{cluster, core, tls};
+    use super::*;
+    use serde_json::json;
+
+    fn tls_cluster() -> cluster::Cluster {
+        cluster::Cluster {
+            name: "xbackend/default/api/443".into(),
+            cluster_discovery_type: Some(cluster::cluster::ClusterDiscoveryType::Type(
+                cluster::cluster::DiscoveryType::StrictDns as i32,
+            )),
+            connect_timeout: Some(super::super::duration_ms(1500)),
+            transport_socket: Some(core::TransportSocket {
+                name: "envoy.transport_sockets.tls".into(),
+                config_type: Some(core::transport_socket::ConfigType::TypedConfig(envoy_types::util::pack_any(
+                    tls::UpstreamTlsContext { sni: "api.example.com".into(), ..Default::default() },
+                ))),
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn renders_canonical_proto3_json() {
+        assert_eq!(
+            to_json(&tls_cluster()),
+            json!({
+                "name": "xbackend/default/api/443",
+                "type": "STRICT_DNS",
+                "connect_timeout": "1.500s",
+                "transport_socket": {
+                    "name": "envoy.transport_sockets.tls",
+                    "typed_config": {
+                        "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+                        "sni": "api.example.com",
+                    },
+                },
+            })
+        );
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let c = tls_cluster();
+        assert_eq!(from_json::<cluster::Cluster>(&to_json(&c)).unwrap(), c);
+        let err = from_json::<cluster::Cluster>(&json!({"no_such_field": 1})).unwrap_err();
+        assert!(err.to_string().contains("envoy.config.cluster.v3.Cluster"), "{err}");
+    }
+
+    #[test]
+    fn redacts_inline_private_keys_only() {
+        let mut v = json!({"secrets": [{"tls_certificate": {
+            "certificate_chain": {"inline_string": "CERT"},
+            "private_key": {"inline_string": "KEY"},
+        }}, {"tls_certificate": {"private_key": {"filename": "/k.pem"}}}]});
+        redact_private_keys(&mut v);
+        assert_eq!(v["secrets"][0]["tls_certificate"]["private_key"]["inline_string"], REDACTED);
+        assert_eq!(v["secrets"][0]["tls_certificate"]["certificate_chain"]["inline_string"], "CERT");
+        assert_eq!(v["secrets"][1]["tls_certificate"]["private_key"]["filename"], "/k.pem");
+    }
+}

@@ -1,0 +1,145 @@
+//! BackendTLSPolicy: which policy applies to which Service port, whether it is valid, and its status.
+//!
+//! Targets are `(Service, sectionName)`, the section being a Service *port name*. A sectioned policy
+//! and a whole-Service policy do not conflict: the sectioned one applies to its port, the other to
+//! the remaining ports. Two policies on the same `(Service, section)` conflict; the oldest wins, then
+//! namespace/name (`order::oldest_first`), and the others are `Accepted=False/Conflicted`. The winner
+//! applies even if it is invalid — an invalid policy makes its traffic fail with a 5xx, never fall back
+//! to plaintext. Policies targeting a Backend kind are refused: the GEP gives Backends inline TLS.
+
+use std::collections::BTreeMap;
+
+use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;
+
+use super::backends::Ctx;
+use super::conditions::{self, Condition, Problem, reason};
+use super::tls::{self, SecretSet};
+use crate::api::consts::{CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP};
+use crate::ir;
+use crate::model::ObjectKey;
+
+#[derive(Debug, Default)]
+pub struct PolicyVerdict {
+    pub generation: i64,
+    pub problems: Vec<Problem>,
+    /// Lost a conflict on at least one target.
+    pub conflicted_by: Option<ObjectKey>,
+    /// Trust/SNI/SANs when valid.
+    pub tls: Option<ir::UpstreamTls>,
+    pub secrets: SecretSet,
+    /// Services it targets (for ancestor lookup).
+    pub services: Vec<ObjectKey>,
+}
+
+#[derive(Debug, Default)]
+pub struct PolicyIndex {
+    pub verdicts: BTreeMap<ObjectKey, PolicyVerdict>,
+    /// Winning policy per (Service, sectionName).
+    winners: BTreeMap<(ObjectKey, Option<String>), ObjectKey>,
+}
+
+impl PolicyIndex {
+    pub fn build(ctx: Ctx<'_>) -> Self {
+        let mut index = PolicyIndex::default();
+        let mut contenders: BTreeMap<(ObjectKey, Option<String>), Vec<&BackendTlsPolicy>> = BTreeMap::new();
+        for (key, policy) in &ctx.model.backend_tls_policies {
+            let mut verdict = evaluate(ctx, key, policy);
+            for (i, t) in policy.spec.target_refs.iter().enumerate() {
+                let field = format!("spec.targetRefs[{i}]");
+                match (t.group.as_str(), t.kind.as_str()) {
+                    (CORE_GROUP, KIND_SERVICE) => {
+                        let svc = ObjectKey::new(&key.namespace, &t.name);
+                        if ctx.model.services.contains_key(&svc) {
+                            verdict.services.push(svc.clone());
+                            contenders.entry((svc, t.section_name.clone())).or_default().push(policy);
+                        } else {
+                            verdict.problems.push(Problem::accepted(
+                                reason::TARGET_NOT_FOUND,
+                                format!("{field}: Service {svc} not found"),
+                            ));
+                        }
+                    }
+                    (X_GATEWAY_GROUP, KIND_XBACKEND) | (GATEWAY_GROUP, KIND_BACKEND) | (EG_GROUP, KIND_BACKEND) => {
+                        verdict.problems.push(Problem::accepted(
+                            reason::INVALID,
+                            format!("{field}: a BackendTLSPolicy cannot target a {} ({}); set spec.tls on the Backend itself", t.kind, t.group),
+                        ));
+                    }
+                    (g, k) => verdict.problems.push(Problem::accepted(
+                        reason::INVALID,
+                        format!("{field}: target kind {}/{k} is not supported; use a core Service", if g.is_empty() { "core" } else { g }),
+                    )),
+                }
+            }
+            index.verdicts.insert(key.clone(), verdict);
+        }
+        for (target, mut policies) in contenders {
+            policies.sort_by(|a, b| super::order::oldest_first(&a.metadata, &b.metadata));
+            let winner = key_of(policies[0]);
+            for loser in &policies[1..] {
+                if let Some(v) = index.verdicts.get_mut(&key_of(loser)) {
+                    v.conflicted_by.get_or_insert_with(|| winner.clone());
+                }
+            }
+            index.winners.insert(target, winner);
+        }
+        index
+    }
+
+    /// The policy that applies to `svc`'s port named `port_name`: the sectioned one first.
+    pub fn lookup(&self, svc: &ObjectKey, port_name: &str) -> Option<(&ObjectKey, &PolicyVerdict)> {
+        let sectioned = (!port_name.is_empty())
+            .then(|| self.winners.get(&(svc.clone(), Some(port_name.to_string()))))
+            .flatten();
+        let key = sectioned.or_else(|| self.winners.get(&(svc.clone(), None)))?;
+        self.verdicts.get(key).map(|v| (key, v))
+    }
+
+    /// Accepted / ResolvedRefs of one policy.
+    pub fn conditions(v: &PolicyVerdict) -> Vec<Condition> {
+        let g = v.generation;
+        let accepted = if let Some(winner) = &v.conflicted_by {
+            Condition::fail(
+                conditions::ACCEPTED,
+                reason::CONFLICTED,
+                format!("BackendTLSPolicy {winner} targets the same Service and section and takes precedence (older, or first by namespace/name)"),
+                g,
+            )
+        } else if let Some(p) = v.problems.iter().find(|p| p.type_ == conditions::ACCEPTED) {
+            Condition::fail(conditions::ACCEPTED, p.reason, join(&v.problems, conditions::ACCEPTED), g)
+        } else {
+            Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Policy accepted", g)
+        };
+        let refs = match v.problems.iter().find(|p| p.type_ == conditions::RESOLVED_REFS) {
+            Some(p) => Condition::fail(conditions::RESOLVED_REFS, p.reason, join(&v.problems, conditions::RESOLVED_REFS), g),
+            None => Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "All references resolved", g),
+        };
+        vec![accepted, refs]
+    }
+}
+
+fn join(problems: &[Problem], ty: &str) -> String {
+    problems.iter().filter(|p| p.type_ == ty).map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ")
+}
+
+fn key_of(p: &BackendTlsPolicy) -> ObjectKey {
+    ObjectKey::new(p.metadata.namespace.clone().unwrap_or_default(), p.metadata.name.clone().unwrap_or_default())
+}
+
+fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, policy: &BackendTlsPolicy) -> PolicyVerdict {
+    let out = tls::resolve_validation(
+        ctx.model,
+        &ctx.opts.system_ca_path,
+        &key.namespace,
+        &policy.spec.validation,
+        ("backendtlspolicy", &key.namespace, &key.name),
+        "spec.validation",
+    );
+    PolicyVerdict {
+        generation: policy.metadata.generation.unwrap_or(0),
+        problems: out.problems,
+        tls: out.tls,
+        secrets: out.secrets,
+        ..Default::default()
+    }
+}

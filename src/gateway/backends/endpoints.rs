@@ -1,0 +1,106 @@
+//! EndpointSlices → endpoints for one Service port.
+//!
+//! Gateway API routes to a Service's endpoints, not its ClusterIP: conformance uses manual
+//! EndpointSlices and headless Services. A slice belongs to a Service through the
+//! `kubernetes.io/service-name` label; its port is matched to the Service port by *name* (the slice
+//! carries the target port number). Only ready endpoints count (`ready` unset means ready, as the API
+//! says); IPv4 and IPv6 slices both feed the cluster; FQDN slices are skipped with a note. Addresses
+//! that no endpoint may have (loopback unless allowed, link-local, unspecified, multicast) are dropped
+//! with a note: a manual slice is user input like any other.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::ServicePort;
+
+use super::Ctx;
+use crate::gateway::conditions::{Problem, reason};
+use crate::gateway::policy;
+use crate::ir;
+use crate::model::ObjectKey;
+
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+#[derive(Debug)]
+pub struct Found {
+    pub endpoints: Vec<ir::Endpoint>,
+    pub notes: Vec<String>,
+    pub service_port: ServicePort,
+}
+
+/// Endpoints of `svc` for its port numbered `port`.
+pub fn for_service_port(ctx: Ctx<'_>, svc: &ObjectKey, port: u16) -> Result<Found, Problem> {
+    let service = ctx
+        .model
+        .services
+        .get(svc)
+        .ok_or_else(|| Problem::refs(reason::BACKEND_NOT_FOUND, format!("Service {svc} not found")))?;
+    let spec = service.spec.clone().unwrap_or_default();
+    if spec.type_.as_deref() == Some("ExternalName") {
+        return Err(Problem::refs(
+            reason::INVALID_KIND,
+            format!("Service {svc} is of type ExternalName, which pier does not route to (it bypasses ReferenceGrant); use an XBackend of type ExternalHostname"),
+        ));
+    }
+    let ports = spec.ports.unwrap_or_default();
+    let service_port = ports.iter().find(|p| p.port == i32::from(port)).cloned().ok_or_else(|| {
+        Problem::refs(
+            reason::BACKEND_NOT_FOUND,
+            format!(
+                "Service {svc} has no port {port} (ports: {})",
+                ports.iter().map(|p| p.port.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+        )
+    })?;
+    let port_name = service_port.name.clone().unwrap_or_default();
+    // Loopback is refused for Services too unless the operator allowed it; denied CIDRs are for
+    // Backend destinations only (they typically list the Pod range Services legitimately use).
+    let guard = crate::options::Guardrails { denied_cidrs: Vec::new(), ..ctx.opts.guardrails.clone() };
+    let mut seen = BTreeSet::new();
+    let mut notes = Vec::new();
+    for (slice_key, slice) in ctx.model.endpoint_slices.range(ObjectKey::new(&svc.namespace, "")..) {
+        if slice_key.namespace != svc.namespace {
+            break;
+        }
+        let owner = slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL));
+        if owner.map(String::as_str) != Some(svc.name.as_str()) {
+            continue;
+        }
+        if slice.address_type == "FQDN" {
+            notes.push(format!("EndpointSlice {slice_key} has addressType FQDN, which is not supported"));
+            continue;
+        }
+        let Some(target) = slice
+            .ports
+            .iter()
+            .flatten()
+            .find(|p| p.name.clone().unwrap_or_default() == port_name)
+            .and_then(|p| p.port)
+            .and_then(super::port_u16)
+        else {
+            continue;
+        };
+        for ep in &slice.endpoints {
+            let cond = ep.conditions.clone().unwrap_or_default();
+            if cond.ready == Some(false) || cond.terminating == Some(true) {
+                continue;
+            }
+            for addr in &ep.addresses {
+                let Some(ip) = policy::parse_ip(addr) else {
+                    notes.push(format!("EndpointSlice {slice_key}: {addr:?} is not an IP address"));
+                    continue;
+                };
+                if let Err(refusal) = policy::check_ip(ip, &guard) {
+                    notes.push(format!("EndpointSlice {slice_key}: {refusal}"));
+                    continue;
+                }
+                seen.insert(ir::Endpoint {
+                    address: ir::EndpointAddress::Ip(ip, target),
+                    priority: 0,
+                    hostname: ep.hostname.clone(),
+                    zone: ep.zone.clone(),
+                });
+            }
+        }
+    }
+    Ok(Found { endpoints: seen.into_iter().collect(), notes, service_port })
+}

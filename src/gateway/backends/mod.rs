@@ -1,0 +1,288 @@
+//! backendRef → cluster. Each Backend kind is evaluated once per translation into an [`Evaluated`]:
+//! the problems that go on its own status, and — if it is usable — one [`PortChoice`] per port it
+//! serves. A route's backendRef then only selects a port and checks route-level rules (kind, namespace,
+//! ReferenceGrant, protocol). Clusters are named by identity in `envoy::names`, so every route that
+//! uses the same backend port shares one cluster.
+//!
+//! Must not touch: listeners, routes, or anything Envoy-specific beyond the IR.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::backend_tls::PolicyIndex;
+use super::conditions::{self, Condition, Problem, reason};
+use super::tls::SecretSet;
+use crate::api::consts::{CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP};
+use crate::envoy::names::{self, BackendKind};
+use crate::ir;
+use crate::model::{Model, ObjectKey};
+use crate::options::Options;
+
+mod draft;
+mod eg;
+mod endpoints;
+mod gep;
+mod service;
+
+/// What the translator needs from its surroundings while evaluating backends.
+#[derive(Clone, Copy)]
+pub struct Ctx<'a> {
+    pub model: &'a Model,
+    pub opts: &'a Options,
+}
+
+/// The result of evaluating one Backend object.
+#[derive(Debug, Default)]
+pub struct Evaluated {
+    pub generation: i64,
+    /// Problems for the object's own status (Accepted / ResolvedRefs).
+    pub problems: Vec<Problem>,
+    /// Draft `spec.destination` shape.
+    pub deprecated: bool,
+    /// Informational notes appended to the Accepted message (e.g. endpoints skipped).
+    pub notes: Vec<String>,
+    pub usable: Option<Usable>,
+}
+
+/// Everything needed to build a cluster for any port of a usable backend.
+#[derive(Debug, Default, Clone)]
+pub struct Usable {
+    pub choices: Vec<PortChoice>,
+    /// Envoy Gateway Backends carry ports on their endpoints: one cluster whatever the ref's port.
+    pub any_port: bool,
+    pub secrets: SecretSet,
+    pub circuit_breaker: Option<ir::CircuitBreaker>,
+    pub outlier_detection: Option<ir::OutlierDetection>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PortChoice {
+    pub port: u16,
+    pub discovery: ir::Discovery,
+    pub protocol: ir::UpstreamProtocol,
+    pub tls: Option<ir::UpstreamTls>,
+    /// The client certificate comes from the Gateway's `spec.tls.backend.clientCertificateRef`.
+    pub gateway_client_cert: bool,
+    /// `protocol: TCP`: not usable from an HTTPRoute.
+    pub tcp: bool,
+    /// Extra secrets this port needs (e.g. a BackendTLSPolicy CA for a Service port).
+    pub secrets: SecretSet,
+}
+
+/// A resolved backendRef: the cluster to send to and what it needs.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub cluster: ir::Cluster,
+    pub secrets: SecretSet,
+    pub gateway_client_cert: bool,
+}
+
+/// A backendRef as written in a route (defaults already applied by the caller).
+#[derive(Debug, Clone)]
+pub struct RefSpec<'a> {
+    pub group: &'a str,
+    pub kind: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub port: Option<i32>,
+}
+
+/// The route a backendRef belongs to.
+#[derive(Debug, Clone, Copy)]
+pub struct RouteSide<'a> {
+    pub group: &'a str,
+    pub kind: &'a str,
+    pub namespace: &'a str,
+}
+
+pub struct Backends<'a> {
+    ctx: Ctx<'a>,
+    pub policies: PolicyIndex,
+    evaluated: BTreeMap<(BackendKind, ObjectKey), Evaluated>,
+    /// Gateways that reference each Backend object (for `status.parents`) and each Service.
+    pub referenced_by: BTreeMap<(BackendKind, ObjectKey), BTreeSet<ObjectKey>>,
+}
+
+impl<'a> Backends<'a> {
+    pub fn new(ctx: Ctx<'a>) -> Self {
+        let policies = PolicyIndex::build(ctx);
+        let mut evaluated = BTreeMap::new();
+        for (key, xb) in &ctx.model.xbackends {
+            let g = xb.metadata.generation.unwrap_or(0);
+            evaluated.insert((BackendKind::XBackend, key.clone()), gep::evaluate(ctx, "xbackend", key, &xb.spec, g));
+        }
+        for (key, b) in &ctx.model.backends {
+            let g = b.metadata.generation.unwrap_or(0);
+            let ev = match &b.spec {
+                crate::api::backend::BackendShape::Gep(spec) => gep::evaluate(ctx, "backend", key, spec, g),
+                crate::api::backend::BackendShape::Draft(spec) => draft::evaluate(ctx, key, spec, g),
+            };
+            evaluated.insert((BackendKind::Backend, key.clone()), ev);
+        }
+        for (key, b) in &ctx.model.eg_backends {
+            let g = b.metadata.generation.unwrap_or(0);
+            evaluated.insert((BackendKind::EgBackend, key.clone()), eg::evaluate(ctx, key, &b.spec, g));
+        }
+        Self { ctx, policies, evaluated, referenced_by: BTreeMap::new() }
+    }
+
+    /// Resolves one backendRef of a route attached to `gateway`.
+    /// `Ok(None)`: the reference is fine but its target may not carry traffic (a Service port whose
+    /// BackendTLSPolicy is invalid); its share gets a 5xx and the policy's status says why.
+    pub fn resolve(&mut self, route: RouteSide<'_>, r: &RefSpec<'_>, gateway: &ObjectKey) -> Result<Option<Target>, Problem> {
+        let kind = match (r.group, r.kind) {
+            (CORE_GROUP, KIND_SERVICE) => BackendKind::Service,
+            (X_GATEWAY_GROUP, KIND_XBACKEND) => BackendKind::XBackend,
+            (GATEWAY_GROUP, KIND_BACKEND) => BackendKind::Backend,
+            (EG_GROUP, KIND_BACKEND) => BackendKind::EgBackend,
+            _ => {
+                let g = if r.group.is_empty() { "core" } else { r.group };
+                return Err(Problem::refs(
+                    reason::INVALID_KIND,
+                    format!("backendRef {g}/{} {:?}: unsupported kind; pier routes to core Service, {X_GATEWAY_GROUP}/XBackend, {GATEWAY_GROUP}/Backend and {EG_GROUP}/Backend", r.kind, r.name),
+                ));
+            }
+        };
+        let key = ObjectKey::new(r.namespace, r.name);
+        let what = format!("{} {key}", r.kind);
+        // The GEP requires a Backend to live in the route's namespace; a ReferenceGrant does not
+        // override that. Services and Envoy Gateway Backends follow ReferenceGrant.
+        if matches!(kind, BackendKind::XBackend | BackendKind::Backend) && r.namespace != route.namespace {
+            return Err(Problem::refs(
+                reason::REF_NOT_PERMITTED,
+                format!("{what}: a {} must be in the same namespace as the {} that references it ({}); ReferenceGrant does not apply", r.kind, route.kind, route.namespace),
+            ));
+        }
+        let from = super::refs::RefEnd { group: route.group, kind: route.kind, namespace: route.namespace, name: "" };
+        let to = super::refs::RefEnd { group: r.group, kind: r.kind, namespace: r.namespace, name: r.name };
+        if !super::refs::permitted(self.ctx.model, from, to) {
+            return Err(Problem::refs(
+                reason::REF_NOT_PERMITTED,
+                format!("{what}: cross-namespace reference from {} {} needs a ReferenceGrant in namespace {}", route.kind, route.namespace, r.namespace),
+            ));
+        }
+        if kind == BackendKind::Service {
+            self.referenced_by.entry((kind, key.clone())).or_default().insert(gateway.clone());
+            return service::resolve(self.ctx, &self.policies, &key, r.port);
+        }
+        let Some(ev) = self.evaluated.get(&(kind, key.clone())) else {
+            return Err(Problem::refs(reason::BACKEND_NOT_FOUND, format!("{what} not found")));
+        };
+        self.referenced_by.entry((kind, key.clone())).or_default().insert(gateway.clone());
+        let Some(usable) = &ev.usable else {
+            let why = ev
+                .problems
+                .iter()
+                .map(|p| format!("{}: {}", p.reason, p.message))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(Problem::refs(reason::INVALID_BACKEND, format!("{what} is not accepted: {why}")));
+        };
+        let choice = select_port(usable, r.port).map_err(|m| Problem::refs(reason::BACKEND_NOT_FOUND, format!("{what}: {m}")))?;
+        let name = names::cluster(kind, r.namespace, r.name, choice.port);
+        if choice.tcp && route.kind != "TCPRoute" {
+            return Err(Problem::refs(
+                reason::UNSUPPORTED_PROTOCOL,
+                format!("{what} speaks TCP, which a {} cannot carry", route.kind),
+            ));
+        }
+        Ok(Some(target(kind, &key, name, usable, choice)))
+    }
+
+    /// Status conditions of every evaluated Backend object, with the Gateways that use it.
+    pub fn object_conditions(&self) -> impl Iterator<Item = (BackendKind, &ObjectKey, Vec<Condition>)> {
+        self.evaluated.iter().map(|((kind, key), ev)| (*kind, key, conditions_of(ev)))
+    }
+}
+
+fn select_port(usable: &Usable, port: Option<i32>) -> Result<&PortChoice, String> {
+    if usable.any_port || port.is_none() {
+        return match usable.choices.as_slice() {
+            [one] => Ok(one),
+            [] => Err("has no ports".into()),
+            many if usable.any_port => Ok(&many[0]),
+            many => Err(format!(
+                "serves several ports ({}); the backendRef must name one",
+                many.iter().map(|c| c.port.to_string()).collect::<Vec<_>>().join(", ")
+            )),
+        };
+    }
+    let want = port.expect("checked");
+    usable.choices.iter().find(|c| i32::from(c.port) == want).ok_or_else(|| {
+        format!(
+            "has no port {want} (it serves {})",
+            usable.choices.iter().map(|c| c.port.to_string()).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+pub(super) fn target(kind: BackendKind, key: &ObjectKey, name: String, usable: &Usable, c: &PortChoice) -> Target {
+    let mut secrets = usable.secrets.clone();
+    secrets.extend(c.secrets.clone());
+    Target {
+        cluster: ir::Cluster {
+            name,
+            origin: ir::Origin {
+                kind: kind_name(kind).to_string(),
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+                port: c.port,
+            },
+            discovery: c.discovery.clone(),
+            protocol: c.protocol,
+            tls: c.tls.clone(),
+            circuit_breaker: usable.circuit_breaker.clone(),
+            outlier_detection: usable.outlier_detection.clone(),
+        },
+        secrets,
+        gateway_client_cert: c.gateway_client_cert,
+    }
+}
+
+pub fn kind_name(kind: BackendKind) -> &'static str {
+    match kind {
+        BackendKind::Service => "Service",
+        BackendKind::XBackend => "XBackend",
+        BackendKind::Backend => "Backend",
+        BackendKind::EgBackend => "Backend.gateway.envoyproxy.io",
+    }
+}
+
+/// Accepted / ResolvedRefs (and Deprecated) from an evaluation. The first problem of each type wins
+/// the reason; every message is kept.
+fn conditions_of(ev: &Evaluated) -> Vec<Condition> {
+    let g = ev.generation;
+    let pick = |ty: &'static str| ev.problems.iter().filter(move |p| p.type_ == ty);
+    let join = |ps: Vec<&Problem>| ps.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ");
+    let refs: Vec<&Problem> = pick(conditions::RESOLVED_REFS).collect();
+    let accepted: Vec<&Problem> = pick(conditions::ACCEPTED).collect();
+    let mut out = Vec::new();
+    let notes = if ev.notes.is_empty() { String::new() } else { format!(" ({})", ev.notes.join("; ")) };
+    out.push(match (accepted.first(), ev.usable.is_some(), refs.first()) {
+        (Some(p), _, _) => Condition::fail(conditions::ACCEPTED, p.reason, join(accepted.clone()), g),
+        (None, false, Some(_)) => Condition::fail(
+            conditions::ACCEPTED,
+            reason::UNRESOLVED_REFS,
+            format!("references did not resolve: {}", join(refs.clone())),
+            g,
+        ),
+        _ => Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, format!("Backend accepted{notes}"), g),
+    });
+    out.push(match refs.first() {
+        Some(p) => Condition::fail(conditions::RESOLVED_REFS, p.reason, join(refs.clone()), g),
+        None => Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "All references resolved", g),
+    });
+    if ev.deprecated {
+        out.push(Condition::ok(
+            conditions::DEPRECATED,
+            reason::DRAFT_SHAPE,
+            "spec.destination is the draft Backend shape; write the GEP-4488 shape (spec.type, spec.port, spec.externalHostname, spec.tls) instead",
+            g,
+        ));
+    }
+    out
+}
+
+/// Port numbers in objects are i32; Envoy wants u16 in 1..=65535.
+pub(super) fn port_u16(p: i32) -> Option<u16> {
+    u16::try_from(p).ok().filter(|p| *p != 0)
+}

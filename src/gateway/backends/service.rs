@@ -1,0 +1,54 @@
+//! A core Service backendRef: an EDS cluster from its EndpointSlices, with the protocol its port's
+//! `appProtocol` names and the TLS of the BackendTLSPolicy that applies to that port.
+
+use super::{Ctx, PortChoice, Target, Usable, endpoints, port_u16};
+use crate::envoy::names::{self, BackendKind};
+use crate::gateway::backend_tls::PolicyIndex;
+use crate::gateway::conditions::{Problem, reason};
+use crate::ir;
+use crate::model::ObjectKey;
+
+/// Kubernetes' standard application protocols (KEP-3726).
+pub const APP_PROTOCOL_H2C: &str = "kubernetes.io/h2c";
+pub const APP_PROTOCOL_WS: &str = "kubernetes.io/ws";
+
+/// `Ok(None)`: the Service port is governed by a BackendTLSPolicy that is not valid. The share of
+/// traffic gets a 5xx (never plaintext); the policy's own status says why, and the route's references
+/// stay resolved (the reference itself is fine).
+pub fn resolve(ctx: Ctx<'_>, policies: &PolicyIndex, key: &ObjectKey, port: Option<i32>) -> Result<Option<Target>, Problem> {
+    let Some(port) = port else {
+        return Err(Problem::refs(reason::BACKEND_NOT_FOUND, format!("Service {key}: a Service backendRef must set port")));
+    };
+    let port = port_u16(port)
+        .ok_or_else(|| Problem::refs(reason::BACKEND_NOT_FOUND, format!("Service {key}: port {port} is out of range")))?;
+    let found = endpoints::for_service_port(ctx, key, port)?;
+    let port_name = found.service_port.name.clone().unwrap_or_default();
+    let mut protocol = match found.service_port.app_protocol.as_deref() {
+        Some(APP_PROTOCOL_H2C) => ir::UpstreamProtocol::H2c,
+        Some(APP_PROTOCOL_WS) => ir::UpstreamProtocol::Http1,
+        _ => ir::UpstreamProtocol::Auto,
+    };
+    let mut choice = PortChoice {
+        port,
+        discovery: ir::Discovery::Eds { endpoints: found.endpoints },
+        protocol,
+        tls: None,
+        gateway_client_cert: false,
+        tcp: false,
+        secrets: Default::default(),
+    };
+    if let Some((_, verdict)) = policies.lookup(key, &port_name) {
+        let Some(tls) = &verdict.tls else { return Ok(None) };
+        if protocol == ir::UpstreamProtocol::H2c {
+            // h2c is cleartext by definition; with TLS it becomes h2 over ALPN.
+            protocol = ir::UpstreamProtocol::Http2;
+            choice.protocol = protocol;
+        }
+        choice.tls = Some(tls.clone());
+        choice.secrets = verdict.secrets.clone();
+        choice.gateway_client_cert = true;
+    }
+    let usable = Usable::default();
+    let name = names::cluster(BackendKind::Service, &key.namespace, &key.name, port);
+    Ok(Some(super::target(BackendKind::Service, key, name, &usable, &choice)))
+}

@@ -1,0 +1,41 @@
+//! GatewayClasses: which are pier's (by `spec.controllerName`) and their status.
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+
+use super::conditions::{self, Condition, reason};
+use super::status::{self, ObjectStatus};
+use crate::model::Model;
+use crate::options::Options;
+
+/// Names of the GatewayClasses pier accepts, and their statuses. Classes of other controllers get
+/// no status from pier.
+pub fn process(model: &Model, opts: &Options) -> (BTreeSet<String>, Vec<ObjectStatus>) {
+    let mut ours = BTreeSet::new();
+    let mut statuses = Vec::new();
+    for (key, class) in &model.gateway_classes {
+        if class.spec.controller_name != opts.controller_name {
+            continue;
+        }
+        let g = class.metadata.generation.unwrap_or(0);
+        let accepted = if let Some(p) = &class.spec.parameters_ref {
+            Condition::fail(
+                conditions::ACCEPTED,
+                reason::INVALID_PARAMETERS,
+                format!("spec.parametersRef ({} {}): pier takes no GatewayClass parameters", p.kind, p.name),
+                g,
+            )
+        } else {
+            ours.insert(key.name.clone());
+            Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "GatewayClass accepted by pier", g)
+        };
+        statuses.push(ObjectStatus::new(
+            "gateway.networking.k8s.io/v1",
+            crate::api::consts::KIND_GATEWAY_CLASS,
+            key,
+            json!({ "conditions": status::conditions(&[accepted]) }),
+        ));
+    }
+    (ours, statuses)
+}

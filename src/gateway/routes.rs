@@ -1,0 +1,292 @@
+//! HTTPRoute attachment and rules → route entries per listener.
+//!
+//! Attachment follows Gateway API: a parentRef selects listeners by `sectionName` and `port`; each
+//! listener admits it by namespace (`allowedRoutes`) and kind; hostnames must intersect. The route is
+//! accepted by a parent when at least one listener takes it. Rules use path matches (`Exact`,
+//! `PathPrefix`) and weighted backendRefs; a rule that needs a feature not built yet (header, query
+//! and method matches, regular expressions, filters) is dropped whole — serving it without that part
+//! would match or modify traffic differently than written — and the route says so with
+//! `PartiallyInvalid` (or `Accepted=False/UnsupportedValue` if nothing is left).
+
+use gateway_api::apis::standard::httproutes::{HttpRoute, HttpRouteRules, HttpRouteRulesMatchesPathType as PathType};
+use serde_json::{Value, json};
+
+use super::backends::{Backends, RefSpec, RouteSide};
+use super::conditions::{self, Condition, Problem, reason};
+use super::hostnames;
+use super::listeners::{AllowedNamespaces, ListenerInfo};
+use super::selector;
+use crate::api::consts::{GATEWAY_GROUP, KIND_GATEWAY, KIND_HTTPROUTE, KIND_SERVICE};
+use crate::ir;
+use crate::model::{Model, ObjectKey};
+
+/// One route entry attached to one listener, before ordering into virtual hosts.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub listener: usize,
+    /// Effective hostnames (`*` = any).
+    pub hostnames: Vec<String>,
+    pub route: ir::Route,
+    /// Tie-break among equal path precedence: (route age/ns/name order, rule, match).
+    pub tie: (usize, usize, usize),
+}
+
+/// Attaches `route` (the `order`-th route in age order) to the Gateway `gw_key`'s listeners. Returns
+/// the status entries for the parentRefs that name this Gateway, and the route entries.
+#[allow(clippy::too_many_arguments)]
+pub fn attach(
+    model: &Model,
+    backends: &mut Backends<'_>,
+    key: &ObjectKey,
+    route: &HttpRoute,
+    order: usize,
+    gw_key: &ObjectKey,
+    listeners: &mut [ListenerInfo],
+    controller: &str,
+    entries: &mut Vec<Entry>,
+    clusters: &mut Vec<super::backends::Target>,
+) -> Vec<Value> {
+    let g = route.metadata.generation.unwrap_or(0);
+    let mut statuses = Vec::new();
+    for parent in route.spec.parent_refs.iter().flatten() {
+        let group = parent.group.as_deref().unwrap_or(GATEWAY_GROUP);
+        let kind = parent.kind.as_deref().unwrap_or(KIND_GATEWAY);
+        let ns = parent.namespace.as_deref().unwrap_or(&key.namespace);
+        if group != GATEWAY_GROUP || kind != KIND_GATEWAY || ns != gw_key.namespace || parent.name != gw_key.name {
+            continue;
+        }
+        let parent_ref = super::status::gateway_ref(gw_key, parent.section_name.as_deref(), parent.port);
+        let (accepted, attached) = accept_on_listeners(model, key, route, listeners, &gw_key.namespace, parent.section_name.as_deref(), parent.port, g);
+        let mut conds = vec![accepted.clone()];
+        if accepted.status == conditions::Status::True {
+            let (resolved, partial) = rules(backends, key, route, order, gw_key, &attached, listeners, entries, clusters, g);
+            match partial {
+                Some(Rejection::All(msg)) => {
+                    conds[0] = Condition::fail(conditions::ACCEPTED, reason::UNSUPPORTED_VALUE, msg, g);
+                }
+                Some(Rejection::Some(msg)) => {
+                    conds.push(Condition::ok(conditions::PARTIALLY_INVALID, reason::UNSUPPORTED_VALUE, msg, g));
+                }
+                None => {}
+            }
+            if conds[0].status == conditions::Status::True {
+                for (i, _) in &attached {
+                    listeners[*i].attached_routes += 1;
+                }
+            }
+            conds.insert(1, resolved);
+        } else {
+            conds.push(Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "References not evaluated: route not accepted", g));
+        }
+        statuses.push(json!({
+            "parentRef": parent_ref,
+            "controllerName": controller,
+            "conditions": super::status::conditions(&conds),
+        }));
+    }
+    statuses
+}
+
+/// Listeners of this parentRef that take the route, with the route's effective hostnames on each.
+fn accept_on_listeners(
+    model: &Model,
+    key: &ObjectKey,
+    route: &HttpRoute,
+    listeners: &[ListenerInfo],
+    gw_ns: &str,
+    section: Option<&str>,
+    port: Option<i32>,
+    g: i64,
+) -> (Condition, Vec<(usize, Vec<String>)>) {
+    let selected: Vec<usize> = (0..listeners.len())
+        .filter(|&i| section.is_none_or(|s| listeners[i].name == s))
+        .filter(|&i| port.is_none_or(|p| i32::from(listeners[i].port) == p))
+        .collect();
+    if selected.is_empty() {
+        let what = match (section, port) {
+            (Some(s), Some(p)) => format!("no listener named {s:?} on port {p}"),
+            (Some(s), None) => format!("no listener named {s:?}"),
+            (None, Some(p)) => format!("no listener on port {p}"),
+            (None, None) => "the Gateway has no listeners".into(),
+        };
+        return (Condition::fail(conditions::ACCEPTED, reason::NO_MATCHING_PARENT, what, g), Vec::new());
+    }
+    let allowed: Vec<usize> = selected
+        .into_iter()
+        .filter(|&i| listeners[i].programmable)
+        .filter(|&i| listeners[i].kinds.iter().any(|k| k == KIND_HTTPROUTE))
+        .filter(|&i| namespace_allowed(model, &listeners[i].allowed, &key.namespace, gw_ns))
+        .collect();
+    if allowed.is_empty() {
+        return (
+            Condition::fail(
+                conditions::ACCEPTED,
+                reason::NOT_ALLOWED_BY_LISTENERS,
+                format!("no listener of the parent admits HTTPRoutes from namespace {:?}", key.namespace),
+                g,
+            ),
+            Vec::new(),
+        );
+    }
+    let route_hosts = route.spec.hostnames.clone().unwrap_or_default();
+    let attached: Vec<(usize, Vec<String>)> = allowed
+        .into_iter()
+        .map(|i| (i, hostnames::effective(listeners[i].hostname.as_deref(), &route_hosts)))
+        .filter(|(_, h)| !h.is_empty())
+        .collect();
+    if attached.is_empty() {
+        return (
+            Condition::fail(
+                conditions::ACCEPTED,
+                reason::NO_MATCHING_LISTENER_HOSTNAME,
+                "none of the route's hostnames intersects a listener hostname",
+                g,
+            ),
+            Vec::new(),
+        );
+    }
+    (Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Route accepted", g), attached)
+}
+
+fn namespace_allowed(model: &Model, allowed: &AllowedNamespaces, route_ns: &str, gateway_ns: &str) -> bool {
+    match allowed {
+        AllowedNamespaces::All => true,
+        AllowedNamespaces::Same => route_ns == gateway_ns,
+        AllowedNamespaces::Selector(sel) => model
+            .namespaces
+            .get(&ObjectKey::cluster(route_ns))
+            .map(|ns| selector::matches(sel, &ns.metadata.labels.clone().unwrap_or_default()))
+            .unwrap_or(false),
+    }
+}
+
+enum Rejection {
+    All(String),
+    Some(String),
+}
+
+/// Builds route entries for every rule on every attached listener. Returns the ResolvedRefs
+/// condition and, if rules were dropped, why.
+#[allow(clippy::too_many_arguments)]
+fn rules(
+    backends: &mut Backends<'_>,
+    key: &ObjectKey,
+    route: &HttpRoute,
+    order: usize,
+    gw_key: &ObjectKey,
+    attached: &[(usize, Vec<String>)],
+    _listeners: &[ListenerInfo],
+    entries: &mut Vec<Entry>,
+    clusters: &mut Vec<super::backends::Target>,
+    g: i64,
+) -> (Condition, Option<Rejection>) {
+    let side = RouteSide { group: GATEWAY_GROUP, kind: KIND_HTTPROUTE, namespace: &key.namespace };
+    let mut ref_problems: Vec<Problem> = Vec::new();
+    let mut dropped: Vec<String> = Vec::new();
+    let rules = route.spec.rules.clone().unwrap_or_default();
+    for (ri, rule) in rules.iter().enumerate() {
+        if let Some(why) = unsupported(rule) {
+            dropped.push(format!("Dropped Rule {ri}: {why}"));
+            continue;
+        }
+        let mut backends_out = Vec::new();
+        for br in rule.backend_refs.iter().flatten() {
+            let weight = u32::try_from(br.weight.unwrap_or(1)).unwrap_or(0);
+            let r = RefSpec {
+                group: br.group.as_deref().unwrap_or(""),
+                kind: br.kind.as_deref().unwrap_or(KIND_SERVICE),
+                namespace: br.namespace.as_deref().unwrap_or(&key.namespace),
+                name: &br.name,
+                port: br.port,
+            };
+            if br.filters.as_ref().is_some_and(|f| !f.is_empty()) {
+                ref_problems.push(Problem::refs(reason::UNSUPPORTED_VALUE, format!("backendRef {}: per-backendRef filters are not implemented yet", br.name)));
+                backends_out.push(ir::WeightedBackend { cluster: None, weight });
+                continue;
+            }
+            match backends.resolve(side, &r, gw_key) {
+                Ok(Some(t)) => {
+                    backends_out.push(ir::WeightedBackend { cluster: Some(t.cluster.name.clone()), weight });
+                    clusters.push(t);
+                }
+                Ok(None) => backends_out.push(ir::WeightedBackend { cluster: None, weight }),
+                Err(p) => {
+                    ref_problems.push(p);
+                    backends_out.push(ir::WeightedBackend { cluster: None, weight });
+                }
+            }
+        }
+        let action = if backends_out.iter().all(|b| b.cluster.is_none()) {
+            // No backendRefs, or none valid: every request of the rule gets 500.
+            ir::RouteAction::DirectResponse { status: 500 }
+        } else {
+            ir::RouteAction::Forward(backends_out)
+        };
+        let default_match = [Default::default()];
+        let matches = rule.matches.as_deref().filter(|m| !m.is_empty()).unwrap_or(&default_match);
+        for (mi, m) in matches.iter().enumerate() {
+            let path = m.path.clone().unwrap_or_default();
+            let value = path.value.unwrap_or_else(|| "/".into());
+            let pm = match path.r#type.unwrap_or(PathType::PathPrefix) {
+                PathType::Exact => ir::PathMatch::Exact(value),
+                _ => ir::PathMatch::Prefix(value),
+            };
+            for (li, hosts) in attached {
+                entries.push(Entry {
+                    listener: *li,
+                    hostnames: hosts.clone(),
+                    route: ir::Route {
+                        name: crate::envoy::names::route("httproute", &key.namespace, &key.name, ri, mi),
+                        path: pm.clone(),
+                        action: action.clone(),
+                    },
+                    tie: (order, ri, mi),
+                });
+            }
+        }
+    }
+    let resolved = match ref_problems.first() {
+        Some(p) => Condition::fail(
+            conditions::RESOLVED_REFS,
+            p.reason,
+            ref_problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; "),
+            g,
+        ),
+        None => Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "All references resolved", g),
+    };
+    let rejection = if dropped.is_empty() {
+        None
+    } else if dropped.len() == rules.len() {
+        Some(Rejection::All(dropped.join("; ")))
+    } else {
+        Some(Rejection::Some(dropped.join("; ")))
+    };
+    (resolved, rejection)
+}
+
+/// Why a rule cannot be served as written yet, if it cannot.
+fn unsupported(rule: &HttpRouteRules) -> Option<String> {
+    if rule.filters.as_ref().is_some_and(|f| !f.is_empty()) {
+        return Some("filters are not implemented yet".into());
+    }
+    for m in rule.matches.iter().flatten() {
+        if m.headers.as_ref().is_some_and(|h| !h.is_empty()) {
+            return Some("header matches are not implemented yet".into());
+        }
+        if m.query_params.as_ref().is_some_and(|q| !q.is_empty()) {
+            return Some("query parameter matches are not implemented yet".into());
+        }
+        if m.method.is_some() {
+            return Some("method matches are not implemented yet".into());
+        }
+        if m.path.as_ref().and_then(|p| p.r#type.clone()) == Some(PathType::RegularExpression) {
+            return Some("RegularExpression path matches are not implemented yet".into());
+        }
+        if let Some(v) = m.path.as_ref().and_then(|p| p.value.as_deref())
+            && !v.starts_with('/')
+        {
+            return Some(format!("path {v:?} must start with '/'"));
+        }
+    }
+    None
+}

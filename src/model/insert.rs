@@ -1,0 +1,230 @@
+//! Building a [`Model`] from parsed objects: each object's identity ([`Object::kind_name`],
+//! [`Object::key`]), placement into the right map, and refusal of duplicates.
+//!
+//! `Model` stays a plain snapshot with no memory of where objects came from; [`ModelBuilder`] keeps the
+//! origins while loading so a duplicate names both places. Parsing is [`yaml`](super::yaml)'s job, I/O the
+//! source's; nothing here does either.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::yaml::DocRef;
+use super::{Model, Object, ObjectKey};
+
+/// Namespace a namespaced object lands in when its metadata names none (kubectl's default).
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+impl Object {
+    /// Unique per [`Model`] map: Envoy Gateway's `Backend` is group-qualified so it never collides with
+    /// the standard-group `Backend` of the same name.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Object::GatewayClass(_) => "GatewayClass",
+            Object::Gateway(_) => "Gateway",
+            Object::HttpRoute(_) => "HTTPRoute",
+            Object::GrpcRoute(_) => "GRPCRoute",
+            Object::ReferenceGrant(_) => "ReferenceGrant",
+            Object::BackendTlsPolicy(_) => "BackendTLSPolicy",
+            Object::XBackend(_) => "XBackend",
+            Object::Backend(_) => "Backend",
+            Object::EgBackend(_) => "Backend.gateway.envoyproxy.io",
+            Object::Service(_) => "Service",
+            Object::EndpointSlice(_) => "EndpointSlice",
+            Object::Secret(_) => "Secret",
+            Object::ConfigMap(_) => "ConfigMap",
+            Object::Namespace(_) => "Namespace",
+        }
+    }
+
+    pub fn is_namespaced(&self) -> bool {
+        !matches!(self, Object::GatewayClass(_) | Object::Namespace(_))
+    }
+
+    pub fn metadata(&self) -> &ObjectMeta {
+        match self {
+            Object::GatewayClass(o) => &o.metadata,
+            Object::Gateway(o) => &o.metadata,
+            Object::HttpRoute(o) => &o.metadata,
+            Object::GrpcRoute(o) => &o.metadata,
+            Object::ReferenceGrant(o) => &o.metadata,
+            Object::BackendTlsPolicy(o) => &o.metadata,
+            Object::XBackend(o) => &o.metadata,
+            Object::Backend(o) => &o.metadata,
+            Object::EgBackend(o) => &o.metadata,
+            Object::Service(o) => &o.metadata,
+            Object::EndpointSlice(o) => &o.metadata,
+            Object::Secret(o) => &o.metadata,
+            Object::ConfigMap(o) => &o.metadata,
+            Object::Namespace(o) => &o.metadata,
+        }
+    }
+
+    /// Namespace is empty for cluster-scoped kinds and `default` for a namespaced object built without
+    /// one (the parser already fills it in; this keeps hand-built objects consistent).
+    pub fn key(&self) -> ObjectKey {
+        let meta = self.metadata();
+        let name = meta.name.clone().unwrap_or_default();
+        if !self.is_namespaced() {
+            return ObjectKey::cluster(name);
+        }
+        match meta.namespace.as_deref() {
+            None | Some("") => ObjectKey::new(DEFAULT_NAMESPACE, name),
+            Some(ns) => ObjectKey::new(ns, name),
+        }
+    }
+}
+
+impl Model {
+    /// Puts `obj` into its kind's map, replacing any object with the same key; true if one was replaced.
+    /// For sources that deliver updates (a watch); loading from files goes through [`ModelBuilder`].
+    pub fn upsert(&mut self, obj: Object) -> bool {
+        let key = obj.key();
+        match obj {
+            Object::GatewayClass(o) => self.gateway_classes.insert(key, Arc::new(o)).is_some(),
+            Object::Gateway(o) => self.gateways.insert(key, Arc::new(o)).is_some(),
+            Object::HttpRoute(o) => self.http_routes.insert(key, Arc::new(o)).is_some(),
+            Object::GrpcRoute(o) => self.grpc_routes.insert(key, Arc::new(o)).is_some(),
+            Object::ReferenceGrant(o) => self.reference_grants.insert(key, Arc::new(o)).is_some(),
+            Object::BackendTlsPolicy(o) => {
+                self.backend_tls_policies.insert(key, Arc::new(o)).is_some()
+            }
+            Object::XBackend(o) => self.xbackends.insert(key, Arc::new(o)).is_some(),
+            Object::Backend(o) => self.backends.insert(key, Arc::new(o)).is_some(),
+            Object::EgBackend(o) => self.eg_backends.insert(key, Arc::new(o)).is_some(),
+            Object::Service(o) => self.services.insert(key, Arc::new(o)).is_some(),
+            Object::EndpointSlice(o) => self.endpoint_slices.insert(key, Arc::new(o)).is_some(),
+            Object::Secret(o) => self.secrets.insert(key, Arc::new(o)).is_some(),
+            Object::ConfigMap(o) => self.config_maps.insert(key, Arc::new(o)).is_some(),
+            Object::Namespace(o) => self.namespaces.insert(key, Arc::new(o)).is_some(),
+        }
+    }
+}
+
+/// The same kind, namespace and name defined twice.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} {key} is defined twice: {first} and {second}")]
+pub struct DuplicateError {
+    pub kind: &'static str,
+    pub key: ObjectKey,
+    pub first: DocRef,
+    pub second: DocRef,
+}
+
+/// Accumulates objects into a [`Model`], remembering where each came from until [`finish`](Self::finish).
+#[derive(Debug, Default)]
+pub struct ModelBuilder {
+    model: Model,
+    origins: BTreeMap<(&'static str, ObjectKey), DocRef>,
+}
+
+impl ModelBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `obj`, or refuses it (leaving the first definition in place) if its kind and key are taken.
+    /// The error is boxed because it is rare and large, and the success path should stay small.
+    pub fn insert(&mut self, doc: DocRef, obj: Object) -> Result<(), Box<DuplicateError>> {
+        let kind = obj.kind_name();
+        let key = obj.key();
+        if let Some(first) = self.origins.get(&(kind, key.clone())) {
+            let first = first.clone();
+            return Err(Box::new(DuplicateError {
+                kind,
+                key,
+                first,
+                second: doc,
+            }));
+        }
+        self.origins.insert((kind, key), doc);
+        self.model.upsert(obj);
+        Ok(())
+    }
+
+    /// Where the object of `kind` (as [`Object::kind_name`] spells it) and `key` came from.
+    pub fn origin(&self, kind: &'static str, key: &ObjectKey) -> Option<&DocRef> {
+        self.origins.get(&(kind, key.clone()))
+    }
+
+    pub fn finish(self) -> Model {
+        self.model
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::yaml::parse;
+
+    fn objects(source: &str, text: &str) -> Vec<(DocRef, Object)> {
+        parse(source, text).expect("test input parses").objects
+    }
+
+    const SVC: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n";
+
+    #[test]
+    fn duplicate_across_inputs_names_both_places() {
+        let mut builder = ModelBuilder::new();
+        for (doc, obj) in objects("examples/a.yaml", SVC) {
+            builder.insert(doc, obj).unwrap();
+        }
+        let second = format!("---\n# c\n---\n{SVC}---\n{SVC}");
+        let (doc, obj) = objects("examples/b.yaml", &second).remove(0);
+        let err = builder.insert(doc, obj).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Service shop/web is defined twice: examples/a.yaml document 0 and examples/b.yaml document 1"
+        );
+        let model = builder.finish();
+        assert_eq!(model.services.len(), 1);
+    }
+
+    #[test]
+    fn same_name_in_different_kinds_is_not_a_duplicate() {
+        let text = "\
+apiVersion: gateway.networking.x-k8s.io/v1alpha1
+kind: XBackend
+metadata: {name: api}
+spec: {type: ExternalHostname, port: {port: 443}, externalHostname: {hostname: api.example.com}}
+---
+apiVersion: gateway.networking.k8s.io/v1alpha1
+kind: Backend
+metadata: {name: api}
+spec: {type: ExternalHostname, port: {port: 443}, externalHostname: {hostname: api.example.com}}
+---
+apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: Backend
+metadata: {name: api}
+spec: {endpoints: [{fqdn: {hostname: api.example.com, port: 443}}]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: api}
+";
+        let mut builder = ModelBuilder::new();
+        for (doc, obj) in objects("k.yaml", text) {
+            builder.insert(doc, obj).unwrap();
+        }
+        assert_eq!(
+            builder.origin("Namespace", &ObjectKey::cluster("api")),
+            Some(&DocRef::new("k.yaml", 3))
+        );
+        let model = builder.finish();
+        let key = ObjectKey::new("default", "api");
+        assert!(model.xbackends.contains_key(&key));
+        assert!(model.backends.contains_key(&key));
+        assert!(model.eg_backends.contains_key(&key));
+        assert!(model.namespaces.contains_key(&ObjectKey::cluster("api")));
+    }
+
+    #[test]
+    fn upsert_replaces() {
+        let mut model = Model::default();
+        let (_, obj) = objects("a", SVC).remove(0);
+        assert!(!model.upsert(obj.clone()));
+        assert!(model.upsert(obj));
+        assert_eq!(model.services.len(), 1);
+    }
+}

@@ -1,0 +1,296 @@
+//! Reads objects from files and directories (or from in-memory texts) into a [`Model`], in one pass.
+//!
+//! Owns the file-system walk and the order files are read in; parsing is [`model::yaml`] and duplicate
+//! detection [`ModelBuilder`], so this module adds nothing but I/O. It does not watch for changes.
+//!
+//! Walk rules: an explicit file is read whatever its extension; a directory is read recursively, taking
+//! `*.yaml`, `*.yml` and `*.json` in byte-wise path order, so the "first" of two duplicates is the same on
+//! every machine. Entries whose name starts with `.` are skipped: editor and VCS droppings, and the
+//! `..data` / `..<timestamp>` links of a mounted ConfigMap, which would otherwise yield every object
+//! twice. Symlinks are followed, each real directory at most once.
+//!
+//! [`model::yaml`]: crate::model::yaml
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::model::Model;
+use crate::model::insert::{DuplicateError, ModelBuilder};
+use crate::model::yaml::{self, ParseError, Warning};
+
+/// A complete model, plus what the parser skipped and which files it read (in reading order).
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    pub model: Model,
+    pub warnings: Vec<Warning>,
+    pub files: Vec<PathBuf>,
+}
+
+/// The first thing that went wrong; every variant's message names the file (and document) at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    // The io::Error is in the message rather than `source()` so the message is complete on its own and
+    // error-chain printers do not repeat it.
+    #[error("reading {}: {error}", path.display())]
+    Io { path: PathBuf, error: io::Error },
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error(transparent)]
+    Duplicate(#[from] Box<DuplicateError>),
+}
+
+const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
+
+/// Loads every object under `paths` (files or directories) into one model.
+pub fn load_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
+    let files = collect_files(paths)?;
+    let mut builder = ModelBuilder::new();
+    let mut warnings = Vec::new();
+    for path in &files {
+        let text = fs::read_to_string(path).map_err(|error| io_error(path, error))?;
+        add(
+            &mut builder,
+            &mut warnings,
+            &path.display().to_string(),
+            &text,
+        )?;
+    }
+    tracing::debug!(
+        files = files.len(),
+        warnings = warnings.len(),
+        "loaded objects from files"
+    );
+    Ok(Loaded {
+        model: builder.finish(),
+        warnings,
+        files,
+    })
+}
+
+/// Loads (name, text) pairs as if each were a file called `name`; for tests and callers that already
+/// hold the text.
+pub fn parse_texts(inputs: &[(String, String)]) -> Result<Loaded, LoadError> {
+    let mut builder = ModelBuilder::new();
+    let mut warnings = Vec::new();
+    for (name, text) in inputs {
+        add(&mut builder, &mut warnings, name, text)?;
+    }
+    let files = inputs.iter().map(|(name, _)| PathBuf::from(name)).collect();
+    Ok(Loaded {
+        model: builder.finish(),
+        warnings,
+        files,
+    })
+}
+
+fn add(
+    builder: &mut ModelBuilder,
+    warnings: &mut Vec<Warning>,
+    name: &str,
+    text: &str,
+) -> Result<(), LoadError> {
+    let parsed = yaml::parse(name, text)?;
+    for (doc, object) in parsed.objects {
+        builder.insert(doc, object)?;
+    }
+    warnings.extend(parsed.warnings);
+    Ok(())
+}
+
+fn io_error(path: &Path, error: io::Error) -> LoadError {
+    LoadError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
+/// Files to read, in order: arguments in the order given, each directory's files sorted. A file reached
+/// twice (a directory and a file inside it) is read once.
+fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
+    let mut files = Vec::new();
+    let mut visited_dirs = BTreeSet::new();
+    for path in paths {
+        let meta = fs::metadata(path).map_err(|e| io_error(path, e))?;
+        if meta.is_dir() {
+            let mut found = Vec::new();
+            walk(path, &mut found, &mut visited_dirs)?;
+            found.sort_by(|a, b| {
+                a.as_os_str()
+                    .as_encoded_bytes()
+                    .cmp(b.as_os_str().as_encoded_bytes())
+            });
+            files.extend(found);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    let mut seen = BTreeSet::new();
+    files.retain(|f| seen.insert(f.clone()));
+    Ok(files)
+}
+
+fn walk(
+    dir: &Path,
+    found: &mut Vec<PathBuf>,
+    visited: &mut BTreeSet<PathBuf>,
+) -> Result<(), LoadError> {
+    let real = fs::canonicalize(dir).map_err(|e| io_error(dir, e))?;
+    if !visited.insert(real) {
+        return Ok(());
+    }
+    for entry in fs::read_dir(dir).map_err(|e| io_error(dir, e))? {
+        let entry = entry.map_err(|e| io_error(dir, e))?;
+        if entry.file_name().as_encoded_bytes().starts_with(b".") {
+            continue;
+        }
+        let path = entry.path();
+        let meta = fs::metadata(&path).map_err(|e| io_error(&path, e))?;
+        if meta.is_dir() {
+            walk(&path, found, visited)?;
+        } else if has_manifest_extension(&path) {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn has_manifest_extension(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| EXTENSIONS.contains(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn svc(name: &str) -> String {
+        format!("apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\n")
+    }
+
+    fn write(dir: &Path, rel: &str, text: &str) {
+        let path = dir.join(rel);
+        fs::create_dir_all(path.parent().expect("test paths have a parent")).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn directory_is_read_recursively_in_byte_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        write(root, "b.yaml", &svc("b"));
+        write(root, "a/z.yml", &svc("az"));
+        write(
+            root,
+            "a-b.json",
+            r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"ab"}}"#,
+        );
+        write(root, "A.yaml", &svc("upper"));
+        write(root, "notes.txt", "not yaml at all: [");
+        write(root, ".hidden.yaml", &svc("hidden"));
+        write(root, ".git/x.yaml", &svc("git"));
+        let loaded = load_paths(&[root.to_path_buf()]).unwrap();
+        let rel: Vec<_> = loaded
+            .files
+            .iter()
+            .map(|f| f.strip_prefix(root).unwrap().display().to_string())
+            .collect();
+        // Byte order: 'A' < 'a', and '-' (0x2d) sorts before '/' (0x2f).
+        assert_eq!(rel, ["A.yaml", "a-b.json", "a/z.yml", "b.yaml"]);
+        let names: Vec<_> = loaded
+            .model
+            .services
+            .keys()
+            .map(|k| k.name.as_str())
+            .collect();
+        assert_eq!(names, ["ab", "az", "b", "upper"]);
+    }
+
+    #[test]
+    fn explicit_file_is_read_whatever_its_extension() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), "objects.txt", &svc("web"));
+        let file = tmp.path().join("objects.txt");
+        let loaded = load_paths(&[tmp.path().to_path_buf(), file.clone()]).unwrap();
+        assert_eq!(loaded.files, [file]);
+        assert_eq!(loaded.model.services.len(), 1);
+    }
+
+    #[test]
+    fn file_inside_a_given_directory_is_read_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), "a.yaml", &svc("web"));
+        let loaded = load_paths(&[tmp.path().to_path_buf(), tmp.path().join("a.yaml")]).unwrap();
+        assert_eq!(loaded.files.len(), 1);
+    }
+
+    #[test]
+    fn duplicate_across_files_names_both() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), "a.yaml", &svc("web"));
+        write(
+            tmp.path(),
+            "b.yaml",
+            &format!("{}---\n{}", svc("other"), svc("web")),
+        );
+        let err = load_paths(&[tmp.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
+        let a = tmp.path().join("a.yaml").display().to_string();
+        let b = tmp.path().join("b.yaml").display().to_string();
+        assert_eq!(
+            err,
+            format!("Service default/web is defined twice: {a} document 0 and {b} document 1")
+        );
+    }
+
+    #[test]
+    fn missing_path_is_named() {
+        let err = load_paths(&[PathBuf::from("/nonexistent/pier/x.yaml")]).unwrap_err();
+        assert!(matches!(err, LoadError::Io { .. }));
+        assert!(
+            err.to_string()
+                .starts_with("reading /nonexistent/pier/x.yaml: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn parse_error_names_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(
+            tmp.path(),
+            "bad.yaml",
+            "apiVersion: v1\nkind: Service\nmetadata: {namespace: x}\n",
+        );
+        let err = load_paths(&[tmp.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("bad.yaml: document 0 (Service): missing metadata.name"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn texts_load_like_files() {
+        let inputs = [
+            ("one.yaml".to_string(), svc("a")),
+            (
+                "two.yaml".to_string(),
+                "apiVersion: x/v1\nkind: Foo\nmetadata: {name: f}\n".to_string(),
+            ),
+        ];
+        let loaded = parse_texts(&inputs).unwrap();
+        assert_eq!(loaded.model.services.len(), 1);
+        assert_eq!(loaded.warnings.len(), 1);
+        assert_eq!(
+            loaded.files,
+            [PathBuf::from("one.yaml"), PathBuf::from("two.yaml")]
+        );
+        let dup = parse_texts(&[("one.yaml".into(), svc("a")), ("two.yaml".into(), svc("a"))]);
+        assert!(matches!(dup, Err(LoadError::Duplicate(_))));
+    }
+}

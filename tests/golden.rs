@@ -1,0 +1,233 @@
+//! Golden-file translation tests.
+//!
+//! Each `testdata/<case>/` holds `input.yaml` (every object the case needs, no hidden fixtures), an
+//! optional `options.yaml` (operator options, see [`CaseOptions`]), and the six expected outputs
+//! `clusters.yaml`, `endpoints.yaml`, `listeners.yaml`, `routes.yaml`, `secrets.yaml`, `status.yaml`
+//! (an empty type is `[]`). Resources are canonical proto3 JSON with proto field names, as Envoy's
+//! `/config_dump` prints them, written as YAML.
+//!
+//! - `UPDATE=1 cargo test --test golden` rewrites the expected files and deletes stale ones.
+//! - `CASE=<name>` runs one case.
+//!
+//! Every case also: translates its input with the documents reversed and must produce identical
+//! output (determinism); passes `envoy::check`; and passes `envoy --mode validate` on a bootstrap
+//! holding all its resources (a real Envoy 1.40; see `tests/support/envoy.rs`).
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use pier::options::Options;
+use serde::Deserialize;
+use serde_json::Value;
+
+const OUTPUTS: [&str; 6] = ["clusters", "endpoints", "listeners", "routes", "secrets", "status"];
+const INPUTS: [&str; 2] = ["input.yaml", "options.yaml"];
+
+/// Operator options a case may set (`options.yaml`); anything unset keeps pier's default.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CaseOptions {
+    controller_name: Option<String>,
+    listener_address: Option<String>,
+    allow_loopback: Option<bool>,
+    allow_unix_sockets: Option<bool>,
+    enable_dynamic_resolver: Option<bool>,
+    denied_cidrs: Option<Vec<String>>,
+    allowed_hostnames: Option<Vec<String>>,
+    system_ca_path: Option<String>,
+    dns_refresh_ms: Option<u64>,
+    dns_respect_ttl: Option<bool>,
+    dns_lookup_family: Option<pier::ir::LookupFamily>,
+}
+
+impl CaseOptions {
+    fn into_options(self) -> Options {
+        let mut o = Options::default();
+        if let Some(v) = self.controller_name {
+            o.controller_name = v;
+        }
+        if let Some(v) = self.listener_address {
+            o.listener_address = v;
+        }
+        if let Some(v) = self.system_ca_path {
+            o.system_ca_path = v;
+        }
+        if let Some(v) = self.dns_refresh_ms {
+            o.dns.refresh_rate_ms = v;
+        }
+        if let Some(v) = self.dns_respect_ttl {
+            o.dns.respect_ttl = v;
+        }
+        if let Some(v) = self.dns_lookup_family {
+            o.dns.lookup_family = v;
+        }
+        let g = &mut o.guardrails;
+        g.allow_loopback = self.allow_loopback.unwrap_or(false);
+        g.allow_unix_sockets = self.allow_unix_sockets.unwrap_or(false);
+        g.enable_dynamic_resolver = self.enable_dynamic_resolver.unwrap_or(false);
+        g.denied_cidrs = self.denied_cidrs.unwrap_or_default().iter().map(|c| c.parse().expect("CIDR in options.yaml")).collect();
+        g.allowed_hostnames = self.allowed_hostnames;
+        o
+    }
+}
+
+fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
+}
+
+fn cases() -> Vec<PathBuf> {
+    let only = std::env::var("CASE").ok().filter(|c| !c.is_empty());
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(testdata())
+        .expect("testdata/ exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.join("input.yaml").is_file())
+        .filter(|p| only.as_deref().is_none_or(|c| p.file_name().is_some_and(|n| n == c)))
+        .collect();
+    dirs.sort();
+    assert!(!dirs.is_empty(), "no golden case matched (CASE={only:?})");
+    dirs
+}
+
+fn options(case: &Path) -> Options {
+    let path = case.join("options.yaml");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_yaml::from_str::<CaseOptions>(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .into_options(),
+        Err(_) => Options::default(),
+    }
+}
+
+/// Splits a multi-document YAML text into its documents (on `---` lines).
+fn documents(text: &str) -> Vec<String> {
+    let mut docs = vec![String::new()];
+    for line in text.lines() {
+        if line.trim_end() == "---" {
+            docs.push(String::new());
+        } else {
+            let last = docs.last_mut().expect("one");
+            last.push_str(line);
+            last.push('\n');
+        }
+    }
+    docs.retain(|d| d.lines().any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')));
+    docs
+}
+
+fn translate(name: &str, text: &str, opts: &Options) -> pier::Translation {
+    let loaded = pier::source::files::parse_texts(&[(name.to_string(), text.to_string())])
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    pier::translate(&loaded.model, opts)
+}
+
+/// The six expected files' contents.
+fn render(t: &pier::Translation) -> Vec<(&'static str, String)> {
+    let doc = t.document(None).expect("merged document");
+    OUTPUTS
+        .iter()
+        .map(|k| {
+            let v = doc.get(*k).cloned().unwrap_or(Value::Array(Vec::new()));
+            (*k, serde_yaml::to_string(&v).expect("yaml"))
+        })
+        .collect()
+}
+
+fn diff(expected: &str, actual: &str) -> String {
+    similar::TextDiff::from_lines(expected, actual)
+        .unified_diff()
+        .context_radius(3)
+        .header("expected", "actual")
+        .to_string()
+}
+
+#[test]
+fn golden() {
+    let update = std::env::var("UPDATE").is_ok_and(|v| v == "1");
+    let mut failures = Vec::new();
+    for case in cases() {
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        let input = std::fs::read_to_string(case.join("input.yaml")).expect("read input");
+        let opts = options(&case);
+        let t = translate(&format!("testdata/{name}/input.yaml"), &input, &opts);
+
+        for (gw, res) in &t.gateways {
+            if let Err(errs) = pier::envoy::check(res) {
+                let list: Vec<String> = errs.iter().map(ToString::to_string).collect();
+                failures.push(format!("{name}: envoy::check failed for Gateway {gw}:\n  {}", list.join("\n  ")));
+            }
+        }
+
+        let mut reversed_docs = documents(&input);
+        reversed_docs.reverse();
+        let reversed = translate(&format!("testdata/{name}/input.yaml (reversed)"), &reversed_docs.join("---\n"), &opts);
+        if reversed != t {
+            failures.push(format!("{name}: output depends on input order (documents reversed give different output)"));
+        }
+
+        let rendered = render(&t);
+        if update {
+            let keep: BTreeSet<String> =
+                OUTPUTS.iter().map(|k| format!("{k}.yaml")).chain(INPUTS.iter().map(|s| s.to_string())).collect();
+            for entry in std::fs::read_dir(&case).expect("case dir") {
+                let p = entry.expect("entry").path();
+                let file = p.file_name().unwrap().to_string_lossy().to_string();
+                if p.is_file() && !keep.contains(&file) {
+                    std::fs::remove_file(&p).expect("remove stale file");
+                }
+            }
+            for (k, text) in &rendered {
+                std::fs::write(case.join(format!("{k}.yaml")), text).expect("write golden");
+            }
+            continue;
+        }
+        for (k, actual) in &rendered {
+            let path = case.join(format!("{k}.yaml"));
+            let expected = std::fs::read_to_string(&path).unwrap_or_default();
+            if &expected != actual {
+                failures.push(format!("{name}/{k}.yaml differs (UPDATE=1 cargo test --test golden to accept):\n{}", diff(&expected, actual)));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} golden failure(s):\n\n{}", failures.len(), failures.join("\n\n"));
+}
+
+/// Every case's resources, per Gateway, are accepted by a real Envoy.
+#[test]
+fn golden_envoy_validate() {
+    if support::envoy::require_envoy().is_none() {
+        return;
+    }
+    let jobs: Vec<(String, Value)> = cases()
+        .into_iter()
+        .flat_map(|case| {
+            let name = case.file_name().unwrap().to_string_lossy().to_string();
+            let input = std::fs::read_to_string(case.join("input.yaml")).expect("read input");
+            let t = translate(&name, &input, &options(&case));
+            t.gateways
+                .iter()
+                .map(|(gw, res)| (format!("{name} (Gateway {gw})"), pier::envoy::bootstrap::validation_bootstrap(res)))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    // Two Envoys at a time: each validation is a process start, and the machine has two cores.
+    let failures = std::sync::Mutex::new(Vec::new());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some((what, boot)) = jobs.get(i) else { break };
+                    if let Err(e) = support::envoy::validate(boot) {
+                        failures.lock().unwrap().push(format!("{what}: Envoy rejected the configuration:\n{e}"));
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(!jobs.is_empty() || std::env::var("CASE").is_ok(), "no Gateway in any golden case");
+    assert!(failures.is_empty(), "{} case(s) failed Envoy validation:\n\n{}", failures.len(), failures.join("\n\n"));
+}
