@@ -10,82 +10,13 @@ use std::collections::BTreeMap;
 use pier::envoy::{self, bootstrap::validation_bootstrap, names, render};
 use pier::ir::*;
 use serde_json::{Value, json};
+use support::ir::*;
 use support::{envoy::validate, pki};
 
 const CA: &str = "ca/configmap/ns/ca";
 const CA_FILE: &str = "ca/system";
 const CERT: &str = "cert/ns/tls";
 const CLIENT: &str = "cert/ns/client";
-
-fn dns(refresh_rate_ms: u64, lookup_family: LookupFamily) -> DnsSettings {
-    DnsSettings { refresh_rate_ms, respect_ttl: true, lookup_family }
-}
-
-fn cluster(name: &str, discovery: Discovery, protocol: UpstreamProtocol, tls: Option<UpstreamTls>) -> Cluster {
-    Cluster {
-        name: name.into(),
-        origin: Origin { kind: "XBackend".into(), namespace: "ns".into(), name: name.replace('/', "-"), port: 443 },
-        discovery,
-        protocol,
-        tls,
-        circuit_breaker: None,
-        outlier_detection: None,
-    }
-}
-
-fn dns_target(hostname: &str, port: u16, priority: u32) -> DnsTarget {
-    DnsTarget { hostname: hostname.into(), port, priority }
-}
-
-fn one_host(hostname: &str) -> Discovery {
-    Discovery::Dns { targets: vec![dns_target(hostname, 443, 0)], dns: dns(30_000, LookupFamily::V4Preferred) }
-}
-
-fn verified_tls(sni: &str) -> UpstreamTls {
-    UpstreamTls {
-        sni: Some(sni.into()),
-        trust: Trust::Sds(CA.into()),
-        subject_alt_names: vec![SanMatch::Dns(sni.into())],
-        client_certificate: None,
-        min_version: None,
-        max_version: None,
-        ciphers: vec![],
-        ecdh_curves: vec![],
-        signature_algorithms: vec![],
-        alpn: vec![],
-        auto_host_sni: false,
-    }
-}
-
-fn insecure_tls() -> UpstreamTls {
-    UpstreamTls { trust: Trust::InsecureSkipVerify, subject_alt_names: vec![], ..verified_tls("insecure.example") }
-}
-
-fn ep(address: EndpointAddress, priority: u32, zone: Option<&str>, hostname: Option<&str>) -> Endpoint {
-    Endpoint { address, priority, zone: zone.map(str::to_string), hostname: hostname.map(str::to_string) }
-}
-
-fn ip(addr: &str, port: u16) -> EndpointAddress {
-    EndpointAddress::Ip(addr.parse().unwrap(), port)
-}
-
-fn to(backends: &[(Option<&str>, u32)]) -> RouteAction {
-    RouteAction::Forward(
-        backends.iter().map(|(c, w)| WeightedBackend { cluster: c.map(str::to_string), weight: *w }).collect(),
-    )
-}
-
-fn route(name: &str, path: PathMatch, action: RouteAction) -> Route {
-    Route { name: name.into(), path, action }
-}
-
-fn vhost(name: &str, domains: &[&str], routes: Vec<Route>) -> VirtualHost {
-    VirtualHost { name: name.into(), domains: domains.iter().map(|d| d.to_string()).collect(), routes }
-}
-
-fn prefix(p: &str) -> PathMatch {
-    PathMatch::Prefix(p.into())
-}
 
 /// Every upstream variant: DNS (one host, fallback targets, every lookup family), EDS (IPv4, IPv6, unix,
 /// priorities, zones, hostnames, empty), dynamic forward proxy (plain and TLS), every protocol with and
@@ -115,7 +46,11 @@ fn clusters(ca_file: &str) -> (BTreeMap<String, Cluster>, BTreeMap<String, Secre
                     dns_target("b.example", 8080, 0),
                     dns_target("c.example", 80, 1),
                 ],
-                dns: DnsSettings { refresh_rate_ms: 1500, respect_ttl: false, lookup_family: LookupFamily::V4Only },
+                dns: DnsSettings {
+                    refresh_rate_ms: 1500,
+                    respect_ttl: false,
+                    lookup_family: LookupFamily::V4Only,
+                },
             },
             UpstreamProtocol::Auto,
             None,
@@ -132,11 +67,14 @@ fn clusters(ca_file: &str) -> (BTreeMap<String, Cluster>, BTreeMap<String, Secre
                 client_certificate: Some(CLIENT.into()),
                 min_version: Some(TlsVersion::V1_2),
                 max_version: Some(TlsVersion::V1_3),
-                ciphers: vec!["ECDHE-ECDSA-AES128-GCM-SHA256".into(), "ECDHE-RSA-AES128-GCM-SHA256".into()],
+                ciphers: vec![
+                    "ECDHE-ECDSA-AES128-GCM-SHA256".into(),
+                    "ECDHE-RSA-AES128-GCM-SHA256".into(),
+                ],
                 ecdh_curves: vec!["X25519".into(), "P-256".into()],
                 signature_algorithms: vec!["ecdsa_secp256r1_sha256".into(), "rsa_pss_rsae_sha256".into()],
                 alpn: vec!["http/1.1".into()],
-                ..verified_tls("api.example")
+                ..verified_tls(CA, "api.example")
             }),
         ),
         cluster(
@@ -148,14 +86,17 @@ fn clusters(ca_file: &str) -> (BTreeMap<String, Cluster>, BTreeMap<String, Secre
                 auto_host_sni: true,
                 min_version: Some(TlsVersion::Auto),
                 max_version: Some(TlsVersion::V1_0),
-                ..verified_tls("sni.example")
+                ..verified_tls(CA, "sni.example")
             }),
         ),
         cluster(
             "dns/tls-1.1",
             one_host("old.example"),
             UpstreamProtocol::Http1,
-            Some(UpstreamTls { min_version: Some(TlsVersion::V1_1), ..insecure_tls() }),
+            Some(UpstreamTls {
+                min_version: Some(TlsVersion::V1_1),
+                ..insecure_tls()
+            }),
         ),
         cluster(
             "eds/mixed",
@@ -175,33 +116,55 @@ fn clusters(ca_file: &str) -> (BTreeMap<String, Cluster>, BTreeMap<String, Secre
         cluster(
             "eds/unix",
             Discovery::Eds {
-                endpoints: vec![ep(EndpointAddress::Unix("/run/pier/upstream.sock".into()), 0, None, None)],
+                endpoints: vec![ep(
+                    EndpointAddress::Unix("/run/pier/upstream.sock".into()),
+                    0,
+                    None,
+                    None,
+                )],
             },
             UpstreamProtocol::Http1,
             None,
         ),
         cluster(
             "eds/fallback-only",
-            Discovery::Eds { endpoints: vec![ep(ip("10.0.3.1", 80), 1, None, None)] },
+            Discovery::Eds {
+                endpoints: vec![ep(ip("10.0.3.1", 80), 1, None, None)],
+            },
             UpstreamProtocol::Http1,
             None,
         ),
-        cluster("eds/empty", Discovery::Eds { endpoints: vec![] }, UpstreamProtocol::Http1, None),
+        cluster(
+            "eds/empty",
+            Discovery::Eds { endpoints: vec![] },
+            UpstreamProtocol::Http1,
+            None,
+        ),
         cluster(
             "dfp/plain",
-            Discovery::DynamicForwardProxy { dns: dns(60_000, LookupFamily::V4Preferred) },
+            Discovery::DynamicForwardProxy {
+                dns: dns(60_000, LookupFamily::V4Preferred),
+            },
             UpstreamProtocol::Http1,
             None,
         ),
         cluster(
             "dfp/tls",
-            Discovery::DynamicForwardProxy { dns: dns(60_000, LookupFamily::V4Preferred) },
+            Discovery::DynamicForwardProxy {
+                dns: dns(60_000, LookupFamily::V4Preferred),
+            },
             UpstreamProtocol::Auto,
-            Some(UpstreamTls { sni: None, subject_alt_names: vec![], ..verified_tls("unused") }),
+            Some(UpstreamTls {
+                sni: None,
+                subject_alt_names: vec![],
+                ..verified_tls(CA, "unused")
+            }),
         ),
         cluster(
             "dfp/insecure",
-            Discovery::DynamicForwardProxy { dns: dns(5_000, LookupFamily::All) },
+            Discovery::DynamicForwardProxy {
+                dns: dns(5_000, LookupFamily::All),
+            },
             UpstreamProtocol::Http2,
             Some(insecure_tls()),
         ),
@@ -215,16 +178,46 @@ fn clusters(ca_file: &str) -> (BTreeMap<String, Cluster>, BTreeMap<String, Secre
     ] {
         for family in [LookupFamily::Auto, LookupFamily::V6Only] {
             let host = format!("{label}.example");
-            let discovery = Discovery::Dns { targets: vec![dns_target(&host, 443, 0)], dns: dns(10_000, family) };
-            out.push(cluster(&format!("proto/{label}/{family:?}/clear"), discovery.clone(), protocol, None));
-            out.push(cluster(&format!("proto/{label}/{family:?}/tls"), discovery, protocol, Some(verified_tls(&host))));
+            let discovery = Discovery::Dns {
+                targets: vec![dns_target(&host, 443, 0)],
+                dns: dns(10_000, family),
+            };
+            out.push(cluster(
+                &format!("proto/{label}/{family:?}/clear"),
+                discovery.clone(),
+                protocol,
+                None,
+            ));
+            out.push(cluster(
+                &format!("proto/{label}/{family:?}/tls"),
+                discovery,
+                protocol,
+                Some(verified_tls(CA, &host)),
+            ));
         }
     }
     let secrets = BTreeMap::from([
-        (CA.to_string(), Secret::CaBundle { pem: pki::CERT_PEM.into() }),
+        (
+            CA.to_string(),
+            Secret::CaBundle {
+                pem: pki::CERT_PEM.into(),
+            },
+        ),
         (CA_FILE.to_string(), Secret::CaFile { path: ca_file.into() }),
-        (CERT.to_string(), Secret::TlsCertificate { chain: pki::CERT_PEM.into(), key: pki::KEY_PEM.into() }),
-        (CLIENT.to_string(), Secret::TlsCertificate { chain: pki::CERT_PEM.into(), key: pki::KEY_PEM.into() }),
+        (
+            CERT.to_string(),
+            Secret::TlsCertificate {
+                chain: pki::CERT_PEM.into(),
+                key: pki::KEY_PEM.into(),
+            },
+        ),
+        (
+            CLIENT.to_string(),
+            Secret::TlsCertificate {
+                chain: pki::CERT_PEM.into(),
+                key: pki::KEY_PEM.into(),
+            },
+        ),
     ]);
     (out.into_iter().map(|c| (c.name.clone(), c)).collect(), secrets)
 }
@@ -245,7 +238,11 @@ fn listeners(clusters: &BTreeMap<String, Cluster>) -> Vec<Listener> {
                 "http/a.example.com",
                 &["a.example.com", "a.example.com:8080"],
                 vec![
-                    route("exact", PathMatch::Exact("/exact/path".into()), to(&[(Some("eds/mixed"), 1)])),
+                    route(
+                        "exact",
+                        PathMatch::Exact("/exact/path".into()),
+                        to(&[(Some("eds/mixed"), 1)]),
+                    ),
                     route("prefix", prefix("/api"), to(&[(Some("dns/plain"), 1)])),
                     route("prefix-slash", prefix("/api/v2/"), to(&[(Some("dns/plain"), 1)])),
                     route(
@@ -253,8 +250,16 @@ fn listeners(clusters: &BTreeMap<String, Cluster>) -> Vec<Listener> {
                         prefix("/split"),
                         to(&[(Some("eds/mixed"), 80), (Some("eds/empty"), 20), (Some("dns/plain"), 0)]),
                     ),
-                    route("invalid-share", prefix("/invalid-share"), to(&[(Some("eds/mixed"), 3), (None, 1)])),
-                    route("all-zero", prefix("/all-zero"), to(&[(Some("eds/mixed"), 0), (None, 0)])),
+                    route(
+                        "invalid-share",
+                        prefix("/invalid-share"),
+                        to(&[(Some("eds/mixed"), 3), (None, 1)]),
+                    ),
+                    route(
+                        "all-zero",
+                        prefix("/all-zero"),
+                        to(&[(Some("eds/mixed"), 0), (None, 0)]),
+                    ),
                     route("only-invalid", prefix("/only-invalid"), to(&[(None, 1)])),
                     route("no-backends", prefix("/none"), to(&[])),
                     route("direct", prefix("/direct"), RouteAction::DirectResponse { status: 500 }),
@@ -264,7 +269,11 @@ fn listeners(clusters: &BTreeMap<String, Cluster>) -> Vec<Listener> {
             vhost(
                 "http/*.wild.example.com",
                 &["*.wild.example.com"],
-                vec![route("dfp", prefix("/"), to(&[(Some("dfp/plain"), 1), (Some("dfp/tls"), 1)]))],
+                vec![route(
+                    "dfp",
+                    prefix("/"),
+                    to(&[(Some("dfp/plain"), 1), (Some("dfp/tls"), 1)]),
+                )],
             ),
             vhost("http/*", &["*"], per_cluster),
         ],
@@ -291,13 +300,21 @@ fn listeners(clusters: &BTreeMap<String, Cluster>) -> Vec<Listener> {
             port: 8443,
             kind: ListenerKind::Https {
                 chains: vec![
-                    chain("sni-a", &["a.example.com"], vec![route("a", prefix("/"), to(&[(Some("dns/full-tls"), 1)]))]),
+                    chain(
+                        "sni-a",
+                        &["a.example.com"],
+                        vec![route("a", prefix("/"), to(&[(Some("dns/full-tls"), 1)]))],
+                    ),
                     chain(
                         "sni-b",
                         &["b.example.com", "*.b.example.com"],
                         vec![route("b", prefix("/"), to(&[(Some("dfp/insecure"), 1)]))],
                     ),
-                    chain("default", &[], vec![route("d", prefix("/"), RouteAction::DirectResponse { status: 404 })]),
+                    chain(
+                        "default",
+                        &[],
+                        vec![route("d", prefix("/"), RouteAction::DirectResponse { status: 404 })],
+                    ),
                 ],
             },
         },
@@ -321,7 +338,13 @@ fn listeners(clusters: &BTreeMap<String, Cluster>) -> Vec<Listener> {
 
 fn gateway(ca_file: &str) -> GatewayIr {
     let (clusters, secrets) = clusters(ca_file);
-    GatewayIr { namespace: "ns".into(), name: "gw".into(), listeners: listeners(&clusters), clusters, secrets }
+    GatewayIr {
+        namespace: "ns".into(),
+        name: "gw".into(),
+        listeners: listeners(&clusters),
+        clusters,
+        secrets,
+    }
 }
 
 fn built() -> (tempfile::NamedTempFile, envoy::Resources) {
@@ -339,7 +362,12 @@ fn http_filters(res: &envoy::Resources) -> BTreeMap<String, Vec<String>> {
         let json = render::to_json(l);
         for chain in json["filter_chains"].as_array().unwrap() {
             let filters = &chain["filters"][0]["typed_config"]["http_filters"];
-            let names = filters.as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap().to_string()).collect();
+            let names = filters
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["name"].as_str().unwrap().to_string())
+                .collect();
             out.insert(format!("{}#{}", l.name, chain["name"].as_str().unwrap_or("")), names);
         }
     }
@@ -351,7 +379,10 @@ fn every_ir_variant_validates_in_envoy() {
     let (_ca_file, res) = built();
     assert_eq!(envoy::check(&res), Ok(()));
 
-    let dfp = vec!["envoy.filters.http.dynamic_forward_proxy".to_string(), "envoy.filters.http.router".to_string()];
+    let dfp = vec![
+        "envoy.filters.http.dynamic_forward_proxy".to_string(),
+        "envoy.filters.http.router".to_string(),
+    ];
     let router = vec!["envoy.filters.http.router".to_string()];
     let expected = BTreeMap::from([
         ("ns/gw/8080#".to_string(), dfp.clone()),
@@ -360,7 +391,11 @@ fn every_ir_variant_validates_in_envoy() {
         ("ns/gw/8443#default".to_string(), router.clone()),
         ("ns/gw/9090#".to_string(), router),
     ]);
-    assert_eq!(http_filters(&res), expected, "the DFP filter is there exactly where routes reach a DFP cluster");
+    assert_eq!(
+        http_filters(&res),
+        expected,
+        "the DFP filter is there exactly where routes reach a DFP cluster"
+    );
 
     if let Err(e) = validate(&validation_bootstrap(&res)) {
         panic!("{e}");
@@ -374,12 +409,21 @@ fn each_cluster_validates_alone() {
     for c in &res.clusters {
         let alone = envoy::Resources {
             clusters: vec![c.clone()],
-            endpoints: res.endpoints.iter().filter(|e| e.cluster_name == c.name).cloned().collect(),
+            endpoints: res
+                .endpoints
+                .iter()
+                .filter(|e| e.cluster_name == c.name)
+                .cloned()
+                .collect(),
             secrets: res.secrets.clone(),
             ..Default::default()
         };
         if let Err(e) = validate(&validation_bootstrap(&alone)) {
-            panic!("cluster {}:\n{}\n{e}", c.name, serde_json::to_string_pretty(&render::to_json(c)).unwrap());
+            panic!(
+                "cluster {}:\n{}\n{e}",
+                c.name,
+                serde_json::to_string_pretty(&render::to_json(c)).unwrap()
+            );
         }
     }
 }

@@ -108,7 +108,10 @@ fn inline_routes(listener: &mut Value, routes: &BTreeMap<&str, Value>) {
         let Some(hcm) = filter["typed_config"].as_object_mut() else {
             continue;
         };
-        let name = hcm.get("rds").and_then(|r| r["route_config_name"].as_str()).map(str::to_string);
+        let name = hcm
+            .get("rds")
+            .and_then(|r| r["route_config_name"].as_str())
+            .map(str::to_string);
         if let Some(route) = name.and_then(|n| routes.get(n.as_str())) {
             hcm.remove("rds");
             hcm.insert("route_config".to_string(), route.clone());

@@ -15,7 +15,12 @@ pub enum CheckError {
     #[error("cluster {0:?} uses the name reserved for invalid backendRefs, which must never exist")]
     ReservedClusterName(String),
     #[error("route config {route_config} vhost {vhost} route {route}: cluster {cluster:?} does not exist")]
-    MissingCluster { route_config: String, vhost: String, route: String, cluster: String },
+    MissingCluster {
+        route_config: String,
+        vhost: String,
+        route: String,
+        cluster: String,
+    },
     #[error("EDS cluster {cluster}: ClusterLoadAssignment {service_name:?} does not exist")]
     MissingLoadAssignment { cluster: String, service_name: String },
     #[error("ClusterLoadAssignment {0:?} belongs to no EDS cluster")]
@@ -23,19 +28,37 @@ pub enum CheckError {
     #[error("{owner}: secret {secret:?} does not exist")]
     MissingSecret { owner: String, secret: String },
     #[error("{owner}: secret {secret:?} is not a {expected} secret")]
-    WrongSecretType { owner: String, secret: String, expected: &'static str },
+    WrongSecretType {
+        owner: String,
+        secret: String,
+        expected: &'static str,
+    },
     #[error("{owner}: route config {route_config:?} does not exist")]
     MissingRouteConfig { owner: String, route_config: String },
     #[error("route config {route_config}: domain {domain:?} is in vhost {first} and vhost {second}")]
-    DuplicateDomain { route_config: String, domain: String, first: String, second: String },
+    DuplicateDomain {
+        route_config: String,
+        domain: String,
+        first: String,
+        second: String,
+    },
     #[error("{owner}: routes reach dynamic-forward-proxy cluster {cluster} but the DFP HTTP filter is missing")]
     MissingDfpFilter { owner: String, cluster: String },
     #[error("{owner}: DFP HTTP filter present but no route reaches a dynamic-forward-proxy cluster")]
     UnneededDfpFilter { owner: String },
     #[error("{owner}: DFP HTTP filter fills DNS cache {filter:?} but cluster {cluster} reads {cluster_cache:?}")]
-    DnsCacheMismatch { owner: String, filter: String, cluster: String, cluster_cache: String },
+    DnsCacheMismatch {
+        owner: String,
+        filter: String,
+        cluster: String,
+        cluster_cache: String,
+    },
     #[error("listener {listener}: filter chains {first:?} and {second:?} match the same server names")]
-    DuplicateFilterChainMatch { listener: String, first: String, second: String },
+    DuplicateFilterChainMatch {
+        listener: String,
+        first: String,
+        second: String,
+    },
     #[error("listener {listener} filter chain {chain}: TLS without a certificate")]
     NoCertificate { listener: String, chain: String },
 }
@@ -47,7 +70,11 @@ const CERT: &str = "TLS certificate";
 pub fn check(res: &Resources) -> Result<(), Vec<CheckError>> {
     let mut errors = Vec::new();
     unique(&mut errors, "cluster", res.clusters.iter().map(|c| &c.name));
-    unique(&mut errors, "ClusterLoadAssignment", res.endpoints.iter().map(|c| &c.cluster_name));
+    unique(
+        &mut errors,
+        "ClusterLoadAssignment",
+        res.endpoints.iter().map(|c| &c.cluster_name),
+    );
     unique(&mut errors, "listener", res.listeners.iter().map(|l| &l.name));
     unique(&mut errors, "route config", res.routes.iter().map(|r| &r.name));
     unique(&mut errors, "secret", res.secrets.iter().map(|s| &s.name));
@@ -64,18 +91,29 @@ fn check_secret_refs(res: &Resources, errors: &mut Vec<CheckError>) {
     let secret_ref = |errors: &mut Vec<CheckError>, owner: &dyn Fn() -> String, name: &str, expected| {
         let ok = match secrets.get(name).and_then(|s| s.r#type.as_ref()) {
             None => {
-                return errors.push(CheckError::MissingSecret { owner: owner(), secret: name.to_string() });
+                return errors.push(CheckError::MissingSecret {
+                    owner: owner(),
+                    secret: name.to_string(),
+                });
             }
             Some(tls::secret::Type::ValidationContext(_)) => expected == CA,
             Some(tls::secret::Type::TlsCertificate(_)) => expected == CERT,
             Some(_) => false,
         };
         if !ok {
-            errors.push(CheckError::WrongSecretType { owner: owner(), secret: name.to_string(), expected });
+            errors.push(CheckError::WrongSecretType {
+                owner: owner(),
+                secret: name.to_string(),
+                expected,
+            });
         }
     };
     for c in &res.clusters {
-        let Some(ctx) = c.transport_socket.as_ref().and_then(unpack_socket::<tls::UpstreamTlsContext>) else {
+        let Some(ctx) = c
+            .transport_socket
+            .as_ref()
+            .and_then(unpack_socket::<tls::UpstreamTlsContext>)
+        else {
             continue;
         };
         let owner = || format!("cluster {}", c.name);
@@ -85,13 +123,20 @@ fn check_secret_refs(res: &Resources, errors: &mut Vec<CheckError>) {
     }
     for l in &res.listeners {
         for fc in &l.filter_chains {
-            let Some(ctx) = fc.transport_socket.as_ref().and_then(unpack_socket::<tls::DownstreamTlsContext>) else {
+            let Some(ctx) = fc
+                .transport_socket
+                .as_ref()
+                .and_then(unpack_socket::<tls::DownstreamTlsContext>)
+            else {
                 continue;
             };
             let owner = || chain_owner(l, fc);
             let refs = common_tls_secrets(ctx.common_tls_context.as_ref());
             if !refs.iter().any(|(_, kind)| *kind == CERT) {
-                errors.push(CheckError::NoCertificate { listener: l.name.clone(), chain: fc.name.clone() });
+                errors.push(CheckError::NoCertificate {
+                    listener: l.name.clone(),
+                    chain: fc.name.clone(),
+                });
             }
             for (name, expected) in refs {
                 secret_ref(errors, &owner, name, expected);
@@ -105,7 +150,10 @@ fn unique<'a>(errors: &mut Vec<CheckError>, kind: &'static str, names: impl Iter
     let mut reported = BTreeSet::new();
     for name in names {
         if !seen.insert(name) && reported.insert(name) {
-            errors.push(CheckError::DuplicateName { kind, name: name.clone() });
+            errors.push(CheckError::DuplicateName {
+                kind,
+                name: name.clone(),
+            });
         }
     }
 }
@@ -122,12 +170,18 @@ fn check_clusters_and_endpoints(res: &Resources, errors: &mut Vec<CheckError>) {
             continue;
         }
         // Envoy falls back to the cluster name when service_name is empty.
-        let service = c.eds_cluster_config.as_ref().map(|e| e.service_name.as_str()).filter(|s| !s.is_empty());
+        let service = c
+            .eds_cluster_config
+            .as_ref()
+            .map(|e| e.service_name.as_str())
+            .filter(|s| !s.is_empty());
         let service = service.unwrap_or(&c.name);
         eds_services.insert(service);
         if !load_assignments.contains(service) {
-            errors
-                .push(CheckError::MissingLoadAssignment { cluster: c.name.clone(), service_name: service.to_string() });
+            errors.push(CheckError::MissingLoadAssignment {
+                cluster: c.name.clone(),
+                service_name: service.to_string(),
+            });
         }
     }
     for cla in load_assignments.difference(&eds_services) {
@@ -189,10 +243,16 @@ fn check_listeners(res: &Resources, errors: &mut Vec<CheckError>) {
         let mut matches: BTreeMap<Vec<String>, &str> = BTreeMap::new();
         for fc in &l.filter_chains {
             if !fc.name.is_empty() && !chain_names.insert(&fc.name) {
-                errors
-                    .push(CheckError::DuplicateName { kind: "filter chain", name: format!("{}/{}", l.name, fc.name) });
+                errors.push(CheckError::DuplicateName {
+                    kind: "filter chain",
+                    name: format!("{}/{}", l.name, fc.name),
+                });
             }
-            let mut server_names = fc.filter_chain_match.as_ref().map(|m| m.server_names.clone()).unwrap_or_default();
+            let mut server_names = fc
+                .filter_chain_match
+                .as_ref()
+                .map(|m| m.server_names.clone())
+                .unwrap_or_default();
             server_names.sort();
             if let Some(first) = matches.insert(server_names, &fc.name) {
                 errors.push(CheckError::DuplicateFilterChainMatch {
@@ -207,7 +267,10 @@ fn check_listeners(res: &Resources, errors: &mut Vec<CheckError>) {
                     continue;
                 };
                 let Some(rc) = routes.get(rds.route_config_name.as_str()) else {
-                    errors.push(CheckError::MissingRouteConfig { owner, route_config: rds.route_config_name.clone() });
+                    errors.push(CheckError::MissingRouteConfig {
+                        owner,
+                        route_config: rds.route_config_name.clone(),
+                    });
                     continue;
                 };
                 let needed: BTreeSet<&str> = routes::referenced_clusters(rc)
@@ -217,9 +280,10 @@ fn check_listeners(res: &Resources, errors: &mut Vec<CheckError>) {
                     .collect();
                 let filter = manager.http_filters.iter().find(|f| f.name == ext::DFP_FILTER);
                 match (filter, needed.first()) {
-                    (None, Some(cluster)) => {
-                        errors.push(CheckError::MissingDfpFilter { owner, cluster: cluster.to_string() })
-                    }
+                    (None, Some(cluster)) => errors.push(CheckError::MissingDfpFilter {
+                        owner,
+                        cluster: cluster.to_string(),
+                    }),
                     (Some(_), None) => errors.push(CheckError::UnneededDfpFilter { owner }),
                     (Some(f), Some(_)) => {
                         let filter_cache = dfp_filter_cache(f);
@@ -254,12 +318,18 @@ fn chain_owner(l: &listener::Listener, fc: &listener::FilterChain) -> String {
 fn common_tls_secrets(ctx: Option<&tls::CommonTlsContext>) -> Vec<(&str, &'static str)> {
     use tls::common_tls_context::ValidationContextType as V;
     let Some(ctx) = ctx else { return vec![] };
-    let mut out: Vec<_> = ctx.tls_certificate_sds_secret_configs.iter().map(|s| (s.name.as_str(), CERT)).collect();
+    let mut out: Vec<_> = ctx
+        .tls_certificate_sds_secret_configs
+        .iter()
+        .map(|s| (s.name.as_str(), CERT))
+        .collect();
     match &ctx.validation_context_type {
         Some(V::ValidationContextSdsSecretConfig(s)) => out.push((&s.name, CA)),
-        Some(V::CombinedValidationContext(c)) => {
-            out.extend(c.validation_context_sds_secret_config.as_ref().map(|s| (s.name.as_str(), CA)))
-        }
+        Some(V::CombinedValidationContext(c)) => out.extend(
+            c.validation_context_sds_secret_config
+                .as_ref()
+                .map(|s| (s.name.as_str(), CA)),
+        ),
         _ => {}
     }
     out
@@ -291,7 +361,9 @@ fn unpack_socket<M: prost::Message + prost::Name + Default>(socket: &super::pb::
 
 /// envoy-types has no unpack helper: match the type URL, then decode.
 fn unpack<M: prost::Message + prost::Name + Default>(any: &protobuf::Any) -> Option<M> {
-    (any.type_url == M::type_url()).then(|| M::decode(any.value.as_slice()).ok()).flatten()
+    (any.type_url == M::type_url())
+        .then(|| M::decode(any.value.as_slice()).ok())
+        .flatten()
 }
 
 #[cfg(test)]

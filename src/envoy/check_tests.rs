@@ -14,7 +14,12 @@ fn resources_from(edit: impl FnOnce(&mut ir::GatewayIr)) -> Resources {
 }
 
 fn errors(res: &Resources) -> Vec<String> {
-    check(res).err().unwrap_or_default().iter().map(ToString::to_string).collect()
+    check(res)
+        .err()
+        .unwrap_or_default()
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 fn only_error(res: &Resources) -> String {
@@ -29,7 +34,9 @@ fn edit_hcm(res: &mut Resources, listener: &str, chain: usize, edit: impl FnOnce
     let filter = &mut l.filter_chains[chain].filters[0];
     let mut manager = unpack_hcm(filter).unwrap();
     edit(&mut manager);
-    filter.config_type = Some(listener::filter::ConfigType::TypedConfig(envoy_types::util::pack_any(manager)));
+    filter.config_type = Some(listener::filter::ConfigType::TypedConfig(envoy_types::util::pack_any(
+        manager,
+    )));
 }
 
 fn https_chain(name: &str, server_names: &[&str], certificates: &[&str]) -> ir::TlsChain {
@@ -37,7 +44,10 @@ fn https_chain(name: &str, server_names: &[&str], certificates: &[&str]) -> ir::
         listener_name: name.into(),
         server_names: server_names.iter().map(|s| s.to_string()).collect(),
         certificates: certificates.iter().map(|s| s.to_string()).collect(),
-        route_config: ir::RouteConfig { name: format!("default/gw/443/{name}"), virtual_hosts: vec![] },
+        route_config: ir::RouteConfig {
+            name: format!("default/gw/443/{name}"),
+            virtual_hosts: vec![],
+        },
     }
 }
 
@@ -98,11 +108,20 @@ fn eds_clusters_and_load_assignments_pair_up() {
     let cla = res.endpoints.pop().unwrap();
     assert_eq!(
         only_error(&res),
-        format!("EDS cluster {0}: ClusterLoadAssignment \"{0}\" does not exist", fixture::WEB)
+        format!(
+            "EDS cluster {0}: ClusterLoadAssignment \"{0}\" does not exist",
+            fixture::WEB
+        )
     );
     res.endpoints.push(cla.clone());
-    res.endpoints.push(endpoint::ClusterLoadAssignment { cluster_name: "stray".into(), ..cla });
-    assert_eq!(only_error(&res), "ClusterLoadAssignment \"stray\" belongs to no EDS cluster");
+    res.endpoints.push(endpoint::ClusterLoadAssignment {
+        cluster_name: "stray".into(),
+        ..cla
+    });
+    assert_eq!(
+        only_error(&res),
+        "ClusterLoadAssignment \"stray\" belongs to no EDS cluster"
+    );
 }
 
 #[test]
@@ -111,23 +130,36 @@ fn referenced_secrets_exist_with_the_right_kind() {
     res.secrets.retain(|s| s.name != fixture::CLIENT_CERT);
     assert_eq!(
         only_error(&res),
-        format!("cluster {}: secret \"{}\" does not exist", fixture::API, fixture::CLIENT_CERT)
+        format!(
+            "cluster {}: secret \"{}\" does not exist",
+            fixture::API,
+            fixture::CLIENT_CERT
+        )
     );
 
     let res = resources_from(|gw| {
-        let Some(ir::Cluster { tls: Some(tls), .. }) = gw.clusters.get_mut(fixture::API) else { unreachable!() };
+        let Some(ir::Cluster { tls: Some(tls), .. }) = gw.clusters.get_mut(fixture::API) else {
+            unreachable!()
+        };
         tls.trust = ir::Trust::Sds(fixture::GW_CERT.into());
     });
     assert_eq!(
         only_error(&res),
-        format!("cluster {}: secret \"{}\" is not a validation context secret", fixture::API, fixture::GW_CERT)
+        format!(
+            "cluster {}: secret \"{}\" is not a validation context secret",
+            fixture::API,
+            fixture::GW_CERT
+        )
     );
 
     let mut res = resources();
     res.secrets.retain(|s| s.name != fixture::GW_CERT);
     assert_eq!(
         only_error(&res),
-        format!("listener default/gw/443 filter chain https: secret \"{}\" does not exist", fixture::GW_CERT)
+        format!(
+            "listener default/gw/443 filter chain https: secret \"{}\" does not exist",
+            fixture::GW_CERT
+        )
     );
 }
 
@@ -167,7 +199,11 @@ fn dfp_filter_present_iff_needed() {
     let mut dfp = None;
     edit_hcm(&mut res, "default/gw/80", 0, |m| dfp = Some(m.http_filters.remove(0)));
     let dfp = dfp.unwrap();
-    assert_eq!(dfp.name, ext::DFP_FILTER, "the fixture's HTTP routes reach the DFP cluster");
+    assert_eq!(
+        dfp.name,
+        ext::DFP_FILTER,
+        "the fixture's HTTP routes reach the DFP cluster"
+    );
     assert_eq!(
         only_error(&res),
         format!(
@@ -191,13 +227,25 @@ fn dfp_filter_and_clusters_share_the_dns_cache() {
         let mut other = gw.clusters[fixture::DYN].clone();
         other.name = "eg-backend/default/dyn6/dynamic".into();
         other.discovery = ir::Discovery::DynamicForwardProxy {
-            dns: ir::DnsSettings { refresh_rate_ms: 1000, respect_ttl: false, lookup_family: ir::LookupFamily::V6Only },
+            dns: ir::DnsSettings {
+                refresh_rate_ms: 1000,
+                respect_ttl: false,
+                lookup_family: ir::LookupFamily::V6Only,
+            },
         };
         gw.clusters.insert(other.name.clone(), other);
-        let ir::ListenerKind::Http { route_config } = &mut gw.listeners[0].kind else { unreachable!() };
+        let ir::ListenerKind::Http { route_config } = &mut gw.listeners[0].kind else {
+            unreachable!()
+        };
         route_config.virtual_hosts[0].routes[1].action = ir::RouteAction::Forward(vec![
-            ir::WeightedBackend { cluster: Some(fixture::DYN.into()), weight: 1 },
-            ir::WeightedBackend { cluster: Some("eg-backend/default/dyn6/dynamic".into()), weight: 1 },
+            ir::WeightedBackend {
+                cluster: Some(fixture::DYN.into()),
+                weight: 1,
+            },
+            ir::WeightedBackend {
+                cluster: Some("eg-backend/default/dyn6/dynamic".into()),
+                weight: 1,
+            },
         ]);
     });
     assert_eq!(

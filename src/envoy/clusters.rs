@@ -39,13 +39,16 @@ pub(super) fn build(name: &str, c: &ir::Cluster, opts: &crate::Options) -> clust
                 all_addresses_in_single_endpoint: false,
                 ..Default::default()
             };
-            out.cluster_discovery_type =
-                Some(cluster::cluster::ClusterDiscoveryType::ClusterType(custom(ext::DNS_CLUSTER, config)));
+            out.cluster_discovery_type = Some(cluster::cluster::ClusterDiscoveryType::ClusterType(custom(
+                ext::DNS_CLUSTER,
+                config,
+            )));
             out.load_assignment = Some(endpoints::dns_load_assignment(name, targets));
         }
         ir::Discovery::Eds { .. } => {
-            out.cluster_discovery_type =
-                Some(cluster::cluster::ClusterDiscoveryType::Type(cluster::cluster::DiscoveryType::Eds as i32));
+            out.cluster_discovery_type = Some(cluster::cluster::ClusterDiscoveryType::Type(
+                cluster::cluster::DiscoveryType::Eds as i32,
+            ));
             out.eds_cluster_config = Some(cluster::cluster::EdsClusterConfig {
                 eds_config: Some(ads()),
                 // Explicit, so the ClusterLoadAssignment name is spelled in the cluster itself.
@@ -59,8 +62,10 @@ pub(super) fn build(name: &str, c: &ir::Cluster, opts: &crate::Options) -> clust
                 ),
                 ..Default::default()
             };
-            out.cluster_discovery_type =
-                Some(cluster::cluster::ClusterDiscoveryType::ClusterType(custom(ext::DFP_CLUSTER, config)));
+            out.cluster_discovery_type = Some(cluster::cluster::ClusterDiscoveryType::ClusterType(custom(
+                ext::DFP_CLUSTER,
+                config,
+            )));
             // The DFP cluster brings its own load balancer (host picked from the DNS cache).
             out.lb_policy = cluster::cluster::LbPolicy::ClusterProvided as i32;
         }
@@ -81,7 +86,10 @@ pub(super) fn dns_cache_config(dns: &ir::DnsSettings) -> dfp_common::DnsCacheCon
 
 fn custom<M: prost::Message + prost::Name>(name: &str, config: M) -> cluster::cluster::CustomClusterType {
     let ext = typed_extension(name, config);
-    cluster::cluster::CustomClusterType { name: ext.name, typed_config: ext.typed_config }
+    cluster::cluster::CustomClusterType {
+        name: ext.name,
+        typed_config: ext.typed_config,
+    }
 }
 
 /// Upstream HTTP settings. Always explicit (never Envoy's implicit default), so the rendered cluster says
@@ -90,10 +98,21 @@ fn protocol_options(protocol: ir::UpstreamProtocol, tls: bool, dfp: bool) -> ups
     use upstream_http::http_protocol_options::{
         AutoHttpConfig, ExplicitHttpConfig, UpstreamProtocolOptions, explicit_http_config::ProtocolConfig,
     };
-    let explicit =
-        |config| UpstreamProtocolOptions::ExplicitHttpConfig(ExplicitHttpConfig { protocol_config: Some(config) });
-    let http1 = || explicit(ProtocolConfig::HttpProtocolOptions(core::Http1ProtocolOptions::default()));
-    let http2 = || explicit(ProtocolConfig::Http2ProtocolOptions(core::Http2ProtocolOptions::default()));
+    let explicit = |config| {
+        UpstreamProtocolOptions::ExplicitHttpConfig(ExplicitHttpConfig {
+            protocol_config: Some(config),
+        })
+    };
+    let http1 = || {
+        explicit(ProtocolConfig::HttpProtocolOptions(
+            core::Http1ProtocolOptions::default(),
+        ))
+    };
+    let http2 = || {
+        explicit(ProtocolConfig::Http2ProtocolOptions(
+            core::Http2ProtocolOptions::default(),
+        ))
+    };
     let options = match protocol {
         ir::UpstreamProtocol::Http1 => http1(),
         // h2c is HTTP/2 with prior knowledge; over TLS it is plain HTTP/2 (ALPN h2, see `tls`).
@@ -148,12 +167,19 @@ fn outlier_detection(od: &ir::OutlierDetection) -> cluster::OutlierDetection {
 /// `/config_dump`.
 fn origin_metadata(origin: &ir::Origin) -> core::Metadata {
     use protobuf::value::Kind;
-    let string = |s: &str| protobuf::Value { kind: Some(Kind::StringValue(s.to_string())) };
+    let string = |s: &str| protobuf::Value {
+        kind: Some(Kind::StringValue(s.to_string())),
+    };
     let fields = HashMap::from([
         ("kind".to_string(), string(&origin.kind)),
         ("namespace".to_string(), string(&origin.namespace)),
         ("name".to_string(), string(&origin.name)),
-        ("port".to_string(), protobuf::Value { kind: Some(Kind::NumberValue(f64::from(origin.port))) }),
+        (
+            "port".to_string(),
+            protobuf::Value {
+                kind: Some(Kind::NumberValue(f64::from(origin.port))),
+            },
+        ),
     ]);
     core::Metadata {
         filter_metadata: HashMap::from([(METADATA_NAMESPACE.to_string(), protobuf::Struct { fields })]),

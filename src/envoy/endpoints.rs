@@ -24,7 +24,10 @@ pub(super) fn load_assignment(cluster_name: &str, endpoints: &[ir::Endpoint]) ->
         endpoints: groups
             .into_iter()
             .map(|((priority, zone), lb_endpoints)| endpoint::LocalityLbEndpoints {
-                locality: zone.map(|z| core::Locality { zone: z.to_string(), ..Default::default() }),
+                locality: zone.map(|z| core::Locality {
+                    zone: z.to_string(),
+                    ..Default::default()
+                }),
                 lb_endpoints,
                 priority,
                 ..Default::default()
@@ -39,7 +42,10 @@ pub(super) fn load_assignment(cluster_name: &str, endpoints: &[ir::Endpoint]) ->
 pub(super) fn dns_load_assignment(cluster_name: &str, targets: &[ir::DnsTarget]) -> endpoint::ClusterLoadAssignment {
     let mut groups: BTreeMap<u32, Vec<endpoint::LbEndpoint>> = BTreeMap::new();
     for t in targets {
-        groups.entry(t.priority).or_default().push(lb_endpoint(socket_address(&t.hostname, t.port), None));
+        groups
+            .entry(t.priority)
+            .or_default()
+            .push(lb_endpoint(socket_address(&t.hostname, t.port), None));
     }
     endpoint::ClusterLoadAssignment {
         cluster_name: cluster_name.to_string(),
@@ -69,9 +75,12 @@ fn lb_endpoint(address: core::Address, hostname: Option<&str>) -> endpoint::LbEn
 fn address(a: &ir::EndpointAddress) -> core::Address {
     match a {
         ir::EndpointAddress::Ip(ip, port) => socket_address(&ip.to_string(), *port),
-        ir::EndpointAddress::Unix(path) => {
-            core::Address { address: Some(core::address::Address::Pipe(core::Pipe { path: path.clone(), mode: 0 })) }
-        }
+        ir::EndpointAddress::Unix(path) => core::Address {
+            address: Some(core::address::Address::Pipe(core::Pipe {
+                path: path.clone(),
+                mode: 0,
+            })),
+        },
     }
 }
 
@@ -102,9 +111,18 @@ mod tests {
         let shape: Vec<_> = cla
             .endpoints
             .iter()
-            .map(|l| (l.priority, l.locality.as_ref().map(|x| x.zone.clone()), l.lb_endpoints.len()))
+            .map(|l| {
+                (
+                    l.priority,
+                    l.locality.as_ref().map(|x| x.zone.clone()),
+                    l.lb_endpoints.len(),
+                )
+            })
             .collect();
-        assert_eq!(shape, vec![(0, Some("a".into()), 2), (0, Some("b".into()), 1), (1, None, 1)]);
+        assert_eq!(
+            shape,
+            vec![(0, Some("a".into()), 2), (0, Some("b".into()), 1), (1, None, 1)]
+        );
     }
 
     #[test]

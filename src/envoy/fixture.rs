@@ -15,21 +15,40 @@ pub const HTTP_ROUTES: &str = "default/gw/80";
 pub const HTTPS_ROUTES: &str = "default/gw/443/https";
 
 fn origin(kind: &str, name: &str, port: u16) -> Origin {
-    Origin { kind: kind.into(), namespace: "default".into(), name: name.into(), port }
+    Origin {
+        kind: kind.into(),
+        namespace: "default".into(),
+        name: name.into(),
+        port,
+    }
 }
 
 fn dns() -> DnsSettings {
-    DnsSettings { refresh_rate_ms: 30_000, respect_ttl: true, lookup_family: LookupFamily::V4Preferred }
+    DnsSettings {
+        refresh_rate_ms: 30_000,
+        respect_ttl: true,
+        lookup_family: LookupFamily::V4Preferred,
+    }
 }
 
 fn forward(backends: &[(Option<&str>, u32)]) -> RouteAction {
     RouteAction::Forward(
-        backends.iter().map(|(c, w)| WeightedBackend { cluster: c.map(str::to_string), weight: *w }).collect(),
+        backends
+            .iter()
+            .map(|(c, w)| WeightedBackend {
+                cluster: c.map(str::to_string),
+                weight: *w,
+            })
+            .collect(),
     )
 }
 
 fn route(name: &str, path: PathMatch, action: RouteAction) -> Route {
-    Route { name: name.into(), path, action }
+    Route {
+        name: name.into(),
+        path,
+        action,
+    }
 }
 
 pub fn gateway() -> GatewayIr {
@@ -54,7 +73,11 @@ pub fn gateway() -> GatewayIr {
             name: API.into(),
             origin: origin("XBackend", "api", 443),
             discovery: Discovery::Dns {
-                targets: vec![DnsTarget { hostname: "api.example.com".into(), port: 443, priority: 0 }],
+                targets: vec![DnsTarget {
+                    hostname: "api.example.com".into(),
+                    port: 443,
+                    priority: 0,
+                }],
                 dns: dns(),
             },
             protocol: UpstreamProtocol::Auto,
@@ -86,8 +109,20 @@ pub fn gateway() -> GatewayIr {
     ];
     let secrets = BTreeMap::from([
         (CA.to_string(), Secret::CaBundle { pem: "CA".into() }),
-        (CLIENT_CERT.to_string(), Secret::TlsCertificate { chain: "CHAIN".into(), key: "KEY".into() }),
-        (GW_CERT.to_string(), Secret::TlsCertificate { chain: "CHAIN".into(), key: "KEY".into() }),
+        (
+            CLIENT_CERT.to_string(),
+            Secret::TlsCertificate {
+                chain: "CHAIN".into(),
+                key: "KEY".into(),
+            },
+        ),
+        (
+            GW_CERT.to_string(),
+            Secret::TlsCertificate {
+                chain: "CHAIN".into(),
+                key: "KEY".into(),
+            },
+        ),
     ]);
     let http = RouteConfig {
         name: HTTP_ROUTES.into(),
@@ -96,7 +131,11 @@ pub fn gateway() -> GatewayIr {
             domains: vec!["*".into()],
             routes: vec![
                 route("r/api", PathMatch::Prefix("/api".into()), forward(&[(Some(API), 1)])),
-                route("r/dyn", PathMatch::Exact("/dyn".into()), forward(&[(Some(DYN), 1), (None, 1)])),
+                route(
+                    "r/dyn",
+                    PathMatch::Exact("/dyn".into()),
+                    forward(&[(Some(DYN), 1), (None, 1)]),
+                ),
                 route("r/web", PathMatch::Prefix("/".into()), forward(&[(Some(WEB), 1)])),
             ],
         }],
@@ -106,7 +145,11 @@ pub fn gateway() -> GatewayIr {
         virtual_hosts: vec![VirtualHost {
             name: "https/example.com".into(),
             domains: vec!["example.com".into()],
-            routes: vec![route("r/web", PathMatch::Prefix("/".into()), forward(&[(Some(WEB), 1)]))],
+            routes: vec![route(
+                "r/web",
+                PathMatch::Prefix("/".into()),
+                forward(&[(Some(WEB), 1)]),
+            )],
         }],
     };
     GatewayIr {

@@ -15,7 +15,13 @@ pub(super) fn build(l: &ir::Listener, dfp: &DfpLookup<'_>) -> listener::Listener
     let (filter_chains, listener_filters) = match &l.kind {
         ir::ListenerKind::Http { route_config } => {
             let hcm = http_connection_manager(&stat_prefix, &route_config.name, dfp);
-            (vec![listener::FilterChain { filters: vec![hcm], ..Default::default() }], vec![])
+            (
+                vec![listener::FilterChain {
+                    filters: vec![hcm],
+                    ..Default::default()
+                }],
+                vec![],
+            )
         }
         ir::ListenerKind::Https { chains } => {
             let chains = chains
@@ -35,9 +41,9 @@ pub(super) fn build(l: &ir::Listener, dfp: &DfpLookup<'_>) -> listener::Listener
             // Filter chains match on SNI only once the TLS inspector has read the ClientHello.
             let inspector = listener::ListenerFilter {
                 name: ext::TLS_INSPECTOR.to_string(),
-                config_type: Some(listener::listener_filter::ConfigType::TypedConfig(envoy_types::util::pack_any(
-                    tls_inspector::TlsInspector::default(),
-                ))),
+                config_type: Some(listener::listener_filter::ConfigType::TypedConfig(
+                    envoy_types::util::pack_any(tls_inspector::TlsInspector::default()),
+                )),
                 ..Default::default()
             };
             (chains, vec![inspector])
@@ -59,7 +65,9 @@ fn http_connection_manager(stat_prefix: &str, route_config_name: &str, dfp: &Dfp
     // traffic it would be dead weight in every request.
     if let Some(cache) = dfp(route_config_name) {
         let config = dfp_filter::FilterConfig {
-            implementation_specifier: Some(dfp_filter::filter_config::ImplementationSpecifier::DnsCacheConfig(cache)),
+            implementation_specifier: Some(dfp_filter::filter_config::ImplementationSpecifier::DnsCacheConfig(
+                cache,
+            )),
             ..Default::default()
         };
         http_filters.push(http_filter(ext::DFP_FILTER, config));
@@ -72,18 +80,31 @@ fn http_connection_manager(stat_prefix: &str, route_config_name: &str, dfp: &Dfp
             route_config_name: route_config_name.to_string(),
         })),
         http_filters,
+        // Gateway API hostnames never carry a port, but a Host header may (`example.com:8080`);
+        // without this a request to a non-default port would match no virtual host.
+        strip_port_mode: Some(hcm::http_connection_manager::StripPortMode::StripAnyHostPort(true)),
+        // WebSocket upgrades pass through to upstreams that accept them (Service appProtocol
+        // `kubernetes.io/ws`, Envoy Gateway ws/wss); Envoy refuses every upgrade unless listed here.
+        upgrade_configs: vec![hcm::http_connection_manager::UpgradeConfig {
+            upgrade_type: "websocket".to_string(),
+            ..Default::default()
+        }],
         ..Default::default()
     };
     listener::Filter {
         name: ext::HTTP_CONNECTION_MANAGER.to_string(),
-        config_type: Some(listener::filter::ConfigType::TypedConfig(envoy_types::util::pack_any(manager))),
+        config_type: Some(listener::filter::ConfigType::TypedConfig(envoy_types::util::pack_any(
+            manager,
+        ))),
     }
 }
 
 fn http_filter<M: prost::Message + prost::Name>(name: &str, config: M) -> hcm::HttpFilter {
     hcm::HttpFilter {
         name: name.to_string(),
-        config_type: Some(hcm::http_filter::ConfigType::TypedConfig(envoy_types::util::pack_any(config))),
+        config_type: Some(hcm::http_filter::ConfigType::TypedConfig(envoy_types::util::pack_any(
+            config,
+        ))),
         ..Default::default()
     }
 }
@@ -91,7 +112,16 @@ fn http_filter<M: prost::Message + prost::Name>(name: &str, config: M) -> hcm::H
 /// Envoy splits stat names on `.`, and Prometheus exports keep only `[A-Za-z0-9_]`-ish names: the listener
 /// name `ns/gw/443` becomes `ns_gw_443`.
 fn stat_prefix(listener_name: &str) -> String {
-    listener_name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+    listener_name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -20,7 +20,8 @@ mod tls;
 
 pub use check::{CheckError, check};
 
-use pb::{cluster, core, endpoint, listener, protobuf, route, tls as tls_pb};
+// `pb::tls` is spelled out: the `tls` module here is the transport-socket builder.
+use pb::{cluster, core, endpoint, listener, protobuf, route};
 
 use crate::ir;
 
@@ -31,14 +32,18 @@ pub struct Resources {
     pub endpoints: Vec<endpoint::ClusterLoadAssignment>,
     pub listeners: Vec<listener::Listener>,
     pub routes: Vec<route::RouteConfiguration>,
-    pub secrets: Vec<tls_pb::Secret>,
+    pub secrets: Vec<pb::tls::Secret>,
 }
 
 /// Translates one Gateway's IR into Envoy resources. Infallible: the IR is already valid by
 /// construction; `check` verifies the result hangs together.
 pub fn build(gw: &ir::GatewayIr, opts: &crate::Options) -> Resources {
     // The map key is the cluster name (the IR keeps it equal to `Cluster.name`); routes refer to it.
-    let mut clusters: Vec<_> = gw.clusters.iter().map(|(name, c)| clusters::build(name, c, opts)).collect();
+    let mut clusters: Vec<_> = gw
+        .clusters
+        .iter()
+        .map(|(name, c)| clusters::build(name, c, opts))
+        .collect();
     let mut endpoints: Vec<_> = gw
         .clusters
         .iter()
@@ -60,10 +65,12 @@ pub fn build(gw: &ir::GatewayIr, opts: &crate::Options) -> Resources {
     // and invalid shares already gone), the same way `check` verifies it.
     let dfp = |route_config: &str| {
         let rc = routes.iter().find(|r| r.name == route_config)?;
-        routes::referenced_clusters(rc).into_iter().find_map(|r| match &gw.clusters.get(r.cluster)?.discovery {
-            ir::Discovery::DynamicForwardProxy { dns } => Some(clusters::dns_cache_config(dns)),
-            _ => None,
-        })
+        routes::referenced_clusters(rc)
+            .into_iter()
+            .find_map(|r| match &gw.clusters.get(r.cluster)?.discovery {
+                ir::Discovery::DynamicForwardProxy { dns } => Some(clusters::dns_cache_config(dns)),
+                _ => None,
+            })
     };
     let mut listeners: Vec<_> = gw.listeners.iter().map(|l| listeners::build(l, &dfp)).collect();
     let mut secrets: Vec<_> = gw.secrets.iter().map(|(name, s)| secrets::build(name, s)).collect();
@@ -73,21 +80,32 @@ pub fn build(gw: &ir::GatewayIr, opts: &crate::Options) -> Resources {
     listeners.sort_by(|a, b| a.name.cmp(&b.name));
     routes.sort_by(|a, b| a.name.cmp(&b.name));
     secrets.sort_by(|a, b| a.name.cmp(&b.name));
-    Resources { clusters, endpoints, listeners, routes, secrets }
+    Resources {
+        clusters,
+        endpoints,
+        listeners,
+        routes,
+        secrets,
+    }
 }
 
 /// Every dynamic reference (EDS, RDS, SDS) goes over the one ADS stream pier serves.
 fn ads() -> core::ConfigSource {
     core::ConfigSource {
-        config_source_specifier: Some(core::config_source::ConfigSourceSpecifier::Ads(core::AggregatedConfigSource {})),
+        config_source_specifier: Some(core::config_source::ConfigSourceSpecifier::Ads(
+            core::AggregatedConfigSource {},
+        )),
         resource_api_version: core::ApiVersion::V3 as i32,
         ..Default::default()
     }
 }
 
 /// An SDS reference to a secret pier serves over ADS.
-fn sds(name: &str) -> tls_pb::SdsSecretConfig {
-    tls_pb::SdsSecretConfig { name: name.to_string(), sds_config: Some(ads()) }
+fn sds(name: &str) -> pb::tls::SdsSecretConfig {
+    pb::tls::SdsSecretConfig {
+        name: name.to_string(),
+        sds_config: Some(ads()),
+    }
 }
 
 fn duration_ms(ms: u64) -> protobuf::Duration {
@@ -104,7 +122,10 @@ fn u32_value(value: u32) -> protobuf::UInt32Value {
 
 /// A typed extension config, the shape of every pluggable Envoy component.
 fn typed_extension<M: prost::Message + prost::Name>(name: &str, config: M) -> core::TypedExtensionConfig {
-    core::TypedExtensionConfig { name: name.to_string(), typed_config: Some(envoy_types::util::pack_any(config)) }
+    core::TypedExtensionConfig {
+        name: name.to_string(),
+        typed_config: Some(envoy_types::util::pack_any(config)),
+    }
 }
 
 /// `address:port` over TCP (IPv4, IPv6 or, for STRICT_DNS, a hostname).
@@ -124,7 +145,13 @@ mod tests {
 
     #[test]
     fn durations_split_seconds_and_nanos() {
-        assert_eq!(duration_ms(1500), protobuf::Duration { seconds: 1, nanos: 500_000_000 });
+        assert_eq!(
+            duration_ms(1500),
+            protobuf::Duration {
+                seconds: 1,
+                nanos: 500_000_000
+            }
+        );
         assert_eq!(duration_ms(30_000), protobuf::Duration { seconds: 30, nanos: 0 });
     }
 }

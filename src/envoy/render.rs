@@ -31,11 +31,16 @@ pub enum JsonError {
     #[error("JSON does not match {message}: {source}")]
     Json { message: String, source: serde_json::Error },
     #[error("converting {message}: {source}")]
-    Decode { message: String, source: prost::DecodeError },
+    Decode {
+        message: String,
+        source: prost::DecodeError,
+    },
 }
 
 fn descriptor(full_name: &str) -> Result<MessageDescriptor, JsonError> {
-    pool().get_message_by_name(full_name).ok_or_else(|| JsonError::UnknownMessage(full_name.to_string()))
+    pool()
+        .get_message_by_name(full_name)
+        .ok_or_else(|| JsonError::UnknownMessage(full_name.to_string()))
 }
 
 /// Canonical proto3 JSON of `msg`.
@@ -48,17 +53,45 @@ pub fn to_json<M: prost::Message + prost::Name>(msg: &M) -> Value {
     let desc = descriptor(&name).unwrap_or_else(|e| panic!("{e}"));
     let dynamic = DynamicMessage::decode(desc, msg.encode_to_vec().as_slice())
         .unwrap_or_else(|e| panic!("{name} does not match its own descriptor: {e}"));
-    dynamic
-        .serialize_with_options(serde_json::value::Serializer, &SerializeOptions::new().use_proto_field_name(true))
-        .unwrap_or_else(|e| panic!("{name} cannot be rendered as JSON: {e}"))
+    let mut json = dynamic
+        .serialize_with_options(
+            serde_json::value::Serializer,
+            &SerializeOptions::new().use_proto_field_name(true),
+        )
+        .unwrap_or_else(|e| panic!("{name} cannot be rendered as JSON: {e}"));
+    integral_doubles_as_integers(&mut json);
+    json
+}
+
+/// `google.protobuf.Value` numbers are doubles, which serde_json prints as `8443.0`; Envoy (protobuf C++)
+/// prints `8443`. Whole doubles that are exact as integers are printed the same way here.
+fn integral_doubles_as_integers(v: &mut Value) {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: every integer up to here is exact in f64.
+    match v {
+        Value::Number(n) => {
+            if let Some(f) = n
+                .as_f64()
+                .filter(|f| n.is_f64() && f.fract() == 0.0 && f.abs() <= EXACT)
+            {
+                *v = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_doubles_as_integers),
+        Value::Object(map) => map.values_mut().for_each(integral_doubles_as_integers),
+        _ => {}
+    }
 }
 
 /// The reverse of [`to_json`]: accepts proto3 JSON (proto or camelCase field names, `Any` with `@type`).
 pub fn from_json<M: prost::Message + prost::Name + Default>(json: &Value) -> Result<M, JsonError> {
     let message = M::full_name();
-    let dynamic = DynamicMessage::deserialize(descriptor(&message)?, json)
-        .map_err(|source| JsonError::Json { message: message.clone(), source })?;
-    dynamic.transcode_to::<M>().map_err(|source| JsonError::Decode { message, source })
+    let dynamic = DynamicMessage::deserialize(descriptor(&message)?, json).map_err(|source| JsonError::Json {
+        message: message.clone(),
+        source,
+    })?;
+    dynamic
+        .transcode_to::<M>()
+        .map_err(|source| JsonError::Decode { message, source })
 }
 
 /// `{clusters, endpoints, listeners, routes, secrets}`, each an array in `Resources` order.
@@ -113,9 +146,12 @@ mod tests {
             connect_timeout: Some(super::super::duration_ms(1500)),
             transport_socket: Some(core::TransportSocket {
                 name: "envoy.transport_sockets.tls".into(),
-                config_type: Some(core::transport_socket::ConfigType::TypedConfig(envoy_types::util::pack_any(
-                    tls::UpstreamTlsContext { sni: "api.example.com".into(), ..Default::default() },
-                ))),
+                config_type: Some(core::transport_socket::ConfigType::TypedConfig(
+                    envoy_types::util::pack_any(tls::UpstreamTlsContext {
+                        sni: "api.example.com".into(),
+                        ..Default::default()
+                    }),
+                )),
             }),
             ..Default::default()
         }
@@ -141,6 +177,18 @@ mod tests {
     }
 
     #[test]
+    fn whole_doubles_print_as_integers() {
+        use super::super::pb::protobuf;
+        let number = |n: f64| protobuf::Value {
+            kind: Some(protobuf::value::Kind::NumberValue(n)),
+        };
+        let list = protobuf::ListValue {
+            values: vec![number(8443.0), number(0.5), number(-2.0)],
+        };
+        assert_eq!(to_json(&list).to_string(), "[8443,0.5,-2]");
+    }
+
+    #[test]
     fn json_round_trips() {
         let c = tls_cluster();
         assert_eq!(from_json::<cluster::Cluster>(&to_json(&c)).unwrap(), c);
@@ -155,8 +203,14 @@ mod tests {
             "private_key": {"inline_string": "KEY"},
         }}, {"tls_certificate": {"private_key": {"filename": "/k.pem"}}}]});
         redact_private_keys(&mut v);
-        assert_eq!(v["secrets"][0]["tls_certificate"]["private_key"]["inline_string"], REDACTED);
-        assert_eq!(v["secrets"][0]["tls_certificate"]["certificate_chain"]["inline_string"], "CERT");
+        assert_eq!(
+            v["secrets"][0]["tls_certificate"]["private_key"]["inline_string"],
+            REDACTED
+        );
+        assert_eq!(
+            v["secrets"][0]["tls_certificate"]["certificate_chain"]["inline_string"],
+            "CERT"
+        );
         assert_eq!(v["secrets"][1]["tls_certificate"]["private_key"]["filename"], "/k.pem");
     }
 }

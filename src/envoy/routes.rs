@@ -32,7 +32,10 @@ fn virtual_host(vh: &ir::VirtualHost) -> route::VirtualHost {
 fn route_entry(r: &ir::Route) -> route::Route {
     route::Route {
         name: r.name.clone(),
-        r#match: Some(route::RouteMatch { path_specifier: Some(path_specifier(&r.path)), ..Default::default() }),
+        r#match: Some(route::RouteMatch {
+            path_specifier: Some(path_specifier(&r.path)),
+            ..Default::default()
+        }),
         action: Some(action(&r.action)),
         ..Default::default()
     }
@@ -65,7 +68,10 @@ fn action(a: &ir::RouteAction) -> route::route::Action {
 }
 
 fn direct_response(status: u32) -> route::route::Action {
-    route::route::Action::DirectResponse(route::DirectResponseAction { status, ..Default::default() })
+    route::route::Action::DirectResponse(route::DirectResponseAction {
+        status,
+        ..Default::default()
+    })
 }
 
 fn forward(backends: &[ir::WeightedBackend]) -> route::route::Action {
@@ -135,7 +141,11 @@ pub(crate) fn referenced_clusters(rc: &route::RouteConfiguration) -> Vec<Cluster
                 Some(ClusterSpecifier::WeightedClusters(w)) => w.clusters.iter().map(|c| c.name.as_str()).collect(),
                 _ => vec![],
             };
-            out.extend(names.into_iter().map(|cluster| ClusterRef { vhost: &vh.name, route: &r.name, cluster }));
+            out.extend(names.into_iter().map(|cluster| ClusterRef {
+                vhost: &vh.name,
+                route: &r.name,
+                cluster,
+            }));
         }
     }
     out
@@ -147,7 +157,10 @@ mod tests {
     use route::route_match::PathSpecifier;
 
     fn wb(cluster: Option<&str>, weight: u32) -> ir::WeightedBackend {
-        ir::WeightedBackend { cluster: cluster.map(str::to_string), weight }
+        ir::WeightedBackend {
+            cluster: cluster.map(str::to_string),
+            weight,
+        }
     }
 
     fn route_action(a: route::route::Action) -> route::RouteAction {
@@ -174,7 +187,10 @@ mod tests {
     #[test]
     fn single_backend_is_a_plain_cluster() {
         let r = route_action(forward(&[wb(Some("a"), 1), wb(Some("b"), 0)]));
-        assert_eq!(r.cluster_specifier, Some(route::route_action::ClusterSpecifier::Cluster("a".into())));
+        assert_eq!(
+            r.cluster_specifier,
+            Some(route::route_action::ClusterSpecifier::Cluster("a".into()))
+        );
     }
 
     #[test]
@@ -184,17 +200,30 @@ mod tests {
         let Some(route::route_action::ClusterSpecifier::WeightedClusters(w)) = r.cluster_specifier else {
             panic!("weighted expected")
         };
-        let entries: Vec<_> = w.clusters.iter().map(|c| (c.name.as_str(), c.weight.unwrap().value)).collect();
+        let entries: Vec<_> = w
+            .clusters
+            .iter()
+            .map(|c| (c.name.as_str(), c.weight.unwrap().value))
+            .collect();
         assert_eq!(entries, vec![("a", 3), (names::INVALID_BACKEND_CLUSTER, 1)]);
     }
 
     #[test]
     fn duplicates_merge_and_zero_weights_drop() {
-        let r = route_action(forward(&[wb(Some("a"), 1), wb(Some("b"), 0), wb(Some("a"), 2), wb(Some("c"), 1)]));
+        let r = route_action(forward(&[
+            wb(Some("a"), 1),
+            wb(Some("b"), 0),
+            wb(Some("a"), 2),
+            wb(Some("c"), 1),
+        ]));
         let Some(route::route_action::ClusterSpecifier::WeightedClusters(w)) = r.cluster_specifier else {
             panic!("weighted expected")
         };
-        let entries: Vec<_> = w.clusters.iter().map(|c| (c.name.as_str(), c.weight.unwrap().value)).collect();
+        let entries: Vec<_> = w
+            .clusters
+            .iter()
+            .map(|c| (c.name.as_str(), c.weight.unwrap().value))
+            .collect();
         assert_eq!(entries, vec![("a", 3), ("c", 1)]);
     }
 

@@ -18,11 +18,17 @@ pub(super) fn build(name: &str, s: &ir::Secret) -> tls::Secret {
             ..Default::default()
         }),
     };
-    tls::Secret { name: name.to_string(), r#type: Some(r#type) }
+    tls::Secret {
+        name: name.to_string(),
+        r#type: Some(r#type),
+    }
 }
 
 fn validation_context(trusted_ca: core::DataSource) -> tls::CertificateValidationContext {
-    tls::CertificateValidationContext { trusted_ca: Some(trusted_ca), ..Default::default() }
+    tls::CertificateValidationContext {
+        trusted_ca: Some(trusted_ca),
+        ..Default::default()
+    }
 }
 
 fn inline(pem: &str) -> core::DataSource {

@@ -11,18 +11,20 @@ const DOWNSTREAM_ALPN: [&str; 2] = ["h2", "http/1.1"];
 
 pub(super) fn upstream(t: &ir::UpstreamTls, protocol: ir::UpstreamProtocol) -> core::TransportSocket {
     let validation = match &t.trust {
-        ir::Trust::Sds(name) => Some(tls::common_tls_context::ValidationContextType::CombinedValidationContext(
-            // The SAN matchers are per cluster, the CA bundle a shared secret: combining the two keeps
-            // one CA secret usable by clusters that expect different names.
-            tls::common_tls_context::CombinedCertificateValidationContext {
-                default_validation_context: Some(tls::CertificateValidationContext {
-                    match_typed_subject_alt_names: t.subject_alt_names.iter().map(san_matcher).collect(),
+        ir::Trust::Sds(name) => Some(
+            tls::common_tls_context::ValidationContextType::CombinedValidationContext(
+                // The SAN matchers are per cluster, the CA bundle a shared secret: combining the two keeps
+                // one CA secret usable by clusters that expect different names.
+                tls::common_tls_context::CombinedCertificateValidationContext {
+                    default_validation_context: Some(tls::CertificateValidationContext {
+                        match_typed_subject_alt_names: t.subject_alt_names.iter().map(san_matcher).collect(),
+                        ..Default::default()
+                    }),
+                    validation_context_sds_secret_config: Some(sds(name)),
                     ..Default::default()
-                }),
-                validation_context_sds_secret_config: Some(sds(name)),
-                ..Default::default()
-            },
-        )),
+                },
+            ),
+        ),
         // No validation context at all: Envoy then accepts any upstream certificate.
         ir::Trust::InsecureSkipVerify => None,
     };
@@ -31,7 +33,11 @@ pub(super) fn upstream(t: &ir::UpstreamTls, protocol: ir::UpstreamProtocol) -> c
             tls_params: tls_params(t),
             tls_certificate_sds_secret_configs: t.client_certificate.iter().map(|n| sds(n)).collect(),
             validation_context_type: validation,
-            alpn_protocols: if t.alpn.is_empty() { derived_alpn(protocol) } else { t.alpn.clone() },
+            alpn_protocols: if t.alpn.is_empty() {
+                derived_alpn(protocol)
+            } else {
+                t.alpn.clone()
+            },
             ..Default::default()
         }),
         sni: t.sni.clone().unwrap_or_default(),
@@ -60,7 +66,9 @@ pub(super) fn downstream(certificates: &[String]) -> core::TransportSocket {
 fn transport_socket<M: prost::Message + prost::Name>(context: M) -> core::TransportSocket {
     core::TransportSocket {
         name: ext::TLS_TRANSPORT_SOCKET.to_string(),
-        config_type: Some(core::transport_socket::ConfigType::TypedConfig(envoy_types::util::pack_any(context))),
+        config_type: Some(core::transport_socket::ConfigType::TypedConfig(
+            envoy_types::util::pack_any(context),
+        )),
     }
 }
 

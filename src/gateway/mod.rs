@@ -61,25 +61,15 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
         let mut secrets = tls::SecretSet::new();
         let mut listeners = listeners::process(model, gw_key, gw, &mut secrets);
         let (client_cert, cert_condition) = gateway_client_cert(model, gw_key, gw, &mut secrets);
-        let mut entries = Vec::new();
-        let mut targets = Vec::new();
+        let scope = routes::Scope { model, gateway: gw_key, controller: &opts.controller_name };
+        let mut sink = routes::Sink::default();
         for (order, rkey) in route_keys.iter().enumerate() {
-            let parents = routes::attach(
-                model,
-                &mut backends,
-                rkey,
-                &model.http_routes[*rkey],
-                order,
-                gw_key,
-                &mut listeners,
-                &opts.controller_name,
-                &mut entries,
-                &mut targets,
-            );
+            let r = routes::RouteRef { key: rkey, route: &model.http_routes[*rkey], order };
+            let parents = routes::attach(&scope, &mut backends, r, &mut listeners, &mut sink);
             route_parents.entry((*rkey).clone()).or_default().extend(parents);
         }
         let mut gir = ir::GatewayIr { namespace: gw_key.namespace.clone(), name: gw_key.name.clone(), ..Default::default() };
-        for t in targets {
+        for t in sink.targets {
             let mut cluster = t.cluster;
             if t.gateway_client_cert
                 && let Some(tls) = cluster.tls.as_mut()
@@ -90,7 +80,7 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
             secrets.extend(t.secrets);
             gir.clusters.insert(cluster.name.clone(), cluster);
         }
-        gir.listeners = envoy_listeners(opts, gw_key, &listeners, &entries);
+        gir.listeners = envoy_listeners(opts, gw_key, &listeners, &sink.entries);
         // Only secrets something references are served (a listener certificate of an unprogrammed
         // listener, or an unused client certificate, stays out).
         let used = used_secrets(&gir);

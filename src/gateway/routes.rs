@@ -31,35 +31,58 @@ pub struct Entry {
     pub tie: (usize, usize, usize),
 }
 
-/// Attaches `route` (the `order`-th route in age order) to the Gateway `gw_key`'s listeners. Returns
-/// the status entries for the parentRefs that name this Gateway, and the route entries.
-#[allow(clippy::too_many_arguments)]
+/// Where attachment happens: the model, the Gateway being built, pier's controller name.
+pub struct Scope<'a> {
+    pub model: &'a Model,
+    pub gateway: &'a ObjectKey,
+    pub controller: &'a str,
+}
+
+/// What attaching routes produces for one Gateway.
+#[derive(Default)]
+pub struct Sink {
+    pub entries: Vec<Entry>,
+    pub targets: Vec<super::backends::Target>,
+}
+
+/// One route being attached; `order` is its rank in Gateway API precedence (oldest first).
+#[derive(Clone, Copy)]
+pub struct RouteRef<'a> {
+    pub key: &'a ObjectKey,
+    pub route: &'a HttpRoute,
+    pub order: usize,
+}
+
+impl RouteRef<'_> {
+    fn generation(&self) -> i64 {
+        self.route.metadata.generation.unwrap_or(0)
+    }
+}
+
+/// Attaches a route to the scope's Gateway. Returns the status entries for the parentRefs that name
+/// this Gateway; route entries and clusters go to `sink`.
 pub fn attach(
-    model: &Model,
+    scope: &Scope<'_>,
     backends: &mut Backends<'_>,
-    key: &ObjectKey,
-    route: &HttpRoute,
-    order: usize,
-    gw_key: &ObjectKey,
+    r: RouteRef<'_>,
     listeners: &mut [ListenerInfo],
-    controller: &str,
-    entries: &mut Vec<Entry>,
-    clusters: &mut Vec<super::backends::Target>,
+    sink: &mut Sink,
 ) -> Vec<Value> {
-    let g = route.metadata.generation.unwrap_or(0);
+    let g = r.generation();
+    let gw_key = scope.gateway;
     let mut statuses = Vec::new();
-    for parent in route.spec.parent_refs.iter().flatten() {
+    for parent in r.route.spec.parent_refs.iter().flatten() {
         let group = parent.group.as_deref().unwrap_or(GATEWAY_GROUP);
         let kind = parent.kind.as_deref().unwrap_or(KIND_GATEWAY);
-        let ns = parent.namespace.as_deref().unwrap_or(&key.namespace);
+        let ns = parent.namespace.as_deref().unwrap_or(&r.key.namespace);
         if group != GATEWAY_GROUP || kind != KIND_GATEWAY || ns != gw_key.namespace || parent.name != gw_key.name {
             continue;
         }
         let parent_ref = super::status::gateway_ref(gw_key, parent.section_name.as_deref(), parent.port);
-        let (accepted, attached) = accept_on_listeners(model, key, route, listeners, &gw_key.namespace, parent.section_name.as_deref(), parent.port, g);
+        let (accepted, attached) = accept_on_listeners(scope, r, listeners, parent.section_name.as_deref(), parent.port);
         let mut conds = vec![accepted.clone()];
         if accepted.status == conditions::Status::True {
-            let (resolved, partial) = rules(backends, key, route, order, gw_key, &attached, listeners, entries, clusters, g);
+            let (resolved, partial) = rules(scope, backends, r, &attached, sink);
             match partial {
                 Some(Rejection::All(msg)) => {
                     conds[0] = Condition::fail(conditions::ACCEPTED, reason::UNSUPPORTED_VALUE, msg, g);
@@ -80,7 +103,7 @@ pub fn attach(
         }
         statuses.push(json!({
             "parentRef": parent_ref,
-            "controllerName": controller,
+            "controllerName": scope.controller,
             "conditions": super::status::conditions(&conds),
         }));
     }
@@ -89,15 +112,13 @@ pub fn attach(
 
 /// Listeners of this parentRef that take the route, with the route's effective hostnames on each.
 fn accept_on_listeners(
-    model: &Model,
-    key: &ObjectKey,
-    route: &HttpRoute,
+    scope: &Scope<'_>,
+    r: RouteRef<'_>,
     listeners: &[ListenerInfo],
-    gw_ns: &str,
     section: Option<&str>,
     port: Option<i32>,
-    g: i64,
 ) -> (Condition, Vec<(usize, Vec<String>)>) {
+    let g = r.generation();
     let selected: Vec<usize> = (0..listeners.len())
         .filter(|&i| section.is_none_or(|s| listeners[i].name == s))
         .filter(|&i| port.is_none_or(|p| i32::from(listeners[i].port) == p))
@@ -111,24 +132,25 @@ fn accept_on_listeners(
         };
         return (Condition::fail(conditions::ACCEPTED, reason::NO_MATCHING_PARENT, what, g), Vec::new());
     }
+    let route_ns = &r.key.namespace;
     let allowed: Vec<usize> = selected
         .into_iter()
         .filter(|&i| listeners[i].programmable)
         .filter(|&i| listeners[i].kinds.iter().any(|k| k == KIND_HTTPROUTE))
-        .filter(|&i| namespace_allowed(model, &listeners[i].allowed, &key.namespace, gw_ns))
+        .filter(|&i| namespace_allowed(scope.model, &listeners[i].allowed, route_ns, &scope.gateway.namespace))
         .collect();
     if allowed.is_empty() {
         return (
             Condition::fail(
                 conditions::ACCEPTED,
                 reason::NOT_ALLOWED_BY_LISTENERS,
-                format!("no listener of the parent admits HTTPRoutes from namespace {:?}", key.namespace),
+                format!("no listener of the parent admits HTTPRoutes from namespace {route_ns:?}"),
                 g,
             ),
             Vec::new(),
         );
     }
-    let route_hosts = route.spec.hostnames.clone().unwrap_or_default();
+    let route_hosts = r.route.spec.hostnames.clone().unwrap_or_default();
     let attached: Vec<(usize, Vec<String>)> = allowed
         .into_iter()
         .map(|i| (i, hostnames::effective(listeners[i].hostname.as_deref(), &route_hosts)))
@@ -167,21 +189,17 @@ enum Rejection {
 
 /// Builds route entries for every rule on every attached listener. Returns the ResolvedRefs
 /// condition and, if rules were dropped, why.
-#[allow(clippy::too_many_arguments)]
 fn rules(
+    scope: &Scope<'_>,
     backends: &mut Backends<'_>,
-    key: &ObjectKey,
-    route: &HttpRoute,
-    order: usize,
-    gw_key: &ObjectKey,
+    r: RouteRef<'_>,
     attached: &[(usize, Vec<String>)],
-    _listeners: &[ListenerInfo],
-    entries: &mut Vec<Entry>,
-    clusters: &mut Vec<super::backends::Target>,
-    g: i64,
+    sink: &mut Sink,
 ) -> (Condition, Option<Rejection>) {
+    let (key, route, order, g, gw_key) = (r.key, r.route, r.order, r.generation(), scope.gateway);
     let side = RouteSide { group: GATEWAY_GROUP, kind: KIND_HTTPROUTE, namespace: &key.namespace };
     let mut ref_problems: Vec<Problem> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     let mut dropped: Vec<String> = Vec::new();
     let rules = route.spec.rules.clone().unwrap_or_default();
     for (ri, rule) in rules.iter().enumerate() {
@@ -206,8 +224,9 @@ fn rules(
             }
             match backends.resolve(side, &r, gw_key) {
                 Ok(Some(t)) => {
+                    notes.extend(t.notes.iter().cloned());
                     backends_out.push(ir::WeightedBackend { cluster: Some(t.cluster.name.clone()), weight });
-                    clusters.push(t);
+                    sink.targets.push(t);
                 }
                 Ok(None) => backends_out.push(ir::WeightedBackend { cluster: None, weight }),
                 Err(p) => {
@@ -232,7 +251,7 @@ fn rules(
                 _ => ir::PathMatch::Prefix(value),
             };
             for (li, hosts) in attached {
-                entries.push(Entry {
+                sink.entries.push(Entry {
                     listener: *li,
                     hostnames: hosts.clone(),
                     route: ir::Route {
@@ -252,7 +271,15 @@ fn rules(
             ref_problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; "),
             g,
         ),
-        None => Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "All references resolved", g),
+        None if notes.is_empty() => {
+            Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "All references resolved", g)
+        }
+        None => {
+            notes.sort();
+            notes.dedup();
+            let msg = format!("All references resolved; ignored: {}", notes.join("; "));
+            Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, msg, g)
+        }
     };
     let rejection = if dropped.is_empty() {
         None

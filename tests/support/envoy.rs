@@ -17,10 +17,12 @@ pub fn envoy_bin() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("ENVOY_BIN").filter(|b| !b.is_empty()) {
         return Some(bin.into());
     }
-    if let Some(path) = std::env::var_os("PATH") {
-        if let Some(bin) = std::env::split_paths(&path).map(|d| d.join("envoy")).find(|p| p.is_file()) {
-            return Some(bin);
-        }
+    if let Some(path) = std::env::var_os("PATH")
+        && let Some(bin) = std::env::split_paths(&path)
+            .map(|d| d.join("envoy"))
+            .find(|p| p.is_file())
+    {
+        return Some(bin);
     }
     let out = Command::new("python3")
         .args(["-c", "import envoy, os; print(os.path.dirname(envoy.__file__))"])
@@ -28,7 +30,9 @@ pub fn envoy_bin() -> Option<PathBuf> {
         .output()
         .ok()
         .filter(|o| o.status.success())?;
-    let bin = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("_bin").join("envoy");
+    let bin = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        .join("_bin")
+        .join("envoy");
     bin.is_file().then_some(bin)
 }
 
@@ -51,11 +55,21 @@ pub fn validate(bootstrap_json: &serde_json::Value) -> Result<(), String> {
     let Some(bin) = require_envoy() else {
         return Ok(());
     };
-    let mut file =
-        tempfile::Builder::new().prefix("pier-bootstrap-").suffix(".json").tempfile().map_err(|e| e.to_string())?;
+    let mut file = tempfile::Builder::new()
+        .prefix("pier-bootstrap-")
+        .suffix(".json")
+        .tempfile()
+        .map_err(|e| e.to_string())?;
     serde_json::to_writer_pretty(&mut file, bootstrap_json).map_err(|e| e.to_string())?;
     let mut child = Command::new(&bin)
-        .args(["--mode", "validate", "--use-dynamic-base-id", "--log-level", "error", "-c"])
+        .args([
+            "--mode",
+            "validate",
+            "--use-dynamic-base-id",
+            "--log-level",
+            "error",
+            "-c",
+        ])
         .arg(file.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -81,11 +95,21 @@ pub fn validate(bootstrap_json: &serde_json::Value) -> Result<(), String> {
             None if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("envoy --mode validate did not finish within {VALIDATE_TIMEOUT:?}; killed"));
+                return Err(format!(
+                    "envoy --mode validate did not finish within {VALIDATE_TIMEOUT:?}; killed"
+                ));
             }
             None => std::thread::sleep(Duration::from_millis(20)),
         }
     };
-    let output = format!("{}{}", stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
-    if status.success() { Ok(()) } else { Err(format!("envoy --mode validate failed ({status}):\n{output}")) }
+    let output = format!(
+        "{}{}",
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default()
+    );
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("envoy --mode validate failed ({status}):\n{output}"))
+    }
 }

@@ -3,4 +3,5 @@
 #![allow(dead_code)]
 
 pub mod envoy;
+pub mod ir;
 pub mod pki;

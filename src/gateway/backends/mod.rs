@@ -74,6 +74,8 @@ pub struct Target {
     pub cluster: ir::Cluster,
     pub secrets: SecretSet,
     pub gateway_client_cert: bool,
+    /// Things the route's status should mention (e.g. EndpointSlice addresses a guardrail dropped).
+    pub notes: Vec<String>,
 }
 
 /// A backendRef as written in a route (defaults already applied by the caller).
@@ -235,6 +237,7 @@ pub(super) fn target(kind: BackendKind, key: &ObjectKey, name: String, usable: &
         },
         secrets,
         gateway_client_cert: c.gateway_client_cert,
+        notes: Vec::new(),
     }
 }
 

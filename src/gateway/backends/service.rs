@@ -22,6 +22,7 @@ pub fn resolve(ctx: Ctx<'_>, policies: &PolicyIndex, key: &ObjectKey, port: Opti
     let port = port_u16(port)
         .ok_or_else(|| Problem::refs(reason::BACKEND_NOT_FOUND, format!("Service {key}: port {port} is out of range")))?;
     let found = endpoints::for_service_port(ctx, key, port)?;
+    let notes = found.notes.clone();
     let port_name = found.service_port.name.clone().unwrap_or_default();
     let mut protocol = match found.service_port.app_protocol.as_deref() {
         Some(APP_PROTOCOL_H2C) => ir::UpstreamProtocol::H2c,
@@ -50,5 +51,7 @@ pub fn resolve(ctx: Ctx<'_>, policies: &PolicyIndex, key: &ObjectKey, port: Opti
     }
     let usable = Usable::default();
     let name = names::cluster(BackendKind::Service, &key.namespace, &key.name, port);
-    Ok(Some(super::target(BackendKind::Service, key, name, &usable, &choice)))
+    let mut target = super::target(BackendKind::Service, key, name, &usable, &choice);
+    target.notes = notes;
+    Ok(Some(target))
 }
