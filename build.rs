@@ -23,6 +23,7 @@ const ROOTS: &[&str] = &[
     "envoy/extensions/upstreams/http/v3/http_protocol_options.proto",
     "envoy/extensions/clusters/dns/v3/dns_cluster.proto",
     "envoy/extensions/clusters/dynamic_forward_proxy/v3/cluster.proto",
+    "envoy/extensions/clusters/aggregate/v3/cluster.proto",
     "envoy/extensions/network/dns_resolver/cares/v3/cares_dns_resolver.proto",
     "envoy/admin/v3/config_dump.proto",
     "envoy/service/discovery/v3/discovery.proto",

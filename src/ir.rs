@@ -137,6 +137,10 @@ pub enum Discovery {
     Eds { endpoints: Vec<Endpoint> },
     /// Envoy's dynamic forward proxy (Envoy Gateway `DynamicResolver`), only when the operator enabled it.
     DynamicForwardProxy { dns: DnsSettings },
+    /// Failover across other clusters, in order: traffic goes to the first while it has healthy
+    /// hosts, then spills to the next (Envoy Gateway `fallback` Backends). Protocol and TLS come from
+    /// the member clusters.
+    Aggregate { clusters: Vec<String> },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -23,6 +23,8 @@ pub enum CheckError {
     },
     #[error("EDS cluster {cluster}: ClusterLoadAssignment {service_name:?} does not exist")]
     MissingLoadAssignment { cluster: String, service_name: String },
+    #[error("aggregate cluster {aggregate}: member cluster {member:?} does not exist")]
+    MissingAggregateMember { aggregate: String, member: String },
     #[error("ClusterLoadAssignment {0:?} belongs to no EDS cluster")]
     OrphanLoadAssignment(String),
     #[error("{owner}: secret {secret:?} does not exist")]
@@ -165,6 +167,7 @@ fn check_clusters_and_endpoints(res: &Resources, errors: &mut Vec<CheckError>) {
         if c.name == names::INVALID_BACKEND_CLUSTER {
             errors.push(CheckError::ReservedClusterName(c.name.clone()));
         }
+        check_aggregate_members(res, c, errors);
         let eds = cluster::cluster::DiscoveryType::Eds as i32;
         if c.cluster_discovery_type != Some(cluster::cluster::ClusterDiscoveryType::Type(eds)) {
             continue;
@@ -186,6 +189,27 @@ fn check_clusters_and_endpoints(res: &Resources, errors: &mut Vec<CheckError>) {
     }
     for cla in load_assignments.difference(&eds_services) {
         errors.push(CheckError::OrphanLoadAssignment(cla.to_string()));
+    }
+}
+
+/// An aggregate cluster's members must all be clusters of the same set (Envoy would wait for them).
+fn check_aggregate_members(res: &Resources, c: &cluster::Cluster, errors: &mut Vec<CheckError>) {
+    let Some(cluster::cluster::ClusterDiscoveryType::ClusterType(custom)) = &c.cluster_discovery_type else {
+        return;
+    };
+    if custom.name != super::pb::ext::AGGREGATE_CLUSTER {
+        return;
+    }
+    let members = custom
+        .typed_config
+        .as_ref()
+        .and_then(unpack::<super::pb::aggregate_cluster::ClusterConfig>)
+        .map(|cfg| cfg.clusters)
+        .unwrap_or_default();
+    for m in members {
+        if !res.clusters.iter().any(|x| x.name == m) {
+            errors.push(CheckError::MissingAggregateMember { aggregate: c.name.clone(), member: m });
+        }
     }
 }
 

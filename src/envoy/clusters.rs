@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::pb::{cluster, common_dns, core, dfp_cluster, dfp_common, dns_cluster, ext, protobuf, upstream_http};
+use super::pb::{aggregate_cluster, cluster, common_dns, core, dfp_cluster, dfp_common, dns_cluster, ext, protobuf, upstream_http};
 use super::{ads, duration_ms, endpoints, names, tls, typed_extension, u32_value};
 use crate::ir;
 
@@ -68,6 +68,18 @@ pub(super) fn build(name: &str, c: &ir::Cluster, opts: &crate::Options) -> clust
             )));
             // The DFP cluster brings its own load balancer (host picked from the DNS cache).
             out.lb_policy = cluster::cluster::LbPolicy::ClusterProvided as i32;
+        }
+        ir::Discovery::Aggregate { clusters } => {
+            let config = aggregate_cluster::ClusterConfig { clusters: clusters.clone() };
+            out.cluster_discovery_type = Some(cluster::cluster::ClusterDiscoveryType::ClusterType(custom(
+                ext::AGGREGATE_CLUSTER,
+                config,
+            )));
+            // Envoy requires it: the aggregate picks a member cluster, whose own load balancer picks
+            // the host. Connection settings live on the members.
+            out.lb_policy = cluster::cluster::LbPolicy::ClusterProvided as i32;
+            out.typed_extension_protocol_options.clear();
+            out.transport_socket = None;
         }
     }
     out

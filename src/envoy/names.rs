@@ -35,6 +35,12 @@ pub fn dynamic_forward_proxy_cluster(namespace: &str, name: &str) -> String {
     format!("{}/{namespace}/{name}/dynamic", BackendKind::EgBackend.prefix())
 }
 
+/// Aggregate cluster failing over across `members` in order (a primary backend, then the rule's Envoy
+/// Gateway `fallback` Backends): named by its members, so the same failover set is one cluster.
+pub fn failover_cluster(members: &[String]) -> String {
+    format!("failover/{}", members.join("+"))
+}
+
 /// DNS cache shared by every dynamic-forward-proxy cluster with the same settings.
 pub fn dns_cache(lookup_family: &str, refresh_rate_ms: u64) -> String {
     format!("pier-dfp-{lookup_family}-{refresh_rate_ms}ms")

@@ -8,6 +8,7 @@ pub use envoy_types::pb::envoy::config::core::v3 as core;
 pub use envoy_types::pb::envoy::config::endpoint::v3 as endpoint;
 pub use envoy_types::pb::envoy::config::listener::v3 as listener;
 pub use envoy_types::pb::envoy::config::route::v3 as route;
+pub use envoy_types::pb::envoy::extensions::clusters::aggregate::v3 as aggregate_cluster;
 pub use envoy_types::pb::envoy::extensions::clusters::common::dns::v3 as common_dns;
 pub use envoy_types::pb::envoy::extensions::clusters::dns::v3 as dns_cluster;
 pub use envoy_types::pb::envoy::extensions::clusters::dynamic_forward_proxy::v3 as dfp_cluster;
@@ -30,6 +31,7 @@ pub mod ext {
     pub const DFP_FILTER: &str = "envoy.filters.http.dynamic_forward_proxy";
     pub const DFP_CLUSTER: &str = "envoy.clusters.dynamic_forward_proxy";
     pub const DNS_CLUSTER: &str = "envoy.clusters.dns";
+    pub const AGGREGATE_CLUSTER: &str = "envoy.clusters.aggregate";
     pub const TLS_INSPECTOR: &str = "envoy.filters.listener.tls_inspector";
     /// Key of `Cluster.typed_extension_protocol_options` for upstream HTTP settings.
     pub const HTTP_PROTOCOL_OPTIONS: &str = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";

@@ -207,7 +207,7 @@ fn rules(
             dropped.push(format!("Dropped Rule {ri}: {why}"));
             continue;
         }
-        let mut backends_out = Vec::new();
+        let mut resolved: Vec<(Option<super::backends::Target>, u32)> = Vec::new();
         for br in rule.backend_refs.iter().flatten() {
             let weight = u32::try_from(br.weight.unwrap_or(1)).unwrap_or(0);
             let r = RefSpec {
@@ -218,23 +218,26 @@ fn rules(
                 port: br.port,
             };
             if br.filters.as_ref().is_some_and(|f| !f.is_empty()) {
-                ref_problems.push(Problem::refs(reason::UNSUPPORTED_VALUE, format!("backendRef {}: per-backendRef filters are not implemented yet", br.name)));
-                backends_out.push(ir::WeightedBackend { cluster: None, weight });
+                ref_problems.push(Problem::refs(
+                    reason::UNSUPPORTED_VALUE,
+                    format!("backendRef {}: per-backendRef filters are not implemented yet", br.name),
+                ));
+                resolved.push((None, weight));
                 continue;
             }
             match backends.resolve(side, &r, gw_key) {
                 Ok(Some(t)) => {
                     notes.extend(t.notes.iter().cloned());
-                    backends_out.push(ir::WeightedBackend { cluster: Some(t.cluster.name.clone()), weight });
-                    sink.targets.push(t);
+                    resolved.push((Some(t), weight));
                 }
-                Ok(None) => backends_out.push(ir::WeightedBackend { cluster: None, weight }),
+                Ok(None) => resolved.push((None, weight)),
                 Err(p) => {
                     ref_problems.push(p);
-                    backends_out.push(ir::WeightedBackend { cluster: None, weight });
+                    resolved.push((None, weight));
                 }
             }
         }
+        let backends_out = with_failover(resolved, sink);
         let action = if backends_out.iter().all(|b| b.cluster.is_none()) {
             // No backendRefs, or none valid: every request of the rule gets 500.
             ir::RouteAction::DirectResponse { status: 500 }
@@ -289,6 +292,41 @@ fn rules(
         Some(Rejection::Some(dropped.join("; ")))
     };
     (resolved, rejection)
+}
+
+/// Weighted backends of one rule. Envoy Gateway `fallback` Backends take no share of their own: when a
+/// rule also has primary backends, each primary becomes an aggregate cluster that fails over to the
+/// rule's fallbacks (in backendRef order) once the primary has no healthy host — Envoy Gateway's
+/// semantics, kept while each backend still has its own shared cluster. A rule of fallbacks only
+/// serves them normally.
+fn with_failover(resolved: Vec<(Option<super::backends::Target>, u32)>, sink: &mut Sink) -> Vec<ir::WeightedBackend> {
+    let fallbacks: Vec<super::backends::Target> =
+        resolved.iter().filter_map(|(t, _)| t.as_ref()).filter(|t| t.fallback).cloned().collect();
+    let has_primary = resolved.iter().any(|(t, _)| t.as_ref().is_some_and(|t| !t.fallback));
+    let mut out = Vec::new();
+    for (target, weight) in resolved {
+        let Some(t) = target else {
+            out.push(ir::WeightedBackend { cluster: None, weight });
+            continue;
+        };
+        if has_primary && !fallbacks.is_empty() {
+            if t.fallback {
+                continue;
+            }
+            let members: Vec<String> =
+                std::iter::once(t.cluster.name.clone()).chain(fallbacks.iter().map(|f| f.cluster.name.clone())).collect();
+            let aggregate = super::backends::aggregate(&t, members);
+            out.push(ir::WeightedBackend { cluster: Some(aggregate.cluster.name.clone()), weight });
+            sink.targets.push(aggregate);
+        } else {
+            out.push(ir::WeightedBackend { cluster: Some(t.cluster.name.clone()), weight });
+        }
+        sink.targets.push(t);
+    }
+    if has_primary {
+        sink.targets.extend(fallbacks);
+    }
+    out
 }
 
 /// Why a rule cannot be served as written yet, if it cannot.

@@ -20,7 +20,7 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &EgBackendSpec, generation:
     let mut ev = Evaluated { generation, ..Default::default() };
     let invalid = |m: String| Problem::accepted(reason::INVALID, m);
     let priority = u32::from(spec.fallback.unwrap_or(false));
-    let mut usable = Usable { any_port: true, ..Default::default() };
+    let mut usable = Usable { any_port: true, fallback: spec.fallback.unwrap_or(false), ..Default::default() };
 
     let mut protocol = ir::UpstreamProtocol::Auto;
     for (i, p) in spec.app_protocols.iter().flatten().enumerate() {

@@ -52,6 +52,8 @@ pub struct Usable {
     pub secrets: SecretSet,
     pub circuit_breaker: Option<ir::CircuitBreaker>,
     pub outlier_detection: Option<ir::OutlierDetection>,
+    /// Envoy Gateway `fallback: true`.
+    pub fallback: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -76,6 +78,8 @@ pub struct Target {
     pub gateway_client_cert: bool,
     /// Things the route's status should mention (e.g. EndpointSlice addresses a guardrail dropped).
     pub notes: Vec<String>,
+    /// An Envoy Gateway `fallback` Backend: used only when the rule's primary backends fail.
+    pub fallback: bool,
 }
 
 /// A backendRef as written in a route (defaults already applied by the caller).
@@ -238,6 +242,26 @@ pub(super) fn target(kind: BackendKind, key: &ObjectKey, name: String, usable: &
         secrets,
         gateway_client_cert: c.gateway_client_cert,
         notes: Vec::new(),
+        fallback: usable.fallback,
+    }
+}
+
+/// An aggregate cluster that tries `members` in order (the first is `primary`'s own cluster).
+pub fn aggregate(primary: &Target, members: Vec<String>) -> Target {
+    Target {
+        cluster: ir::Cluster {
+            name: names::failover_cluster(&members),
+            origin: primary.cluster.origin.clone(),
+            discovery: ir::Discovery::Aggregate { clusters: members },
+            protocol: primary.cluster.protocol,
+            tls: None,
+            circuit_breaker: None,
+            outlier_detection: None,
+        },
+        secrets: SecretSet::new(),
+        gateway_client_cert: false,
+        notes: Vec::new(),
+        fallback: false,
     }
 }
 
