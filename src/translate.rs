@@ -47,21 +47,25 @@ impl Translation {
 }
 
 fn merge<'a>(all: impl Iterator<Item = &'a Resources>) -> Resources {
-    fn add<T: Clone>(into: &mut Vec<T>, from: &[T], name: impl Fn(&T) -> &str) {
+    fn add<T: Clone>(into: &mut BTreeMap<String, T>, from: &[T], name: impl Fn(&T) -> &str) {
         for item in from {
-            if !into.iter().any(|x| name(x) == name(item)) {
-                into.push(item.clone());
-            }
+            into.entry(name(item).to_string()).or_insert_with(|| item.clone());
         }
-        into.sort_by(|a, b| name(a).cmp(name(b)));
     }
-    let mut out = Resources::default();
-    for r in all {
-        add(&mut out.clusters, &r.clusters, |c| &c.name);
-        add(&mut out.endpoints, &r.endpoints, |c| &c.cluster_name);
-        add(&mut out.listeners, &r.listeners, |c| &c.name);
-        add(&mut out.routes, &r.routes, |c| &c.name);
-        add(&mut out.secrets, &r.secrets, |c| &c.name);
+    let (mut c, mut e, mut l, mut r, mut s) =
+        (BTreeMap::new(), BTreeMap::new(), BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    for res in all {
+        add(&mut c, &res.clusters, |x| &x.name);
+        add(&mut e, &res.endpoints, |x| &x.cluster_name);
+        add(&mut l, &res.listeners, |x| &x.name);
+        add(&mut r, &res.routes, |x| &x.name);
+        add(&mut s, &res.secrets, |x| &x.name);
     }
-    out
+    Resources {
+        clusters: c.into_values().collect(),
+        endpoints: e.into_values().collect(),
+        listeners: l.into_values().collect(),
+        routes: r.into_values().collect(),
+        secrets: s.into_values().collect(),
+    }
 }

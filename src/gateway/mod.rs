@@ -224,9 +224,24 @@ fn virtual_hosts(listeners: &[ListenerInfo], idx: &[usize], entries: &[Entry]) -
     for &li in idx {
         let l = &listeners[li];
         let mine: Vec<&Entry> = entries.iter().filter(|e| e.listener == li).collect();
+        // Index entries by exact hostname; the (few) wildcard and catch-all entries are checked
+        // against every host. Linear in entries rather than hosts × entries.
+        let mut exact: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
+        let mut wild: BTreeSet<usize> = BTreeSet::new();
+        for (i, e) in mine.iter().enumerate() {
+            for h in &e.hostnames {
+                if h.starts_with('*') {
+                    wild.insert(i);
+                } else {
+                    exact.entry(h.as_str()).or_default().insert(i);
+                }
+            }
+        }
         let hosts: BTreeSet<&String> = mine.iter().flat_map(|e| e.hostnames.iter()).collect();
         for h in hosts {
-            let mut routes: Vec<&Entry> = mine.iter().copied().filter(|e| hostnames::serves(&e.hostnames, h)).collect();
+            let mut found: BTreeSet<usize> = exact.get(h.as_str()).cloned().unwrap_or_default();
+            found.extend(wild.iter().copied().filter(|&i| hostnames::serves(&mine[i].hostnames, h)));
+            let mut routes: Vec<&Entry> = found.into_iter().map(|i| mine[i]).collect();
             routes.sort_by(|a, b| {
                 order::route_host_rank(&a.hostnames, h)
                     .cmp(&order::route_host_rank(&b.hostnames, h))
