@@ -20,6 +20,59 @@ pub struct Cli {
 pub enum Command {
     /// Translate YAML/JSON manifests offline and print the Envoy resources and statuses.
     Translate(TranslateArgs),
+    /// Watch a directory of manifests and serve every pier Gateway over ADS to Envoy proxies.
+    Serve(ServeArgs),
+    /// Print an Envoy bootstrap that serves one Gateway from pier over ADS.
+    Bootstrap(BootstrapArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Directory of YAML/JSON manifests, watched for changes (read recursively, in sorted order).
+    #[arg(long, env = "PIER_CONFIG_DIR", value_name = "DIR")]
+    pub config_dir: PathBuf,
+    /// Address of the ADS gRPC server (port 0 picks a free port; see --address-file).
+    #[arg(long, env = "PIER_XDS_ADDRESS", default_value = "127.0.0.1:18000")]
+    pub xds_address: std::net::SocketAddr,
+    /// Address of the admin HTTP API (/healthz, /readyz, /metrics, /debug/...). Loopback by default.
+    #[arg(long, env = "PIER_ADMIN_ADDRESS", default_value = "127.0.0.1:19000")]
+    pub admin_address: std::net::SocketAddr,
+    /// Once listening, write the bound addresses here as JSON {"xds": "...", "admin": "..."}.
+    #[arg(long, env = "PIER_ADDRESS_FILE", value_name = "PATH")]
+    pub address_file: Option<PathBuf>,
+    /// A burst of file changes is read once it has been quiet this long (milliseconds).
+    #[arg(long, env = "PIER_DEBOUNCE_QUIET_MS", default_value_t = 100)]
+    pub debounce_quiet_ms: u64,
+    /// ... but never later than this after the burst's first change (milliseconds).
+    #[arg(long, env = "PIER_DEBOUNCE_MAX_MS", default_value_t = 1000)]
+    pub debounce_max_ms: u64,
+    #[command(flatten)]
+    pub translator: TranslatorArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BootstrapArgs {
+    /// The Gateway this proxy serves (NAMESPACE/NAME); becomes node.cluster.
+    #[arg(long, env = "PIER_GATEWAY", value_name = "NAMESPACE/NAME")]
+    pub gateway: String,
+    /// pier's xDS address as the proxy reaches it (an IP or a DNS name, with a port).
+    #[arg(long, env = "PIER_XDS_ADDRESS", value_name = "HOST:PORT")]
+    pub xds_address: String,
+    /// Use incremental (delta) xDS instead of state-of-the-world.
+    #[arg(long)]
+    pub delta: bool,
+    /// Envoy admin port on 127.0.0.1 (0: Envoy picks one; read it with --admin-address-path).
+    #[arg(long, default_value_t = 9901)]
+    pub admin_port: u16,
+    /// node.id (default: envoy-NAMESPACE-NAME).
+    #[arg(long)]
+    pub node_id: Option<String>,
+    /// A UDP DNS resolver (IP:PORT) Envoy uses for STRICT_DNS clusters instead of the system's.
+    #[arg(long, value_name = "IP:PORT")]
+    pub dns_resolver: Option<std::net::SocketAddr>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = Output::Yaml)]
+    pub output: Output,
 }
 
 #[derive(Debug, Args)]

@@ -136,7 +136,15 @@ pub enum Discovery {
     /// Endpoints delivered by EDS as a ClusterLoadAssignment named after the cluster.
     Eds { endpoints: Vec<Endpoint> },
     /// Envoy's dynamic forward proxy (Envoy Gateway `DynamicResolver`), only when the operator enabled it.
-    DynamicForwardProxy { dns: DnsSettings },
+    /// It connects wherever the request's authority says, so the destination guardrails travel with it as
+    /// RE2 regexes over the authority (`gateway::policy::authority_deny_regexes`), which Envoy enforces
+    /// with 403 on every route forwarding here: an authority matching any of `deny_authorities`, or with
+    /// an operator allow-list none of `allow_authorities`, is refused.
+    DynamicForwardProxy {
+        dns: DnsSettings,
+        deny_authorities: Vec<String>,
+        allow_authorities: Option<Vec<String>>,
+    },
     /// Failover across other clusters, in order: traffic goes to the first while it has healthy
     /// hosts, then spills to the next (Envoy Gateway `fallback` Backends). Protocol and TLS come from
     /// the member clusters.
@@ -214,6 +222,9 @@ pub struct UpstreamTls {
     pub alpn: Vec<String>,
     /// SNI (and SAN check) from each endpoint's `hostname` (Envoy Gateway `autoSNIFromEndpointHostname`).
     pub auto_host_sni: bool,
+    /// SNI (and SAN check) from the request's Host header: Envoy Gateway's behaviour for a TLS Backend
+    /// without a fixed `sni`, and what a dynamic forward proxy always does.
+    pub sni_from_host: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

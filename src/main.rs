@@ -5,16 +5,20 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use pier::cli::{Cli, Command, Output, TranslateArgs};
+use pier::cli::{BootstrapArgs, Cli, Command, Output, ServeArgs, TranslateArgs};
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PIER_LOG").unwrap_or_else(|_| "info".into()))
         .init();
+    // kube and the TLS servers share rustls; pick its crypto provider once, before any is built.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Translate(args) => translate(args),
+        Command::Serve(args) => serve(args),
+        Command::Bootstrap(args) => bootstrap(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -39,6 +43,54 @@ fn translate(args: TranslateArgs) -> Result<()> {
         bail!("no pier Gateway {gw:?} in the input (pier Gateways: {known:?})");
     }
     let doc = translation.document(args.gateway.as_deref()).expect("gateway checked above");
+    let text = match args.output {
+        Output::Json => serde_json::to_string_pretty(&doc)? + "\n",
+        Output::Yaml => serde_yaml::to_string(&doc)?,
+    };
+    std::io::stdout().lock().write_all(text.as_bytes()).context("writing output")?;
+    Ok(())
+}
+
+fn serve(args: ServeArgs) -> Result<()> {
+    #[cfg(any())]
+    let config = pier::runtime::ServeConfig {
+        config_dir: args.config_dir,
+        xds_address: args.xds_address,
+        admin_address: args.admin_address,
+        address_file: args.address_file,
+        debounce: pier::source::dir::Debounce {
+            quiet: std::time::Duration::from_millis(args.debounce_quiet_ms),
+            max_delay: std::time::Duration::from_millis(args.debounce_max_ms),
+        },
+        options: args.translator.options(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    #[cfg(any())]
+    rt.block_on(pier::runtime::run(config));
+    let _ = (args, &rt);
+    bail!("pier serve is being wired up")
+}
+
+fn bootstrap(args: BootstrapArgs) -> Result<()> {
+    if args.gateway.split('/').filter(|s| !s.is_empty()).count() != 2 {
+        bail!("--gateway must be NAMESPACE/NAME, got {:?}", args.gateway);
+    }
+    let (host, port) = args
+        .xds_address
+        .rsplit_once(':')
+        .with_context(|| format!("--xds-address must be HOST:PORT, got {:?}", args.xds_address))?;
+    let port: u16 = port.parse().with_context(|| format!("--xds-address port {port:?} is not a port number"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let spec = pier::envoy::ads_bootstrap::BootstrapSpec {
+        gateway: args.gateway,
+        xds_host: host,
+        xds_port: port,
+        delta: args.delta,
+        admin_port: args.admin_port,
+        node_id: args.node_id,
+        dns_resolver: args.dns_resolver.map(|a| (a.ip(), a.port())),
+    };
+    let doc = pier::envoy::ads_bootstrap::bootstrap(&spec);
     let text = match args.output {
         Output::Json => serde_json::to_string_pretty(&doc)? + "\n",
         Output::Yaml => serde_yaml::to_string(&doc)?,

@@ -6,9 +6,15 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use pier::envoy::{self, bootstrap::validation_bootstrap, names, render};
+use pier::gateway::policy;
 use pier::ir::*;
+use pier::options::Guardrails;
 use serde_json::{Value, json};
 use support::ir::*;
 use support::{envoy::validate, pki};
@@ -18,9 +24,31 @@ const CA_FILE: &str = "ca/system";
 const CERT: &str = "cert/ns/tls";
 const CLIENT: &str = "cert/ns/client";
 
+/// A dynamic forward proxy carrying the authority guard of `g`.
+fn dfp(dns: DnsSettings, g: &Guardrails) -> Discovery {
+    Discovery::DynamicForwardProxy {
+        dns,
+        deny_authorities: policy::authority_deny_regexes(g),
+        allow_authorities: policy::authority_allow_regexes(g),
+    }
+}
+
+fn allow_listed() -> Guardrails {
+    Guardrails {
+        allow_loopback: true,
+        allowed_hostnames: Some(vec![
+            "api.example.com".into(),
+            "*.svc.example.org".into(),
+            "localhost".into(),
+        ]),
+        ..Default::default()
+    }
+}
+
 /// Every upstream variant: DNS (one host, fallback targets, every lookup family), EDS (IPv4, IPv6, unix,
-/// priorities, zones, hostnames, empty), dynamic forward proxy (plain and TLS), every protocol with and
-/// without TLS, every TLS option, circuit breaker and outlier detection.
+/// priorities, zones, hostnames, empty), dynamic forward proxy (plain and TLS; default guardrails, an
+/// allow-list, an empty allow-list), every protocol with and without TLS, every TLS option, circuit
+/// breaker and outlier detection.
 fn clusters(ca_file: &str) -> (BTreeMap<String, Cluster>, BTreeMap<String, Secret>) {
     let mut out = vec![
         Cluster {
@@ -84,6 +112,7 @@ fn clusters(ca_file: &str) -> (BTreeMap<String, Cluster>, BTreeMap<String, Secre
             Some(UpstreamTls {
                 trust: Trust::Sds(CA_FILE.into()),
                 auto_host_sni: true,
+                sni_from_host: false,
                 min_version: Some(TlsVersion::Auto),
                 max_version: Some(TlsVersion::V1_0),
                 ..verified_tls(CA, "sni.example")
@@ -142,17 +171,13 @@ fn clusters(ca_file: &str) -> (BTreeMap<String, Cluster>, BTreeMap<String, Secre
         ),
         cluster(
             "dfp/plain",
-            Discovery::DynamicForwardProxy {
-                dns: dns(60_000, LookupFamily::V4Preferred),
-            },
+            dfp(dns(60_000, LookupFamily::V4Preferred), &Guardrails::default()),
             UpstreamProtocol::Http1,
             None,
         ),
         cluster(
             "dfp/tls",
-            Discovery::DynamicForwardProxy {
-                dns: dns(60_000, LookupFamily::V4Preferred),
-            },
+            dfp(dns(60_000, LookupFamily::V4Preferred), &allow_listed()),
             UpstreamProtocol::Auto,
             Some(UpstreamTls {
                 sni: None,
@@ -162,9 +187,14 @@ fn clusters(ca_file: &str) -> (BTreeMap<String, Cluster>, BTreeMap<String, Secre
         ),
         cluster(
             "dfp/insecure",
-            Discovery::DynamicForwardProxy {
-                dns: dns(5_000, LookupFamily::All),
-            },
+            dfp(
+                dns(5_000, LookupFamily::All),
+                &Guardrails {
+                    allow_loopback: true,
+                    allowed_hostnames: Some(vec![]),
+                    ..Default::default()
+                },
+            ),
             UpstreamProtocol::Http2,
             Some(insecure_tls()),
         ),
@@ -380,6 +410,7 @@ fn every_ir_variant_validates_in_envoy() {
     assert_eq!(envoy::check(&res), Ok(()));
 
     let dfp = vec![
+        "envoy.filters.http.rbac".to_string(),
         "envoy.filters.http.dynamic_forward_proxy".to_string(),
         "envoy.filters.http.router".to_string(),
     ];
@@ -394,7 +425,7 @@ fn every_ir_variant_validates_in_envoy() {
     assert_eq!(
         http_filters(&res),
         expected,
-        "the DFP filter is there exactly where routes reach a DFP cluster"
+        "the RBAC and DFP filters are there exactly where routes reach a DFP cluster"
     );
 
     if let Err(e) = validate(&validation_bootstrap(&res)) {
@@ -476,4 +507,181 @@ fn validate_loads_the_inlined_routes() {
     }
     let err = validate(&validation_bootstrap(&res)).expect_err("duplicate domain");
     assert!(err.contains("Only unique values for domains are permitted"), "{err}");
+}
+
+/// The authority guard, judged by a real Envoy answering real requests (nothing else here runs its RE2
+/// regexes). On a route to a dynamic forward proxy, every `policy::HOSTNAME_CASES` host, as written,
+/// upper-cased and with a port, gets 403 exactly when `check_hostname` refuses it; an operator allow-list
+/// is enforced too. A route to anything else on the same listener answers any authority. Forwarding
+/// actions become a direct 200 (after the RBAC filter has had its say), so nothing leaves the machine.
+#[test]
+fn authority_guard_refuses_what_check_hostname_refuses() {
+    let Some(bin) = support::envoy::require_envoy() else {
+        return;
+    };
+    let (default, listed) = (Guardrails::default(), allow_listed());
+    let ports = [free_port(), free_port()];
+    let live = |port: u16, g: &Guardrails| {
+        let cluster = format!("dfp/{port}");
+        let routes = vec![
+            route("other", prefix("/other"), RouteAction::DirectResponse { status: 200 }),
+            route("dfp", prefix("/"), to(&[(Some(&cluster), 1)])),
+        ];
+        let route_config = RouteConfig {
+            name: format!("live/{port}"),
+            virtual_hosts: vec![vhost("live/*", &["*"], routes)],
+        };
+        let listener = Listener {
+            name: format!("live/{port}"),
+            address: "127.0.0.1".into(),
+            port,
+            kind: ListenerKind::Http { route_config },
+        };
+        let dfp = dfp(dns(60_000, LookupFamily::V4Preferred), g);
+        (
+            listener,
+            cluster.clone(),
+            support::ir::cluster(&cluster, dfp, UpstreamProtocol::Http1, None),
+        )
+    };
+    let (l0, c0, cluster0) = live(ports[0], &default);
+    let (l1, c1, cluster1) = live(ports[1], &listed);
+    let gw = GatewayIr {
+        namespace: "ns".into(),
+        name: "live".into(),
+        listeners: vec![l0, l1],
+        clusters: BTreeMap::from([(c0, cluster0), (c1, cluster1)]),
+        secrets: BTreeMap::new(),
+    };
+    let res = envoy::build(&gw, &pier::Options::default());
+    assert_eq!(envoy::check(&res), Ok(()));
+    let mut boot = validation_bootstrap(&res);
+    boot.as_object_mut().unwrap().remove("dynamic_resources");
+    answer_instead_of_forwarding(&mut boot);
+    let _envoy = Running::start(&bin, &boot, &ports);
+
+    let mut wrong = Vec::new();
+    let mut expect = |port: u16, path: &str, authority: &str, forwarded: bool| {
+        let (got, want) = (status(port, path, authority), if forwarded { 200 } else { 403 });
+        if got != want {
+            wrong.push(format!(
+                "port {port} {path} authority {authority:?}: {got}, want {want}"
+            ));
+        }
+    };
+    for &(host, _) in policy::HOSTNAME_CASES {
+        let allowed = policy::check_hostname(host, &default).is_ok();
+        for authority in [host.to_string(), host.to_ascii_uppercase(), format!("{host}:8080")] {
+            expect(ports[0], "/dfp", &authority, allowed);
+        }
+        expect(ports[0], "/other", host, true);
+    }
+    // No `host[:port]` (Envoy's `strip_any_host_port` strips numeric ports only, so these reach RBAC whole).
+    for authority in ["api.example.com:80x", "api.example.com:", "a:b:c", "127.0.0.1:19000"] {
+        expect(ports[0], "/dfp", authority, false);
+    }
+    let hosts = [
+        "api.example.com",
+        "API.example.com.",
+        "a.svc.example.org",
+        "x.api.example.com",
+    ];
+    let more = [
+        "svc.example.org",
+        "evil.example.com",
+        "foo.localhost",
+        "127.0.0.1",
+        "[::1]",
+    ];
+    for host in hosts.into_iter().chain(more) {
+        let allowed = policy::check_hostname(host, &listed).is_ok();
+        expect(ports[1], "/dfp", host, allowed);
+        expect(ports[1], "/dfp", &format!("{host}:443"), allowed);
+    }
+    // The documented difference: allowed by `check_hostname` (allow_loopback, allow-listed), yet a bare
+    // `localhost` stays a denied single label for the proxy.
+    assert_eq!(policy::check_hostname("localhost", &listed), Ok(()));
+    expect(ports[1], "/dfp", "localhost", false);
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Replaces each route's forwarding action by a direct 200.
+fn answer_instead_of_forwarding(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            if map.contains_key("match") && map.remove("route").is_some() {
+                map.insert("direct_response".into(), json!({ "status": 200 }));
+            }
+            map.values_mut().for_each(answer_instead_of_forwarding);
+        }
+        Value::Array(items) => items.iter_mut().for_each(answer_instead_of_forwarding),
+        _ => {}
+    }
+}
+
+/// The status code Envoy answers a `GET` with this authority (0: no HTTP answer). Reads the status line
+/// only: after answering, Envoy waits for the client to close first (`delayed_close_timeout`, 1 s).
+fn status(port: u16, path: &str, authority: &str) -> u16 {
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    conn.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0; 256];
+    while !answer.contains(&b'\n') {
+        match conn.read(&mut buf) {
+            Ok(n) if n > 0 => answer.extend_from_slice(&buf[..n]),
+            _ => break,
+        }
+    }
+    let line = String::from_utf8_lossy(&answer);
+    line.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0)
+}
+
+/// An Envoy serving a bootstrap, with its log; killed on drop.
+struct Running(Child, tempfile::NamedTempFile);
+
+impl Running {
+    fn start(bin: &std::path::Path, bootstrap: &Value, ports: &[u16]) -> Self {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        serde_json::to_writer(file.as_file(), bootstrap).unwrap();
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let child = Command::new(bin)
+            .args([
+                "--use-dynamic-base-id",
+                "--log-level",
+                "error",
+                "--concurrency",
+                "1",
+                "-c",
+            ])
+            .arg(file.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log.reopen().unwrap())
+            .spawn()
+            .unwrap();
+        let mut running = Running(child, log);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ports.iter().all(|p| TcpStream::connect(("127.0.0.1", *p)).is_ok()) {
+            let exited = running.0.try_wait().unwrap();
+            if exited.is_some() || Instant::now() > deadline {
+                let log = std::fs::read_to_string(running.1.path()).unwrap_or_default();
+                panic!("Envoy ({exited:?}) is not listening on {ports:?}:\n{log}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

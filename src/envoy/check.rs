@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::pb::{cluster, dfp_cluster, dfp_filter, ext, hcm, listener, protobuf, tls};
+use super::pb::{cluster, hcm, listener, protobuf, tls};
 use super::{Resources, names, routes};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,6 +55,23 @@ pub enum CheckError {
         cluster: String,
         cluster_cache: String,
     },
+    #[error(
+        "{owner}: routes reach dynamic-forward-proxy cluster {cluster} but no RBAC filter runs before the DFP \
+         filter to guard the request authority"
+    )]
+    MissingRbacFilter { owner: String, cluster: String },
+    #[error("{owner}: RBAC filter present but no route reaches a dynamic-forward-proxy cluster")]
+    UnneededRbacFilter { owner: String },
+    #[error(
+        "route config {route_config} vhost {vhost} route {route}: reaches dynamic-forward-proxy cluster {cluster} \
+         without a per-route RBAC guard on the request authority"
+    )]
+    UnguardedDfpRoute {
+        route_config: String,
+        vhost: String,
+        route: String,
+        cluster: String,
+    },
     #[error("listener {listener}: filter chains {first:?} and {second:?} match the same server names")]
     DuplicateFilterChainMatch {
         listener: String,
@@ -83,8 +100,9 @@ pub fn check(res: &Resources) -> Result<(), Vec<CheckError>> {
 
     check_secret_refs(res, &mut errors);
     check_clusters_and_endpoints(res, &mut errors);
-    check_routes(res, &mut errors);
-    check_listeners(res, &mut errors);
+    let dfp = dfp::DfpClusters::of(res);
+    check_routes(res, &dfp, &mut errors);
+    check_listeners(res, &dfp, &mut errors);
     if errors.is_empty() { Ok(()) } else { Err(errors) }
 }
 
@@ -208,14 +226,18 @@ fn check_aggregate_members(res: &Resources, c: &cluster::Cluster, errors: &mut V
         .unwrap_or_default();
     for m in members {
         if !res.clusters.iter().any(|x| x.name == m) {
-            errors.push(CheckError::MissingAggregateMember { aggregate: c.name.clone(), member: m });
+            errors.push(CheckError::MissingAggregateMember {
+                aggregate: c.name.clone(),
+                member: m,
+            });
         }
     }
 }
 
-fn check_routes(res: &Resources, errors: &mut Vec<CheckError>) {
+fn check_routes(res: &Resources, dfp: &dfp::DfpClusters<'_>, errors: &mut Vec<CheckError>) {
     let clusters: BTreeSet<&str> = res.clusters.iter().map(|c| c.name.as_str()).collect();
     for rc in &res.routes {
+        dfp::check_guarded_routes(rc, dfp, errors);
         for r in routes::referenced_clusters(rc) {
             if r.cluster != names::INVALID_BACKEND_CLUSTER && !clusters.contains(r.cluster) {
                 errors.push(CheckError::MissingCluster {
@@ -243,25 +265,8 @@ fn check_routes(res: &Resources, errors: &mut Vec<CheckError>) {
     }
 }
 
-fn check_listeners(res: &Resources, errors: &mut Vec<CheckError>) {
+fn check_listeners(res: &Resources, dfp: &dfp::DfpClusters<'_>, errors: &mut Vec<CheckError>) {
     let routes: BTreeMap<&str, _> = res.routes.iter().map(|r| (r.name.as_str(), r)).collect();
-    // DNS cache of every dynamic-forward-proxy cluster.
-    let dfp_caches: BTreeMap<&str, String> = res
-        .clusters
-        .iter()
-        .filter_map(|c| match &c.cluster_discovery_type {
-            Some(cluster::cluster::ClusterDiscoveryType::ClusterType(t)) if t.name == ext::DFP_CLUSTER => {
-                let config: dfp_cluster::ClusterConfig = unpack(t.typed_config.as_ref()?)?;
-                let Some(dfp_cluster::cluster_config::ClusterImplementationSpecifier::DnsCacheConfig(cache)) =
-                    config.cluster_implementation_specifier
-                else {
-                    return Some((c.name.as_str(), String::new()));
-                };
-                Some((c.name.as_str(), cache.name))
-            }
-            _ => None,
-        })
-        .collect();
     for l in &res.listeners {
         let mut chain_names = BTreeSet::new();
         let mut matches: BTreeMap<Vec<String>, &str> = BTreeMap::new();
@@ -297,34 +302,7 @@ fn check_listeners(res: &Resources, errors: &mut Vec<CheckError>) {
                     });
                     continue;
                 };
-                let needed: BTreeSet<&str> = routes::referenced_clusters(rc)
-                    .into_iter()
-                    .map(|r| r.cluster)
-                    .filter(|c| dfp_caches.contains_key(c))
-                    .collect();
-                let filter = manager.http_filters.iter().find(|f| f.name == ext::DFP_FILTER);
-                match (filter, needed.first()) {
-                    (None, Some(cluster)) => errors.push(CheckError::MissingDfpFilter {
-                        owner,
-                        cluster: cluster.to_string(),
-                    }),
-                    (Some(_), None) => errors.push(CheckError::UnneededDfpFilter { owner }),
-                    (Some(f), Some(_)) => {
-                        let filter_cache = dfp_filter_cache(f);
-                        for cluster in needed {
-                            let cluster_cache = &dfp_caches[cluster];
-                            if *cluster_cache != filter_cache {
-                                errors.push(CheckError::DnsCacheMismatch {
-                                    owner: owner.clone(),
-                                    filter: filter_cache.clone(),
-                                    cluster: cluster.to_string(),
-                                    cluster_cache: cluster_cache.clone(),
-                                });
-                            }
-                        }
-                    }
-                    (None, None) => {}
-                }
+                dfp::check_http_filters(owner, &manager, rc, dfp, errors);
             }
         }
     }
@@ -359,16 +337,6 @@ fn common_tls_secrets(ctx: Option<&tls::CommonTlsContext>) -> Vec<(&str, &'stati
     out
 }
 
-fn dfp_filter_cache(f: &hcm::HttpFilter) -> String {
-    let Some(hcm::http_filter::ConfigType::TypedConfig(any)) = &f.config_type else {
-        return String::new();
-    };
-    match unpack::<dfp_filter::FilterConfig>(any).and_then(|c| c.implementation_specifier) {
-        Some(dfp_filter::filter_config::ImplementationSpecifier::DnsCacheConfig(cache)) => cache.name,
-        _ => String::new(),
-    }
-}
-
 fn unpack_hcm(f: &listener::Filter) -> Option<hcm::HttpConnectionManager> {
     match &f.config_type {
         Some(listener::filter::ConfigType::TypedConfig(any)) => unpack(any),
@@ -389,6 +357,9 @@ fn unpack<M: prost::Message + prost::Name + Default>(any: &protobuf::Any) -> Opt
         .then(|| M::decode(any.value.as_slice()).ok())
         .flatten()
 }
+
+#[path = "check_dfp.rs"]
+mod dfp;
 
 #[cfg(test)]
 #[path = "check_tests.rs"]

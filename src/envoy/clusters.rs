@@ -18,7 +18,7 @@ pub(super) fn build(name: &str, c: &ir::Cluster, opts: &crate::Options) -> clust
         connect_timeout: Some(duration_ms(opts.connect_timeout_ms)),
         typed_extension_protocol_options: HashMap::from([(
             ext::HTTP_PROTOCOL_OPTIONS.to_string(),
-            envoy_types::util::pack_any(protocol_options(c.protocol, c.tls.is_some(), dfp)),
+            envoy_types::util::pack_any(protocol_options(c.protocol, c.tls.as_ref(), dfp)),
         )]),
         transport_socket: c.tls.as_ref().map(|t| tls::upstream(t, c.protocol)),
         circuit_breakers: c.circuit_breaker.as_ref().map(circuit_breakers),
@@ -55,7 +55,7 @@ pub(super) fn build(name: &str, c: &ir::Cluster, opts: &crate::Options) -> clust
                 service_name: name.to_string(),
             });
         }
-        ir::Discovery::DynamicForwardProxy { dns } => {
+        ir::Discovery::DynamicForwardProxy { dns, .. } => {
             let config = dfp_cluster::ClusterConfig {
                 cluster_implementation_specifier: Some(
                     dfp_cluster::cluster_config::ClusterImplementationSpecifier::DnsCacheConfig(dns_cache_config(dns)),
@@ -106,7 +106,17 @@ fn custom<M: prost::Message + prost::Name>(name: &str, config: M) -> cluster::cl
 
 /// Upstream HTTP settings. Always explicit (never Envoy's implicit default), so the rendered cluster says
 /// which protocol is spoken.
-fn protocol_options(protocol: ir::UpstreamProtocol, tls: bool, dfp: bool) -> upstream_http::HttpProtocolOptions {
+/// SNI and the certificate check follow the request's Host for a dynamic forward proxy (Envoy requires
+/// it, even in cleartext where it is inert) and for TLS clusters without a fixed SNI (`sni_from_host`).
+fn protocol_options(
+    protocol: ir::UpstreamProtocol,
+    upstream_tls: Option<&ir::UpstreamTls>,
+    dfp: bool,
+) -> upstream_http::HttpProtocolOptions {
+    let tls = upstream_tls.is_some();
+    let from_host = dfp || upstream_tls.is_some_and(|t| t.sni_from_host);
+    // Without a trust anchor there is nothing to check the SAN against.
+    let verify = dfp || upstream_tls.is_some_and(|t| t.trust != ir::Trust::InsecureSkipVerify);
     use upstream_http::http_protocol_options::{
         AutoHttpConfig, ExplicitHttpConfig, UpstreamProtocolOptions, explicit_http_config::ProtocolConfig,
     };
@@ -141,9 +151,9 @@ fn protocol_options(protocol: ir::UpstreamProtocol, tls: bool, dfp: bool) -> ups
         // A forward proxy reaches a different host per request: the SNI and the certificate check must
         // follow the request's host, not a fixed name. Envoy refuses a DFP cluster without both, even in
         // cleartext (where they are inert).
-        upstream_http_protocol_options: dfp.then_some(core::UpstreamHttpProtocolOptions {
+        upstream_http_protocol_options: from_host.then_some(core::UpstreamHttpProtocolOptions {
             auto_sni: true,
-            auto_san_validation: true,
+            auto_san_validation: verify,
             ..Default::default()
         }),
         upstream_protocol_options: Some(options),

@@ -93,6 +93,7 @@ pub fn gateway() -> GatewayIr {
                 signature_algorithms: vec![],
                 alpn: vec![],
                 auto_host_sni: false,
+                sni_from_host: false,
             }),
             circuit_breaker: None,
             outlier_detection: None,
@@ -100,7 +101,11 @@ pub fn gateway() -> GatewayIr {
         Cluster {
             name: DYN.into(),
             origin: origin("Backend", "dyn", 0),
-            discovery: Discovery::DynamicForwardProxy { dns: dns() },
+            discovery: Discovery::DynamicForwardProxy {
+                dns: dns(),
+                deny_authorities: crate::gateway::policy::authority_deny_regexes(&Default::default()),
+                allow_authorities: Some(vec![r"(?i)^api\.example\.com\.?(?::.*)?$".into()]),
+            },
             protocol: UpstreamProtocol::Http1,
             tls: None,
             circuit_breaker: None,

@@ -2,7 +2,7 @@
 //! Gateway listener, selected by SNI (the TLS inspector reads it), each terminating TLS with its own
 //! certificates. Every chain runs an HttpConnectionManager that fetches its routes by RDS over ADS.
 
-use super::pb::{dfp_common, dfp_filter, ext, hcm, listener, router, tls_inspector};
+use super::pb::{dfp_common, dfp_filter, ext, hcm, listener, rbac_filter, router, tls_inspector};
 use super::{ads, names, socket_address, tls};
 use crate::ir;
 
@@ -10,11 +10,20 @@ use crate::ir;
 /// which DNS cache?" for a route configuration name.
 pub(super) type DfpLookup<'a> = dyn Fn(&str) -> Option<dfp_common::DnsCacheConfig> + 'a;
 
-pub(super) fn build(l: &ir::Listener, dfp: &DfpLookup<'_>) -> listener::Listener {
+/// Answers "does a route of this route configuration carry the per-route authority guard?".
+pub(super) type GuardLookup<'a> = dyn Fn(&str) -> bool + 'a;
+
+/// What the connection managers need to know about their route configurations.
+pub(super) struct Lookups<'a> {
+    pub dfp: &'a DfpLookup<'a>,
+    pub guarded: &'a GuardLookup<'a>,
+}
+
+pub(super) fn build(l: &ir::Listener, lookups: &Lookups<'_>) -> listener::Listener {
     let stat_prefix = stat_prefix(&l.name);
     let (filter_chains, listener_filters) = match &l.kind {
         ir::ListenerKind::Http { route_config } => {
-            let hcm = http_connection_manager(&stat_prefix, &route_config.name, dfp);
+            let hcm = http_connection_manager(&stat_prefix, &route_config.name, lookups);
             (
                 vec![listener::FilterChain {
                     filters: vec![hcm],
@@ -33,7 +42,7 @@ pub(super) fn build(l: &ir::Listener, dfp: &DfpLookup<'_>) -> listener::Listener
                         server_names: c.server_names.clone(),
                         ..Default::default()
                     }),
-                    filters: vec![http_connection_manager(&stat_prefix, &c.route_config.name, dfp)],
+                    filters: vec![http_connection_manager(&stat_prefix, &c.route_config.name, lookups)],
                     transport_socket: Some(tls::downstream(&c.certificates)),
                     ..Default::default()
                 })
@@ -58,12 +67,20 @@ pub(super) fn build(l: &ir::Listener, dfp: &DfpLookup<'_>) -> listener::Listener
     }
 }
 
-fn http_connection_manager(stat_prefix: &str, route_config_name: &str, dfp: &DfpLookup<'_>) -> listener::Filter {
+fn http_connection_manager(stat_prefix: &str, route_config_name: &str, lookups: &Lookups<'_>) -> listener::Filter {
     let mut http_filters = Vec::new();
+    // A dynamic forward proxy connects wherever the request's authority says; the RBAC filter enforces the
+    // destination guardrails on that authority (403), before the DFP filter so a refused name is never
+    // even resolved. Its rules are per route (`routes::authority_guard`) so that only routes forwarding
+    // to a DFP cluster are guarded, and ordinary routes reached by IP or any name keep working: this
+    // listener-wide config has no `rules`, which Envoy reads as "no enforcement".
+    if (lookups.guarded)(route_config_name) {
+        http_filters.push(http_filter(ext::RBAC_FILTER, rbac_filter::Rbac::default()));
+    }
     // The DFP filter resolves the request's host into the DNS cache the DFP cluster then reads; it must
     // run before the router and share the cluster's cache config. Only where a route needs it: on other
     // traffic it would be dead weight in every request.
-    if let Some(cache) = dfp(route_config_name) {
+    if let Some(cache) = (lookups.dfp)(route_config_name) {
         let config = dfp_filter::FilterConfig {
             implementation_specifier: Some(dfp_filter::filter_config::ImplementationSpecifier::DnsCacheConfig(
                 cache,

@@ -4,6 +4,7 @@
 //! decided in `gateway/`. Nothing here reads the clock, the environment or files: the same IR always
 //! gives the same protos.
 
+pub mod ads_bootstrap;
 pub mod bootstrap;
 pub mod check;
 mod clusters;
@@ -59,7 +60,7 @@ pub fn build(gw: &ir::GatewayIr, opts: &crate::Options) -> Resources {
             ir::ListenerKind::Http { route_config } => vec![route_config],
             ir::ListenerKind::Https { chains } => chains.iter().map(|c| &c.route_config).collect(),
         })
-        .map(routes::build)
+        .map(|rc| routes::build(rc, &gw.clusters))
         .collect();
     // Whether a listener needs the dynamic-forward-proxy filter is read off the *built* routes (weight-0
     // and invalid shares already gone), the same way `check` verifies it.
@@ -68,11 +69,20 @@ pub fn build(gw: &ir::GatewayIr, opts: &crate::Options) -> Resources {
         routes::referenced_clusters(rc)
             .into_iter()
             .find_map(|r| match &gw.clusters.get(r.cluster)?.discovery {
-                ir::Discovery::DynamicForwardProxy { dns } => Some(clusters::dns_cache_config(dns)),
+                ir::Discovery::DynamicForwardProxy { dns, .. } => Some(clusters::dns_cache_config(dns)),
                 _ => None,
             })
     };
-    let mut listeners: Vec<_> = gw.listeners.iter().map(|l| listeners::build(l, &dfp)).collect();
+    // Likewise the RBAC filter: wherever a built route carries the authority guard.
+    let guarded = |route_config: &str| {
+        let rc = routes.iter().find(|r| r.name == route_config);
+        rc.is_some_and(|rc| routes::all_routes(rc).any(|(_, r)| routes::has_authority_guard(r)))
+    };
+    let lookups = listeners::Lookups {
+        dfp: &dfp,
+        guarded: &guarded,
+    };
+    let mut listeners: Vec<_> = gw.listeners.iter().map(|l| listeners::build(l, &lookups)).collect();
     let mut secrets: Vec<_> = gw.secrets.iter().map(|(name, s)| secrets::build(name, s)).collect();
 
     clusters.sort_by(|a, b| a.name.cmp(&b.name));

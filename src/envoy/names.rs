@@ -30,9 +30,11 @@ pub fn cluster(kind: BackendKind, namespace: &str, name: &str, port: u16) -> Str
     format!("{}/{namespace}/{name}/{port}", kind.prefix())
 }
 
-/// Dynamic-forward-proxy cluster of an Envoy Gateway `DynamicResolver` Backend (it has no port).
-pub fn dynamic_forward_proxy_cluster(namespace: &str, name: &str) -> String {
-    format!("{}/{namespace}/{name}/dynamic", BackendKind::EgBackend.prefix())
+/// Cluster of an Envoy Gateway Backend. Its endpoints carry their own ports (and a DynamicResolver has
+/// none), and Envoy Gateway ignores the backendRef port, so the Backend is one cluster whatever port a
+/// route names: `eg-backend/default/legacy`.
+pub fn eg_backend_cluster(namespace: &str, name: &str) -> String {
+    format!("{}/{namespace}/{name}", BackendKind::EgBackend.prefix())
 }
 
 /// Aggregate cluster failing over across `members` in order (a primary backend, then the rule's Envoy
@@ -105,7 +107,7 @@ mod tests {
     #[test]
     fn cluster_names_carry_identity() {
         assert_eq!(cluster(BackendKind::XBackend, "default", "openai", 443), "xbackend/default/openai/443");
-        assert_eq!(cluster(BackendKind::EgBackend, "ns", "b", 8080), "eg-backend/ns/b/8080");
+        assert_eq!(eg_backend_cluster("ns", "b"), "eg-backend/ns/b");
         assert_ne!(
             cluster(BackendKind::Service, "a", "b", 1),
             cluster(BackendKind::Backend, "a", "b", 1),

@@ -7,6 +7,7 @@ pub use envoy_types::pb::envoy::config::cluster::v3 as cluster;
 pub use envoy_types::pb::envoy::config::core::v3 as core;
 pub use envoy_types::pb::envoy::config::endpoint::v3 as endpoint;
 pub use envoy_types::pb::envoy::config::listener::v3 as listener;
+pub use envoy_types::pb::envoy::config::rbac::v3 as rbac;
 pub use envoy_types::pb::envoy::config::route::v3 as route;
 pub use envoy_types::pb::envoy::extensions::clusters::aggregate::v3 as aggregate_cluster;
 pub use envoy_types::pb::envoy::extensions::clusters::common::dns::v3 as common_dns;
@@ -14,6 +15,7 @@ pub use envoy_types::pb::envoy::extensions::clusters::dns::v3 as dns_cluster;
 pub use envoy_types::pb::envoy::extensions::clusters::dynamic_forward_proxy::v3 as dfp_cluster;
 pub use envoy_types::pb::envoy::extensions::common::dynamic_forward_proxy::v3 as dfp_common;
 pub use envoy_types::pb::envoy::extensions::filters::http::dynamic_forward_proxy::v3 as dfp_filter;
+pub use envoy_types::pb::envoy::extensions::filters::http::rbac::v3 as rbac_filter;
 pub use envoy_types::pb::envoy::extensions::filters::http::router::v3 as router;
 pub use envoy_types::pb::envoy::extensions::filters::listener::tls_inspector::v3 as tls_inspector;
 pub use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
@@ -29,6 +31,8 @@ pub mod ext {
     pub const HTTP_CONNECTION_MANAGER: &str = "envoy.filters.network.http_connection_manager";
     pub const ROUTER: &str = "envoy.filters.http.router";
     pub const DFP_FILTER: &str = "envoy.filters.http.dynamic_forward_proxy";
+    /// Also the key of the per-route RBAC config (`Route.typed_per_filter_config`).
+    pub const RBAC_FILTER: &str = "envoy.filters.http.rbac";
     pub const DFP_CLUSTER: &str = "envoy.clusters.dynamic_forward_proxy";
     pub const DNS_CLUSTER: &str = "envoy.clusters.dns";
     pub const AGGREGATE_CLUSTER: &str = "envoy.clusters.aggregate";

@@ -1,18 +1,27 @@
 //! RDS: one `RouteConfiguration` per `ir::RouteConfig` (an HTTP port, or one HTTPS filter chain). Owns
 //! path matching and the forward / direct-response actions, including the HTTP 500 share of invalid
-//! backendRefs that the Gateway API requires.
+//! backendRefs that the Gateway API requires, and the authority guard of routes to a dynamic forward proxy.
+
+use std::collections::{BTreeMap, HashMap};
 
 use super::names;
-use super::pb::{protobuf, route};
+use super::pb::{ext, protobuf, rbac, rbac_filter, route};
 use crate::ir;
 
 /// Gateway API: requests to an invalid backendRef (and rules without any valid one) get HTTP 500.
 const INVALID_BACKEND_STATUS: u32 = 500;
 
-pub(super) fn build(rc: &ir::RouteConfig) -> route::RouteConfiguration {
+/// RBAC policy (in the per-route config) denying authorities that match a guardrail regex; Envoy names
+/// it in the response details of a 403 (`rbac_access_denied_matched_policy[destination-guardrails]`).
+const GUARDRAILS_POLICY: &str = "destination-guardrails";
+/// RBAC policy denying authorities outside the operator's hostname allow-list.
+const ALLOW_LIST_POLICY: &str = "hostname-not-allowed";
+
+/// `clusters` (the Gateway's, by name) tells which routes forward to a dynamic forward proxy.
+pub(super) fn build(rc: &ir::RouteConfig, clusters: &BTreeMap<String, ir::Cluster>) -> route::RouteConfiguration {
     route::RouteConfiguration {
         name: rc.name.clone(),
-        virtual_hosts: rc.virtual_hosts.iter().map(virtual_host).collect(),
+        virtual_hosts: rc.virtual_hosts.iter().map(|vh| virtual_host(vh, clusters)).collect(),
         // Weighted entries name `names::INVALID_BACKEND_CLUSTER` on purpose, which never exists. Under RDS
         // false is already the default; spelled out so the config also holds when inlined (validation).
         validate_clusters: Some(protobuf::BoolValue { value: false }),
@@ -20,24 +29,144 @@ pub(super) fn build(rc: &ir::RouteConfig) -> route::RouteConfiguration {
     }
 }
 
-fn virtual_host(vh: &ir::VirtualHost) -> route::VirtualHost {
+fn virtual_host(vh: &ir::VirtualHost, clusters: &BTreeMap<String, ir::Cluster>) -> route::VirtualHost {
     route::VirtualHost {
         name: vh.name.clone(),
         domains: vh.domains.clone(),
-        routes: vh.routes.iter().map(route_entry).collect(),
+        routes: vh.routes.iter().map(|r| route_entry(r, clusters)).collect(),
         ..Default::default()
     }
 }
 
-fn route_entry(r: &ir::Route) -> route::Route {
+fn route_entry(r: &ir::Route, clusters: &BTreeMap<String, ir::Cluster>) -> route::Route {
+    let action = action(&r.action);
+    let guard =
+        authority_guard(&action, clusters).map(|g| (ext::RBAC_FILTER.to_string(), envoy_types::util::pack_any(g)));
     route::Route {
         name: r.name.clone(),
         r#match: Some(route::RouteMatch {
             path_specifier: Some(path_specifier(&r.path)),
             ..Default::default()
         }),
-        action: Some(action(&r.action)),
+        action: Some(action),
+        typed_per_filter_config: guard.into_iter().collect(),
         ..Default::default()
+    }
+}
+
+/// A dynamic forward proxy connects wherever the request's authority says, so a route forwarding to one
+/// (after weight-0 shares are dropped) carries the destination guardrails as RBAC rules on the authority;
+/// the RBAC filter that reads them runs before the DFP filter (`listeners`). Per route, not in the
+/// listener-wide filter config: ordinary routes on the same listener must keep answering requests that
+/// name the Gateway by IP (`Host: 10.0.0.5`) or by any hostname. Several DFP clusters on one route (a
+/// weighted split, or an aggregate's members) pool their rules: each request may reach any of them.
+fn authority_guard(
+    action: &route::route::Action,
+    clusters: &BTreeMap<String, ir::Cluster>,
+) -> Option<rbac_filter::RbacPerRoute> {
+    let mut dfp = false;
+    let mut deny: Vec<&str> = Vec::new();
+    let mut allow_lists: Vec<&[String]> = Vec::new();
+    let reached = action_clusters(action)
+        .into_iter()
+        .flat_map(|name| match clusters.get(name).map(|c| &c.discovery) {
+            Some(ir::Discovery::Aggregate { clusters: members }) => members.iter().map(String::as_str).collect(),
+            _ => vec![name],
+        });
+    for name in reached {
+        let Some(ir::Discovery::DynamicForwardProxy {
+            deny_authorities,
+            allow_authorities,
+            ..
+        }) = clusters.get(name).map(|c| &c.discovery)
+        else {
+            continue;
+        };
+        dfp = true;
+        for re in deny_authorities {
+            if !deny.contains(&re.as_str()) {
+                deny.push(re);
+            }
+        }
+        if let Some(list) = allow_authorities
+            && !allow_lists.contains(&list.as_slice())
+        {
+            allow_lists.push(list);
+        }
+    }
+    if !dfp {
+        return None;
+    }
+    let mut policies = HashMap::new();
+    if !deny.is_empty() {
+        policies.insert(
+            GUARDRAILS_POLICY.to_string(),
+            anyone(deny.into_iter().map(authority_matches).collect()),
+        );
+    }
+    for (i, list) in allow_lists.into_iter().enumerate() {
+        use rbac::permission::{Rule, Set};
+        // Denied unless some entry matches; a missing authority matches none. An empty list allows nothing.
+        let outside = if list.is_empty() {
+            Rule::Any(true)
+        } else {
+            let not = |re: &String| rbac::Permission {
+                rule: Some(Rule::NotRule(Box::new(authority_matches(re)))),
+            };
+            Rule::AndRules(Set {
+                rules: list.iter().map(not).collect(),
+            })
+        };
+        let name = if i == 0 {
+            ALLOW_LIST_POLICY.to_string()
+        } else {
+            format!("{ALLOW_LIST_POLICY}-{i}")
+        };
+        policies.insert(name, anyone(vec![rbac::Permission { rule: Some(outside) }]));
+    }
+    let rules = rbac::Rbac {
+        action: rbac::rbac::Action::Deny as i32,
+        policies,
+        ..Default::default()
+    };
+    Some(rbac_filter::RbacPerRoute {
+        rbac: Some(rbac_filter::Rbac {
+            rules: Some(rules),
+            ..Default::default()
+        }),
+    })
+}
+
+/// An RBAC policy applying `permissions` to every client.
+fn anyone(permissions: Vec<rbac::Permission>) -> rbac::Policy {
+    let any = rbac::Principal {
+        identifier: Some(rbac::principal::Identifier::Any(true)),
+    };
+    rbac::Policy {
+        permissions,
+        principals: vec![any],
+        ..Default::default()
+    }
+}
+
+/// The request's authority (HTTP/1 `Host`) fully matches the RE2 `regex`.
+fn authority_matches(regex: &str) -> rbac::Permission {
+    use super::pb::matcher::{RegexMatcher, StringMatcher, string_matcher::MatchPattern};
+    let header = route::HeaderMatcher {
+        name: ":authority".to_string(),
+        header_match_specifier: Some(route::header_matcher::HeaderMatchSpecifier::StringMatch(
+            StringMatcher {
+                match_pattern: Some(MatchPattern::SafeRegex(RegexMatcher {
+                    regex: regex.to_string(),
+                    ..Default::default()
+                })),
+                ..Default::default()
+            },
+        )),
+        ..Default::default()
+    };
+    rbac::Permission {
+        rule: Some(rbac::permission::Rule::Header(header)),
     }
 }
 
@@ -129,19 +258,11 @@ pub(crate) struct ClusterRef<'a> {
 /// Every cluster a route configuration can send traffic to (`route.cluster` and weighted entries), in
 /// configuration order, including `names::INVALID_BACKEND_CLUSTER`.
 pub(crate) fn referenced_clusters(rc: &route::RouteConfiguration) -> Vec<ClusterRef<'_>> {
-    use route::route_action::ClusterSpecifier;
     let mut out = Vec::new();
     for vh in &rc.virtual_hosts {
         for r in &vh.routes {
-            let Some(route::route::Action::Route(action)) = &r.action else {
-                continue;
-            };
-            let names: Vec<&str> = match &action.cluster_specifier {
-                Some(ClusterSpecifier::Cluster(c)) => vec![c],
-                Some(ClusterSpecifier::WeightedClusters(w)) => w.clusters.iter().map(|c| c.name.as_str()).collect(),
-                _ => vec![],
-            };
-            out.extend(names.into_iter().map(|cluster| ClusterRef {
+            let Some(action) = &r.action else { continue };
+            out.extend(action_clusters(action).into_iter().map(|cluster| ClusterRef {
                 vhost: &vh.name,
                 route: &r.name,
                 cluster,
@@ -149,6 +270,31 @@ pub(crate) fn referenced_clusters(rc: &route::RouteConfiguration) -> Vec<Cluster
         }
     }
     out
+}
+
+/// Every route of a route configuration, with its virtual host.
+pub(crate) fn all_routes(rc: &route::RouteConfiguration) -> impl Iterator<Item = (&route::VirtualHost, &route::Route)> {
+    rc.virtual_hosts
+        .iter()
+        .flat_map(|vh| vh.routes.iter().map(move |r| (vh, r)))
+}
+
+/// Whether a built route carries the authority guard (so its connection manager needs the RBAC filter).
+pub(crate) fn has_authority_guard(r: &route::Route) -> bool {
+    r.typed_per_filter_config.contains_key(ext::RBAC_FILTER)
+}
+
+/// The clusters one route action can send traffic to.
+pub(crate) fn action_clusters(action: &route::route::Action) -> Vec<&str> {
+    use route::route_action::ClusterSpecifier;
+    let route::route::Action::Route(action) = action else {
+        return vec![];
+    };
+    match &action.cluster_specifier {
+        Some(ClusterSpecifier::Cluster(c)) => vec![c],
+        Some(ClusterSpecifier::WeightedClusters(w)) => w.clusters.iter().map(|c| c.name.as_str()).collect(),
+        _ => vec![],
+    }
 }
 
 #[cfg(test)]

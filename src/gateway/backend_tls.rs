@@ -15,6 +15,7 @@ use super::backends::Ctx;
 use super::conditions::{self, Condition, Problem, reason};
 use super::tls::{self, SecretSet};
 use crate::api::consts::{CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP};
+use crate::envoy::names::BackendKind;
 use crate::ir;
 use crate::model::ObjectKey;
 
@@ -27,8 +28,13 @@ pub struct PolicyVerdict {
     /// Trust/SNI/SANs when valid.
     pub tls: Option<ir::UpstreamTls>,
     pub secrets: SecretSet,
-    /// Services it targets (for ancestor lookup).
-    pub services: Vec<ObjectKey>,
+    /// Problems with individual targetRefs (missing Service, a Backend kind): those targets are
+    /// ignored; the policy still applies to its valid targets.
+    pub target_problems: Vec<Problem>,
+    pub valid_targets: usize,
+    /// Every target of a kind routes can reference, found or not: the Gateways whose routes use one
+    /// of them are the policy's status ancestors.
+    pub targets: Vec<(BackendKind, ObjectKey)>,
 }
 
 #[derive(Debug, Default)]
@@ -46,26 +52,37 @@ impl PolicyIndex {
             let mut verdict = evaluate(ctx, key, policy);
             for (i, t) in policy.spec.target_refs.iter().enumerate() {
                 let field = format!("spec.targetRefs[{i}]");
+                let target = ObjectKey::new(&key.namespace, &t.name);
                 match (t.group.as_str(), t.kind.as_str()) {
                     (CORE_GROUP, KIND_SERVICE) => {
-                        let svc = ObjectKey::new(&key.namespace, &t.name);
-                        if ctx.model.services.contains_key(&svc) {
-                            verdict.services.push(svc.clone());
-                            contenders.entry((svc, t.section_name.clone())).or_default().push(policy);
+                        verdict.targets.push((BackendKind::Service, target.clone()));
+                        if ctx.model.services.contains_key(&target) {
+                            verdict.valid_targets += 1;
+                            contenders.entry((target, t.section_name.clone())).or_default().push(policy);
                         } else {
-                            verdict.problems.push(Problem::accepted(
+                            verdict.target_problems.push(Problem::accepted(
                                 reason::TARGET_NOT_FOUND,
-                                format!("{field}: Service {svc} not found"),
+                                format!("{field}: Service {target} not found"),
                             ));
                         }
                     }
-                    (X_GATEWAY_GROUP, KIND_XBACKEND) | (GATEWAY_GROUP, KIND_BACKEND) | (EG_GROUP, KIND_BACKEND) => {
-                        verdict.problems.push(Problem::accepted(
+                    (group @ (X_GATEWAY_GROUP | GATEWAY_GROUP | EG_GROUP), kind @ (KIND_XBACKEND | KIND_BACKEND)) => {
+                        let bk = match (group, kind) {
+                            (X_GATEWAY_GROUP, KIND_XBACKEND) => Some(BackendKind::XBackend),
+                            (GATEWAY_GROUP, KIND_BACKEND) => Some(BackendKind::Backend),
+                            (EG_GROUP, KIND_BACKEND) => Some(BackendKind::EgBackend),
+                            _ => None,
+                        };
+                        verdict.targets.extend(bk.map(|bk| (bk, target.clone())));
+                        verdict.target_problems.push(Problem::accepted(
                             reason::INVALID,
-                            format!("{field}: a BackendTLSPolicy cannot target a {} ({}); set spec.tls on the Backend itself", t.kind, t.group),
+                            format!(
+                                "{field}: a BackendTLSPolicy cannot target {} {kind} ({group}); set spec.tls on the Backend itself",
+                                super::backends::article(kind)
+                            ),
                         ));
                     }
-                    (g, k) => verdict.problems.push(Problem::accepted(
+                    (g, k) => verdict.target_problems.push(Problem::accepted(
                         reason::INVALID,
                         format!("{field}: target kind {}/{k} is not supported; use a core Service", if g.is_empty() { "core" } else { g }),
                     )),
@@ -107,8 +124,15 @@ impl PolicyIndex {
             )
         } else if let Some(p) = v.problems.iter().find(|p| p.type_ == conditions::ACCEPTED) {
             Condition::fail(conditions::ACCEPTED, p.reason, join(&v.problems, conditions::ACCEPTED), g)
-        } else {
+        } else if v.valid_targets == 0
+            && let Some(p) = v.target_problems.first()
+        {
+            Condition::fail(conditions::ACCEPTED, p.reason, join(&v.target_problems, conditions::ACCEPTED), g)
+        } else if v.target_problems.is_empty() {
             Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Policy accepted", g)
+        } else {
+            let msg = format!("Policy accepted for its Service targets; ignored: {}", join(&v.target_problems, conditions::ACCEPTED));
+            Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, msg, g)
         };
         let refs = match v.problems.iter().find(|p| p.type_ == conditions::RESOLVED_REFS) {
             Some(p) => Condition::fail(conditions::RESOLVED_REFS, p.reason, join(&v.problems, conditions::RESOLVED_REFS), g),

@@ -158,6 +158,10 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
             resolved = Condition::fail(conditions::RESOLVED_REFS, why, msg, g);
         }
     }
+    if protocol.is_none() {
+        // No route kind attaches to a listener pier cannot serve.
+        kinds.clear();
+    }
     let programmable = accepted.status == conditions::Status::True
         && protocol.is_some()
         && port.is_some()

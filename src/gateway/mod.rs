@@ -61,7 +61,12 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
         let mut secrets = tls::SecretSet::new();
         let mut listeners = listeners::process(model, gw_key, gw, &mut secrets);
         let (client_cert, cert_condition) = gateway_client_cert(model, gw_key, gw, &mut secrets);
-        let scope = routes::Scope { model, gateway: gw_key, controller: &opts.controller_name };
+        let scope = routes::Scope {
+            model,
+            gateway: gw_key,
+            client_cert: client_cert.as_deref(),
+            controller: &opts.controller_name,
+        };
         let mut sink = routes::Sink::default();
         for (order, rkey) in route_keys.iter().enumerate() {
             let r = routes::RouteRef { key: rkey, route: &model.http_routes[*rkey], order };
@@ -70,15 +75,8 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
         }
         let mut gir = ir::GatewayIr { namespace: gw_key.namespace.clone(), name: gw_key.name.clone(), ..Default::default() };
         for t in sink.targets {
-            let mut cluster = t.cluster;
-            if t.gateway_client_cert
-                && let Some(tls) = cluster.tls.as_mut()
-                && tls.client_certificate.is_none()
-            {
-                tls.client_certificate = client_cert.clone();
-            }
             secrets.extend(t.secrets);
-            gir.clusters.insert(cluster.name.clone(), cluster);
+            gir.clusters.insert(t.cluster.name.clone(), t.cluster);
         }
         gir.listeners = envoy_listeners(opts, gw_key, &listeners, &sink.entries);
         // Only secrets something references are served (a listener certificate of an unprogrammed
@@ -305,7 +303,10 @@ fn backend_statuses(backends: &Backends<'_>, controller: &str) -> Vec<ObjectStat
         let parents: Vec<serde_json::Value> = gateways
             .iter()
             .take(MAX_ROUTE_PARENTS)
-            .map(|gw| json!({ "controllerName": controller, "parentRef": status::gateway_ref(gw, None, None), "conditions": status::conditions(&conds) }))
+            .map(|gw| {
+                let conds = backends.parent_conditions(kind, key, gw);
+                json!({ "controllerName": controller, "parentRef": status::gateway_ref(gw, None, None), "conditions": status::conditions(&conds) })
+            })
             .collect();
         out.push(ObjectStatus::new(api, kind_name, key, json!({ "parents": parents })));
     }
@@ -315,12 +316,8 @@ fn backend_statuses(backends: &Backends<'_>, controller: &str) -> Vec<ObjectStat
 fn policy_statuses(model: &Model, backends: &Backends<'_>, controller: &str) -> Vec<ObjectStatus> {
     let mut out = Vec::new();
     for (key, verdict) in &backends.policies.verdicts {
-        let ancestors: BTreeSet<&ObjectKey> = verdict
-            .services
-            .iter()
-            .filter_map(|svc| backends.referenced_by.get(&(BackendKind::Service, svc.clone())))
-            .flatten()
-            .collect();
+        let ancestors: BTreeSet<&ObjectKey> =
+            verdict.targets.iter().filter_map(|t| backends.referenced_by.get(t)).flatten().collect();
         if ancestors.is_empty() || !model.backend_tls_policies.contains_key(key) {
             continue;
         }

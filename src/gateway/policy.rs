@@ -74,7 +74,9 @@ impl Rule {
             Rule::Wildcard => "wildcard hostnames are not destinations",
             Rule::InvalidHostname => "not an RFC 1123 hostname",
             Rule::NotInAllowList => "the operator's hostname allow-list does not include it",
-            Rule::UnixSocketsDisabled => "unix socket endpoints are disabled by the operator",
+            Rule::UnixSocketsDisabled => {
+                "unix socket endpoints are disabled (an operator can allow them with --allow-unix-sockets)"
+            }
         }
     }
 }
@@ -198,6 +200,115 @@ pub fn is_rfc1123_hostname(h: &str) -> bool {
         })
 }
 
+// The same hostname rules, enforced by Envoy on a request's authority (`Host`, `:authority`).
+//
+// A DynamicResolver Backend (dynamic forward proxy) connects wherever the request's authority says, so
+// `check_hostname` cannot run at translation time. Envoy runs these RE2 regexes instead, as RBAC rules on
+// the routes that forward to such a Backend (see `envoy::routes`): an authority matching any deny regex,
+// or (with an allow-list) none of the allow regexes, is answered 403. KEEP IN SYNC with `check_hostname`:
+// every rule there has its regex here, and `HOSTNAME_CASES` is run through both (`hostname_rules` here,
+// a real Envoy in `tests/envoy_validate.rs`). Differences, both fail-closed: label and name lengths are not
+// checked (such names cannot be resolved anyway), and under `allow_loopback` a bare `localhost` stays
+// denied as a single label (RE2 has no look-ahead to exempt it).
+//
+// The host is everything before the first `:`; a port may follow. Envoy matches the whole value (RE2 full
+// match; the anchors say so to the reader). One small regex per rule: Envoy refuses a regex whose RE2
+// program is larger than 100 instructions.
+
+/// Optional trailing dot, then an optional port, to the end.
+const AUTHORITY_TAIL: &str = r"\.?(?::.*)?$";
+
+/// RE2 regexes, each anchored and matched against the whole authority, that together match every
+/// authority whose host `check_hostname` refuses by its built-in rules.
+pub fn authority_deny_regexes(g: &Guardrails) -> Vec<String> {
+    let mut out: Vec<String> = [
+        // Rule::Wildcard.
+        r"^.*\*.*$",
+        // Rule::IpLiteral: bracketed IPv6 (`[::1]`, `[::ffff:169.254.169.254]:80`).
+        r"^\[.*$",
+        // Rule::IpLiteral: digits and dots only (`10.0.0.5`, `127.1`, `127.0.0.1.`), any port.
+        r"^[0-9.]+(?::.*)?$",
+        // Rule::InvalidHostname: a character outside `[A-Za-z0-9.-]` in the host.
+        r"^[^:]*[^0-9A-Za-z.:-].*$",
+        // Rule::InvalidHostname: an empty label (leading dot, `..`) or a label starting with `-`.
+        r"^(?:[^:]*\.)?[.-].*$",
+        // Rule::InvalidHostname: a label ending with `-`.
+        r"^[^:]*-(?:[.:].*)?$",
+        // Rule::InvalidHostname, Rule::IpLiteral: after the first `:` anything but a port number
+        // (also every bare IPv6 literal, `::1`, which has several colons).
+        r"^[^:]*:(?:.*[^0-9].*)?$",
+    ]
+    .map(String::from)
+    .into();
+    // Rule::Loopback, Rule::ClusterLocal; `(?i)`: `LOCALHOST` resolves like `localhost`.
+    if !g.allow_loopback {
+        out.push(format!(r"(?i)^(?:[^:]*\.)?localhost{AUTHORITY_TAIL}"));
+    }
+    out.push(format!(r"(?i)^(?:[^:]*\.)?cluster\.local{AUTHORITY_TAIL}"));
+    // Rule::SingleLabel (and the empty host).
+    out.push(format!(r"^[^.:]*{AUTHORITY_TAIL}"));
+    out
+}
+
+/// With an operator allow-list, one RE2 regex per entry (as `allow_listed` reads it: exact names, and
+/// `*.suffix` for names ending in `.suffix`); an authority matching none of them is refused.
+pub fn authority_allow_regexes(g: &Guardrails) -> Option<Vec<String>> {
+    let list = g.allowed_hostnames.as_ref()?;
+    let regexes = list.iter().map(|entry| {
+        let e = entry.to_ascii_lowercase();
+        match e.strip_prefix("*.") {
+            // At least one character before `.suffix`, as in `allow_listed`.
+            Some(suffix) => format!(r"(?i)^[^:]+\.{}{AUTHORITY_TAIL}", re2_literal(suffix)),
+            None => format!(r"(?i)^{}{AUTHORITY_TAIL}", re2_literal(&e)),
+        }
+    });
+    Some(regexes.collect())
+}
+
+/// `s` matched literally by RE2 (a hostname's `.` is its only metacharacter; the rest are escaped in case).
+fn re2_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if r"\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Hostnames and the rule `check_hostname` refuses each by under default guardrails. The one table both
+/// enforcement points are tested against: `check_hostname` here, the authority regexes in a real Envoy
+/// (`tests/envoy_validate.rs`), with each host also upper-cased and with a port.
+#[doc(hidden)]
+pub const HOSTNAME_CASES: &[(&str, Option<Rule>)] = &[
+    ("api.example.com", None),
+    ("API.Example.com.", None),
+    ("a-b.example.com", None),
+    ("localhost", Some(Rule::Loopback)),
+    ("LocalHost.", Some(Rule::Loopback)),
+    ("foo.localhost", Some(Rule::Loopback)),
+    ("svc.ns.svc.cluster.local", Some(Rule::ClusterLocal)),
+    ("kubernetes.default.svc.cluster.local.", Some(Rule::ClusterLocal)),
+    ("cluster.local", Some(Rule::ClusterLocal)),
+    ("backend", Some(Rule::SingleLabel)),
+    ("kubernetes.", Some(Rule::SingleLabel)),
+    ("2130706433", Some(Rule::SingleLabel)),
+    ("10.0.0.1", Some(Rule::IpLiteral)),
+    ("169.254.169.254", Some(Rule::IpLiteral)),
+    ("127.0.0.1.", Some(Rule::IpLiteral)),
+    ("127.1", Some(Rule::IpLiteral)),
+    ("[::1]", Some(Rule::IpLiteral)),
+    ("::1", Some(Rule::IpLiteral)),
+    ("[::ffff:169.254.169.254]", Some(Rule::IpLiteral)),
+    ("*.example.com", Some(Rule::Wildcard)),
+    ("-bad.example.com", Some(Rule::InvalidHostname)),
+    ("bad-.example.com", Some(Rule::InvalidHostname)),
+    ("a..example.com", Some(Rule::InvalidHostname)),
+    (".example.com", Some(Rule::InvalidHostname)),
+    ("under_score.example.com", Some(Rule::InvalidHostname)),
+];
+
 /// Parses an IP the way Envoy Gateway's schema allows (dotted quad or IPv6), for its `ip` endpoints.
 pub fn parse_ip(s: &str) -> Option<IpAddr> {
     s.parse::<Ipv4Addr>().map(IpAddr::V4).ok().or_else(|| s.parse::<Ipv6Addr>().map(IpAddr::V6).ok())
@@ -254,22 +365,39 @@ mod tests {
     #[test]
     fn hostname_rules() {
         let g = Guardrails::default();
-        let cases = [
-            ("api.example.com", None),
-            ("API.Example.com.", None),
-            ("localhost", Some(Rule::Loopback)),
-            ("foo.localhost", Some(Rule::Loopback)),
-            ("svc.ns.svc.cluster.local", Some(Rule::ClusterLocal)),
-            ("backend", Some(Rule::SingleLabel)),
-            ("10.0.0.1", Some(Rule::IpLiteral)),
-            ("127.1", Some(Rule::IpLiteral)),
-            ("[::1]", Some(Rule::IpLiteral)),
-            ("*.example.com", Some(Rule::Wildcard)),
-            ("-bad.example.com", Some(Rule::InvalidHostname)),
-            ("under_score.example.com", Some(Rule::InvalidHostname)),
-        ];
-        for (h, want) in cases {
+        for &(h, want) in HOSTNAME_CASES {
             assert_eq!(rule_of(check_hostname(h, &g)), want, "{h}");
         }
+    }
+
+    // What a regex matches is judged by Envoy's RE2 itself, over `HOSTNAME_CASES`, in
+    // `tests/envoy_validate.rs`; these pin the shape Envoy needs.
+    #[test]
+    fn authority_regexes_are_anchored_and_follow_the_options() {
+        let g = Guardrails::default();
+        let deny = authority_deny_regexes(&g);
+        for re in &deny {
+            let body = re.strip_prefix("(?i)").unwrap_or(re);
+            assert!(body.starts_with('^') && body.ends_with('$'), "{re}");
+        }
+        assert!(deny.iter().any(|r| r.contains("localhost")));
+        assert!(deny.iter().any(|r| r.contains(r"cluster\.local")));
+        let loopback = Guardrails { allow_loopback: true, ..Default::default() };
+        assert!(!authority_deny_regexes(&loopback).iter().any(|r| r.contains("localhost")));
+        assert_eq!(authority_deny_regexes(&loopback).len(), deny.len() - 1);
+        assert_eq!(authority_allow_regexes(&g), None);
+
+        let listed = Guardrails {
+            allowed_hostnames: Some(vec!["API.example.com".into(), "*.svc.example.org".into()]),
+            ..Default::default()
+        };
+        assert_eq!(
+            authority_allow_regexes(&listed),
+            Some(vec![
+                r"(?i)^api\.example\.com\.?(?::.*)?$".to_string(),
+                r"(?i)^[^:]+\.svc\.example\.org\.?(?::.*)?$".to_string(),
+            ])
+        );
+        assert_eq!(re2_literal("a.b*c[d]"), r"a\.b\*c\[d\]");
     }
 }

@@ -11,7 +11,7 @@
 use gateway_api::apis::standard::httproutes::{HttpRoute, HttpRouteRules, HttpRouteRulesMatchesPathType as PathType};
 use serde_json::{Value, json};
 
-use super::backends::{Backends, RefSpec, RouteSide};
+use super::backends::{Backends, GatewaySide, RefSpec, RouteSide};
 use super::conditions::{self, Condition, Problem, reason};
 use super::hostnames;
 use super::listeners::{AllowedNamespaces, ListenerInfo};
@@ -35,6 +35,8 @@ pub struct Entry {
 pub struct Scope<'a> {
     pub model: &'a Model,
     pub gateway: &'a ObjectKey,
+    /// SDS name of the Gateway's valid backend client certificate, if any.
+    pub client_cert: Option<&'a str>,
     pub controller: &'a str,
 }
 
@@ -225,7 +227,7 @@ fn rules(
                 resolved.push((None, weight));
                 continue;
             }
-            match backends.resolve(side, &r, gw_key) {
+            match backends.resolve(side, &r, GatewaySide { key: gw_key, client_cert: scope.client_cert }) {
                 Ok(Some(t)) => {
                     notes.extend(t.notes.iter().cloned());
                     resolved.push((Some(t), weight));
@@ -268,12 +270,16 @@ fn rules(
         }
     }
     let resolved = match ref_problems.first() {
-        Some(p) => Condition::fail(
-            conditions::RESOLVED_REFS,
-            p.reason,
-            ref_problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; "),
-            g,
-        ),
+        Some(p) => {
+            // One message per distinct problem: the same missing backend in three rules is one line.
+            let mut msgs: Vec<&str> = Vec::new();
+            for m in ref_problems.iter().map(|p| p.message.as_str()) {
+                if !msgs.contains(&m) {
+                    msgs.push(m);
+                }
+            }
+            Condition::fail(conditions::RESOLVED_REFS, p.reason, msgs.join("; "), g)
+        }
         None if notes.is_empty() => {
             Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "All references resolved", g)
         }

@@ -202,6 +202,7 @@ pub fn upstream_tls(sni: Option<String>, trust: ir::Trust, sans: Vec<ir::SanMatc
         signature_algorithms: Vec::new(),
         alpn: Vec::new(),
         auto_host_sni: false,
+        sni_from_host: false,
     }
 }
 

@@ -6,4 +6,5 @@
 //! Sources own I/O and nothing else: parsing is [`model::yaml`](crate::model::yaml) and model building
 //! [`model::insert`](crate::model::insert), so every source reads objects exactly the same way.
 
+pub mod dir;
 pub mod files;

@@ -57,6 +57,7 @@ pub fn verified_tls(ca: &str, sni: &str) -> UpstreamTls {
         signature_algorithms: vec![],
         alpn: vec![],
         auto_host_sni: false,
+        sni_from_host: false,
     }
 }
 

@@ -12,7 +12,7 @@
 //! - `fqdn.protocol.type`: `HTTP`, `HTTP11`, `HTTP2`, `H2C`, `GRPC`, `MCP`, `TCP`; vendor protocols
 //!   (`vendor.io/x`) are refused.
 
-use super::{Ctx, Evaluated, PortChoice, Usable, endpoints, port_u16};
+use super::{Ctx, GatewayCert, Evaluated, PortChoice, Usable, endpoints, port_u16};
 use crate::api::consts::CA_CERT_KEY;
 use crate::api::draft::{
     ConnectionPoolConfig, DestinationType, DraftBackendSpec, EXT_CONNECTION_POOL, EXT_OUTLIER_DETECTION,
@@ -56,9 +56,9 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generati
                 ev.problems.push(Problem::accepted(reason::DESTINATION_NOT_ALLOWED, format!("spec.destination.fqdn.hostname: {r}")));
                 return ev;
             }
-            let app = match fqdn.protocol.as_ref().map(|p| p.type_.to_ascii_uppercase()) {
+            let app = match fqdn.protocol.as_ref().map(|p| p.type_.as_str()) {
                 None => None,
-                Some(t) => match parse_protocol(&t) {
+                Some(t) => match parse_protocol(&t.to_ascii_uppercase()) {
                     Some(p) => Some(p),
                     None => {
                         ev.problems.push(Problem::accepted(
@@ -98,7 +98,7 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generati
                     },
                     protocol: proto.upstream(use_tls),
                     tls: None,
-                    gateway_client_cert: false,
+                    gateway_client_cert: GatewayCert::No,
                     tcp: proto == Proto::Tcp,
                     secrets: Default::default(),
                 };
@@ -106,7 +106,7 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generati
                     match fqdn_tls(ctx, key, &fqdn.hostname, fqdn.tls.as_ref(), &mut usable) {
                         Ok((t, gw_cert)) => {
                             choice.tls = Some(t);
-                            choice.gateway_client_cert = gw_cert;
+                            choice.gateway_client_cert = if gw_cert { GatewayCert::Optional } else { GatewayCert::No };
                         }
                         Err(p) => {
                             ev.problems.extend(p);
@@ -142,7 +142,27 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generati
                 ev.problems.push(Problem::refs(reason::BACKEND_NOT_FOUND, format!("spec.destination.kubernetesService: Service {svc_key} not found")));
                 return ev;
             }
-            for (port, port_proto) in &ports {
+            for (i, (port, port_proto)) in ports.iter().enumerate() {
+                // The draft gives TLS settings only to FQDN destinations: HTTPS to a Service would
+                // have nothing to verify against, and plaintext is not what was asked for.
+                let proto = match port_proto.as_deref() {
+                    None => Proto::Http,
+                    Some(p) => match parse_protocol(&p.to_ascii_uppercase()) {
+                        Some(proto) => proto,
+                        None => {
+                            let why = if p.eq_ignore_ascii_case("HTTPS") {
+                                "HTTPS to a Service destination is not supported: the draft shape has no TLS settings for it; use an XBackend of type EndpointSelector with spec.tls, or a BackendTLSPolicy on the Service"
+                            } else {
+                                "is not supported (HTTP, HTTP11, HTTP2, H2C, GRPC, MCP, TCP)"
+                            };
+                            ev.problems.push(Problem::accepted(
+                                reason::UNSUPPORTED_VALUE,
+                                format!("spec.destination.ports[{i}].protocol: {p:?}: {why}"),
+                            ));
+                            return ev;
+                        }
+                    },
+                };
                 let found = match endpoints::for_service_port(ctx, &svc_key, *port) {
                     Ok(f) => f,
                     Err(p) => {
@@ -151,13 +171,12 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generati
                     }
                 };
                 ev.notes.extend(found.notes);
-                let proto = port_proto.as_deref().map(str::to_ascii_uppercase).and_then(|p| parse_protocol(&p)).unwrap_or(Proto::Http);
                 usable.choices.push(PortChoice {
                     port: *port,
                     discovery: ir::Discovery::Eds { endpoints: found.endpoints },
                     protocol: proto.upstream(false),
                     tls: None,
-                    gateway_client_cert: false,
+                    gateway_client_cert: GatewayCert::No,
                     tcp: proto == Proto::Tcp,
                     secrets: Default::default(),
                 });

@@ -6,7 +6,7 @@
 //! Gateway, the guardrails of `gateway::policy` apply to every endpoint, and a refused endpoint
 //! refuses the whole Backend (a partial Backend would silently shift its traffic).
 
-use super::{Ctx, Evaluated, PortChoice, Usable, port_u16};
+use super::{Ctx, GatewayCert, Evaluated, PortChoice, Usable, port_u16};
 use crate::api::consts::SECRET_TYPE_TLS;
 use crate::api::eg::{APP_PROTOCOL_H2C, APP_PROTOCOL_WS, APP_PROTOCOL_WSS, EgBackendSpec, EgBackendTls, EgBackendType};
 use crate::gateway::conditions::{ACCEPTED, Problem, reason};
@@ -47,7 +47,14 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &EgBackendSpec, generation:
                 ));
                 return ev;
             }
-            (ir::Discovery::DynamicForwardProxy { dns: ctx.opts.dns.clone() }, 0)
+            // No endpoint to check here: the guardrails go to Envoy, which checks each request's authority.
+            let g = &ctx.opts.guardrails;
+            let discovery = ir::Discovery::DynamicForwardProxy {
+                dns: ctx.opts.dns.clone(),
+                deny_authorities: policy::authority_deny_regexes(g),
+                allow_authorities: policy::authority_allow_regexes(g),
+            };
+            (discovery, 0)
         }
         EgBackendType::Endpoints => {
             let eps = spec.endpoints.as_deref().unwrap_or_default();
@@ -120,6 +127,13 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &EgBackendSpec, generation:
                     }
                 }
             }
+            let auto_sni = spec.tls.as_ref().and_then(|t| t.auto_sni_from_endpoint_hostname).unwrap_or(false);
+            if auto_sni && endpoints.iter().any(|e| e.hostname.is_none()) {
+                ev.problems.push(invalid(
+                    "spec.endpoints: when tls.autoSNIFromEndpointHostname is enabled, IP and Unix endpoints must define a hostname".into(),
+                ));
+                return ev;
+            }
             if targets.is_empty() {
                 let port = endpoints
                     .iter()
@@ -138,7 +152,7 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &EgBackendSpec, generation:
         }
     };
 
-    let mut choice = PortChoice { port, discovery, protocol, tls: None, gateway_client_cert: false, tcp: false, secrets: Default::default() };
+    let mut choice = PortChoice { port, discovery, protocol, tls: None, gateway_client_cert: GatewayCert::No, tcp: false, secrets: Default::default() };
     if let Some(t) = &spec.tls {
         match backend_tls(ctx, key, t, &mut usable) {
             Ok((upstream, gw)) => {
@@ -146,7 +160,7 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &EgBackendSpec, generation:
                     choice.protocol = ir::UpstreamProtocol::Http2;
                 }
                 choice.tls = Some(upstream);
-                choice.gateway_client_cert = gw;
+                choice.gateway_client_cert = if gw { GatewayCert::Optional } else { GatewayCert::No };
             }
             Err(p) => {
                 ev.problems.push(p);
@@ -202,6 +216,9 @@ fn backend_tls(ctx: Ctx<'_>, key: &ObjectKey, t: &EgBackendTls, usable: &mut Usa
     };
     let mut upstream = tls::upstream_tls(t.sni.clone(), trust, sans);
     upstream.auto_host_sni = auto_sni;
+    // Without a fixed SNI, Envoy Gateway takes SNI and the certificate check from the request's Host;
+    // otherwise any certificate the CA signed, for any name, would be accepted.
+    upstream.sni_from_host = t.sni.is_none() && !auto_sni;
     upstream.min_version = t.min_version.as_deref().map(parse_version).transpose().map_err(|v| invalid(&format!("minVersion {v:?} is not one of Auto, 1.0, 1.1, 1.2, 1.3")))?;
     upstream.max_version = t.max_version.as_deref().map(parse_version).transpose().map_err(|v| invalid(&format!("maxVersion {v:?} is not one of Auto, 1.0, 1.1, 1.2, 1.3")))?;
     if let (Some(min), Some(max)) = (upstream.min_version, upstream.max_version)

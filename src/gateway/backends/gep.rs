@@ -2,7 +2,7 @@
 //! STRICT_DNS cluster on hostname:port) or `EndpointSelector` (an EDS cluster fed by the EndpointSlices
 //! of a Service in the same namespace), with inline TLS and protocol.
 
-use super::{Ctx, Evaluated, PortChoice, Usable, endpoints, port_u16};
+use super::{Ctx, GatewayCert, Evaluated, PortChoice, Usable, endpoints, port_u16};
 use crate::api::consts::{CORE_GROUP, KIND_SERVICE};
 use crate::api::xbackend::{BackendProtocol, BackendTlsMode, BackendType, XBackendSpec};
 use crate::gateway::conditions::{Problem, reason};
@@ -70,7 +70,10 @@ pub fn evaluate(ctx: Ctx<'_>, owner_kind: &str, key: &ObjectKey, spec: &XBackend
                     if group != CORE_GROUP || kind != KIND_SERVICE {
                         ev.problems.push(Problem::refs(
                             reason::INVALID_KIND,
-                            format!("spec.endpointSelector.selectorRef: {kind} is not supported; use a core Service"),
+                            format!(
+                                "spec.endpointSelector.selectorRef: {}/{kind} is not supported; use a core Service",
+                                if group.is_empty() { "core" } else { group }
+                            ),
                         ));
                         return ev;
                     }
@@ -99,7 +102,7 @@ pub fn evaluate(ctx: Ctx<'_>, owner_kind: &str, key: &ObjectKey, spec: &XBackend
 
     let mut usable = Usable::default();
     let mut choice =
-        PortChoice { port, discovery, protocol, tls: None, gateway_client_cert: false, tcp, secrets: Default::default() };
+        PortChoice { port, discovery, protocol, tls: None, gateway_client_cert: GatewayCert::No, tcp, secrets: Default::default() };
     if let Some(t) = &spec.tls
         && t.mode != BackendTlsMode::None
     {
@@ -138,7 +141,7 @@ pub fn evaluate(ctx: Ctx<'_>, owner_kind: &str, key: &ObjectKey, spec: &XBackend
                 ev.problems.push(invalid("spec.tls.clientCertificateRef: must be set if and only if mode is ClientAndServer"));
                 return ev;
             }
-            (BackendTlsMode::ClientAndServer, None) => choice.gateway_client_cert = true,
+            (BackendTlsMode::ClientAndServer, None) => choice.gateway_client_cert = GatewayCert::Required,
             (BackendTlsMode::ClientAndServer, Some(r)) => {
                 if r.namespace.as_deref().is_some_and(|ns| ns != key.namespace) {
                     ev.problems.push(Problem::refs(

@@ -56,14 +56,27 @@ pub struct Usable {
     pub fallback: bool,
 }
 
+/// Whether a backend presents the Gateway's `spec.tls.backend.clientCertificateRef` upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GatewayCert {
+    /// The backend has its own certificate, or no TLS.
+    #[default]
+    No,
+    /// Presented when the Gateway has one (BackendTLSPolicy Services, draft and Envoy Gateway shapes).
+    Optional,
+    /// mTLS is required (`mode: ClientAndServer` without a certificate of its own): without the
+    /// Gateway's certificate the backend cannot be reached from that Gateway.
+    Required,
+}
+
 #[derive(Debug, Clone)]
 pub struct PortChoice {
     pub port: u16,
     pub discovery: ir::Discovery,
     pub protocol: ir::UpstreamProtocol,
     pub tls: Option<ir::UpstreamTls>,
-    /// The client certificate comes from the Gateway's `spec.tls.backend.clientCertificateRef`.
-    pub gateway_client_cert: bool,
+    /// Whether the client certificate comes from the Gateway.
+    pub gateway_client_cert: GatewayCert,
     /// `protocol: TCP`: not usable from an HTTPRoute.
     pub tcp: bool,
     /// Extra secrets this port needs (e.g. a BackendTLSPolicy CA for a Service port).
@@ -75,7 +88,7 @@ pub struct PortChoice {
 pub struct Target {
     pub cluster: ir::Cluster,
     pub secrets: SecretSet,
-    pub gateway_client_cert: bool,
+    pub gateway_client_cert: GatewayCert,
     /// Things the route's status should mention (e.g. EndpointSlice addresses a guardrail dropped).
     pub notes: Vec<String>,
     /// An Envoy Gateway `fallback` Backend: used only when the rule's primary backends fail.
@@ -92,6 +105,14 @@ pub struct RefSpec<'a> {
     pub port: Option<i32>,
 }
 
+/// The Gateway whose configuration is being built: its key and its valid backend client certificate
+/// (SDS name), if any.
+#[derive(Debug, Clone, Copy)]
+pub struct GatewaySide<'a> {
+    pub key: &'a ObjectKey,
+    pub client_cert: Option<&'a str>,
+}
+
 /// The route a backendRef belongs to.
 #[derive(Debug, Clone, Copy)]
 pub struct RouteSide<'a> {
@@ -106,6 +127,9 @@ pub struct Backends<'a> {
     evaluated: BTreeMap<(BackendKind, ObjectKey), Evaluated>,
     /// Gateways that reference each Backend object (for `status.parents`) and each Service.
     pub referenced_by: BTreeMap<(BackendKind, ObjectKey), BTreeSet<ObjectKey>>,
+    /// Problems of a Backend that hold for one Gateway only (a required client certificate the
+    /// Gateway does not have), keyed by (kind, Backend, Gateway).
+    pub parent_problems: BTreeMap<(BackendKind, ObjectKey, ObjectKey), Problem>,
 }
 
 impl<'a> Backends<'a> {
@@ -128,13 +152,48 @@ impl<'a> Backends<'a> {
             let g = b.metadata.generation.unwrap_or(0);
             evaluated.insert((BackendKind::EgBackend, key.clone()), eg::evaluate(ctx, key, &b.spec, g));
         }
-        Self { ctx, policies, evaluated, referenced_by: BTreeMap::new() }
+        Self { ctx, policies, evaluated, referenced_by: BTreeMap::new(), parent_problems: BTreeMap::new() }
     }
 
     /// Resolves one backendRef of a route attached to `gateway`.
     /// `Ok(None)`: the reference is fine but its target may not carry traffic (a Service port whose
     /// BackendTLSPolicy is invalid); its share gets a 5xx and the policy's status says why.
-    pub fn resolve(&mut self, route: RouteSide<'_>, r: &RefSpec<'_>, gateway: &ObjectKey) -> Result<Option<Target>, Problem> {
+    pub fn resolve(&mut self, route: RouteSide<'_>, r: &RefSpec<'_>, gw: GatewaySide<'_>) -> Result<Option<Target>, Problem> {
+        let mut target = self.resolve_target(route, r, gw.key)?;
+        if let Some(t) = target.as_mut() {
+            self.apply_gateway_cert(t, r, gw)?;
+        }
+        Ok(target)
+    }
+
+    /// Puts the Gateway's client certificate on a target that takes it; refuses a target that
+    /// requires one when the Gateway has none.
+    fn apply_gateway_cert(&mut self, t: &mut Target, r: &RefSpec<'_>, gw: GatewaySide<'_>) -> Result<(), Problem> {
+        let Some(tls) = t.cluster.tls.as_mut() else { return Ok(()) };
+        match (t.gateway_client_cert, gw.client_cert) {
+            (GatewayCert::No, _) => Ok(()),
+            (_, Some(cert)) => {
+                tls.client_certificate = Some(cert.to_string());
+                Ok(())
+            }
+            (GatewayCert::Optional, None) => Ok(()),
+            (GatewayCert::Required, None) => {
+                let msg = format!(
+                    "{} {}/{}: tls.mode ClientAndServer needs a client certificate, but it sets no clientCertificateRef and Gateway {} has no valid spec.tls.backend.clientCertificateRef",
+                    r.kind, r.namespace, r.name, gw.key
+                );
+                let kind = match (r.group, r.kind) {
+                    (X_GATEWAY_GROUP, KIND_XBACKEND) => BackendKind::XBackend,
+                    _ => BackendKind::Backend,
+                };
+                let key = (kind, ObjectKey::new(r.namespace, r.name), gw.key.clone());
+                self.parent_problems.insert(key, Problem::refs(reason::INVALID_CLIENT_CERTIFICATE_REF, msg.clone()));
+                Err(Problem::refs(reason::INVALID_BACKEND, msg))
+            }
+        }
+    }
+
+    fn resolve_target(&mut self, route: RouteSide<'_>, r: &RefSpec<'_>, gateway: &ObjectKey) -> Result<Option<Target>, Problem> {
         let kind = match (r.group, r.kind) {
             (CORE_GROUP, KIND_SERVICE) => BackendKind::Service,
             (X_GATEWAY_GROUP, KIND_XBACKEND) => BackendKind::XBackend,
@@ -155,7 +214,7 @@ impl<'a> Backends<'a> {
         if matches!(kind, BackendKind::XBackend | BackendKind::Backend) && r.namespace != route.namespace {
             return Err(Problem::refs(
                 reason::REF_NOT_PERMITTED,
-                format!("{what}: a {} must be in the same namespace as the {} that references it ({}); ReferenceGrant does not apply", r.kind, route.kind, route.namespace),
+                format!("{what}: {} {} must be in the same namespace as the {} that references it ({}); ReferenceGrant does not apply", article(r.kind), r.kind, route.kind, route.namespace),
             ));
         }
         let from = super::refs::RefEnd { group: route.group, kind: route.kind, namespace: route.namespace, name: "" };
@@ -184,19 +243,28 @@ impl<'a> Backends<'a> {
             return Err(Problem::refs(reason::INVALID_BACKEND, format!("{what} is not accepted: {why}")));
         };
         let choice = select_port(usable, r.port).map_err(|m| Problem::refs(reason::BACKEND_NOT_FOUND, format!("{what}: {m}")))?;
-        let name = names::cluster(kind, r.namespace, r.name, choice.port);
+        let name = match kind {
+            BackendKind::EgBackend => names::eg_backend_cluster(r.namespace, r.name),
+            _ => names::cluster(kind, r.namespace, r.name, choice.port),
+        };
         if choice.tcp && route.kind != "TCPRoute" {
             return Err(Problem::refs(
                 reason::UNSUPPORTED_PROTOCOL,
-                format!("{what} speaks TCP, which a {} cannot carry", route.kind),
+                format!("{what} speaks TCP, which {} {} cannot carry", article(route.kind), route.kind),
             ));
         }
         Ok(Some(target(kind, &key, name, usable, choice)))
     }
 
-    /// Status conditions of every evaluated Backend object, with the Gateways that use it.
+    /// Status conditions of every evaluated Backend object.
     pub fn object_conditions(&self) -> impl Iterator<Item = (BackendKind, &ObjectKey, Vec<Condition>)> {
-        self.evaluated.iter().map(|((kind, key), ev)| (*kind, key, conditions_of(ev)))
+        self.evaluated.iter().map(|((kind, key), ev)| (*kind, key, conditions_of(ev, None)))
+    }
+
+    /// Status conditions of a Backend object as seen from one Gateway (its `status.parents` entry).
+    pub fn parent_conditions(&self, kind: BackendKind, key: &ObjectKey, gateway: &ObjectKey) -> Vec<Condition> {
+        let extra = self.parent_problems.get(&(kind, key.clone(), gateway.clone()));
+        self.evaluated.get(&(kind, key.clone())).map(|ev| conditions_of(ev, extra)).unwrap_or_default()
     }
 }
 
@@ -259,7 +327,7 @@ pub fn aggregate(primary: &Target, members: Vec<String>) -> Target {
             outlier_detection: None,
         },
         secrets: SecretSet::new(),
-        gateway_client_cert: false,
+        gateway_client_cert: GatewayCert::No,
         notes: Vec::new(),
         fallback: false,
     }
@@ -276,15 +344,17 @@ pub fn kind_name(kind: BackendKind) -> &'static str {
 
 /// Accepted / ResolvedRefs (and Deprecated) from an evaluation. The first problem of each type wins
 /// the reason; every message is kept.
-fn conditions_of(ev: &Evaluated) -> Vec<Condition> {
+fn conditions_of(ev: &Evaluated, extra: Option<&Problem>) -> Vec<Condition> {
     let g = ev.generation;
-    let pick = |ty: &'static str| ev.problems.iter().filter(move |p| p.type_ == ty);
+    let problems: Vec<Problem> = ev.problems.iter().chain(extra).cloned().collect();
+    let usable = ev.usable.is_some() && extra.is_none();
+    let pick = |ty: &'static str| problems.iter().filter(move |p| p.type_ == ty);
     let join = |ps: Vec<&Problem>| ps.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ");
     let refs: Vec<&Problem> = pick(conditions::RESOLVED_REFS).collect();
     let accepted: Vec<&Problem> = pick(conditions::ACCEPTED).collect();
     let mut out = Vec::new();
     let notes = if ev.notes.is_empty() { String::new() } else { format!(" ({})", ev.notes.join("; ")) };
-    out.push(match (accepted.first(), ev.usable.is_some(), refs.first()) {
+    out.push(match (accepted.first(), usable, refs.first()) {
         (Some(p), _, _) => Condition::fail(conditions::ACCEPTED, p.reason, join(accepted.clone()), g),
         (None, false, Some(_)) => Condition::fail(
             conditions::ACCEPTED,
@@ -307,6 +377,14 @@ fn conditions_of(ev: &Evaluated) -> Vec<Condition> {
         ));
     }
     out
+}
+
+/// "a" or "an" before a kind name (an HTTPRoute, an XBackend, a Backend).
+pub(crate) fn article(word: &str) -> &'static str {
+    let vowel_sound = word.starts_with(['A', 'E', 'I', 'O', 'U', 'a', 'e', 'i', 'o', 'u'])
+        || word.starts_with("HTTP")
+        || word.starts_with('X');
+    if vowel_sound { "an" } else { "a" }
 }
 
 /// Port numbers in objects are i32; Envoy wants u16 in 1..=65535.

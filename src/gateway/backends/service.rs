@@ -1,7 +1,7 @@
 //! A core Service backendRef: an EDS cluster from its EndpointSlices, with the protocol its port's
 //! `appProtocol` names and the TLS of the BackendTLSPolicy that applies to that port.
 
-use super::{Ctx, PortChoice, Target, Usable, endpoints, port_u16};
+use super::{Ctx, GatewayCert, PortChoice, Target, Usable, endpoints, port_u16};
 use crate::envoy::names::{self, BackendKind};
 use crate::gateway::backend_tls::PolicyIndex;
 use crate::gateway::conditions::{Problem, reason};
@@ -34,7 +34,7 @@ pub fn resolve(ctx: Ctx<'_>, policies: &PolicyIndex, key: &ObjectKey, port: Opti
         discovery: ir::Discovery::Eds { endpoints: found.endpoints },
         protocol,
         tls: None,
-        gateway_client_cert: false,
+        gateway_client_cert: GatewayCert::No,
         tcp: false,
         secrets: Default::default(),
     };
@@ -47,7 +47,7 @@ pub fn resolve(ctx: Ctx<'_>, policies: &PolicyIndex, key: &ObjectKey, port: Opti
         }
         choice.tls = Some(tls.clone());
         choice.secrets = verdict.secrets.clone();
-        choice.gateway_client_cert = true;
+        choice.gateway_client_cert = GatewayCert::Optional;
     }
     let usable = Usable::default();
     let name = names::cluster(BackendKind::Service, &key.namespace, &key.name, port);

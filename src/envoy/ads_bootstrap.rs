@@ -1,0 +1,113 @@
+//! The bootstrap an operator starts an Envoy with so it serves one Gateway from pier: ADS over gRPC to
+//! pier (state-of-the-world or delta), `node.cluster = "<namespace>/<name>"` naming the Gateway, an
+//! admin listener on loopback, and optionally a DNS resolver for STRICT_DNS clusters. Built as JSON
+//! (Envoy's own bootstrap spelling) rather than protos: it is printed, never served.
+
+use std::net::IpAddr;
+
+use serde_json::{Value, json};
+
+/// Name of the static cluster that reaches pier's xDS port.
+pub const XDS_CLUSTER: &str = "pier_xds";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BootstrapSpec {
+    /// `namespace/name` of the Gateway this proxy serves.
+    pub gateway: String,
+    /// pier's xDS address: an IP or a DNS name (e.g. the pier Service), and a port.
+    pub xds_host: String,
+    pub xds_port: u16,
+    pub delta: bool,
+    pub admin_port: u16,
+    /// `node.id`; defaults to the Gateway name with `/` replaced.
+    pub node_id: Option<String>,
+    /// A UDP DNS resolver for Envoy's own name resolution (STRICT_DNS clusters), as `ip:port`.
+    pub dns_resolver: Option<(IpAddr, u16)>,
+}
+
+pub fn bootstrap(spec: &BootstrapSpec) -> Value {
+    let ads = json!({ "ads": {}, "resource_api_version": "V3", "initial_fetch_timeout": "0s" });
+    // A DNS name (the pier Service in a cluster) is re-resolved; an IP needs no resolution.
+    let xds_type = if spec.xds_host.parse::<IpAddr>().is_ok() { "STATIC" } else { "STRICT_DNS" };
+    let mut boot = json!({
+        "node": {
+            "id": spec.node_id.clone().unwrap_or_else(|| format!("envoy-{}", spec.gateway.replace('/', "-"))),
+            "cluster": spec.gateway,
+        },
+        "admin": {
+            "address": { "socket_address": { "address": "127.0.0.1", "port_value": spec.admin_port } }
+        },
+        "dynamic_resources": {
+            "ads_config": {
+                "api_type": if spec.delta { "DELTA_GRPC" } else { "GRPC" },
+                "transport_api_version": "V3",
+                "set_node_on_first_message_only": true,
+                "grpc_services": [ { "envoy_grpc": { "cluster_name": XDS_CLUSTER } } ],
+            },
+            // Wait for pier rather than start serving an empty configuration after 15 s.
+            "cds_config": ads.clone(),
+            "lds_config": ads,
+        },
+        "static_resources": {
+            "clusters": [ {
+                "name": XDS_CLUSTER,
+                "type": xds_type,
+                "connect_timeout": "1s",
+                "typed_extension_protocol_options": {
+                    "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+                        "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+                        // gRPC needs HTTP/2; keepalives notice a vanished pier long before TCP would.
+                        "explicit_http_config": { "http2_protocol_options": {
+                            "connection_keepalive": { "interval": "30s", "timeout": "5s" }
+                        } }
+                    }
+                },
+                "load_assignment": {
+                    "cluster_name": XDS_CLUSTER,
+                    "endpoints": [ { "lb_endpoints": [ { "endpoint": { "address": { "socket_address": {
+                        "address": spec.xds_host, "port_value": spec.xds_port
+                    } } } } ] } ]
+                }
+            } ]
+        },
+    });
+    if let Some((ip, port)) = spec.dns_resolver {
+        boot["typed_dns_resolver_config"] = json!({
+            "name": "envoy.network.dns_resolver.cares",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig",
+                "resolvers": [ { "socket_address": { "address": ip.to_string(), "port_value": port, "protocol": "UDP" } } ],
+                // Only this resolver: names must never leak to the host's resolvers.
+                "use_resolvers_as_fallback": false,
+                "dns_resolver_options": { "no_default_search_domain": true },
+            }
+        });
+    }
+    boot
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_the_gateway_and_picks_the_api_type() {
+        let spec = BootstrapSpec {
+            gateway: "demo/edge".into(),
+            xds_host: "127.0.0.1".into(),
+            xds_port: 18000,
+            delta: true,
+            admin_port: 0,
+            node_id: None,
+            dns_resolver: None,
+        };
+        let b = bootstrap(&spec);
+        assert_eq!(b["node"]["cluster"], "demo/edge");
+        assert_eq!(b["node"]["id"], "envoy-demo-edge");
+        assert_eq!(b["dynamic_resources"]["ads_config"]["api_type"], "DELTA_GRPC");
+        assert_eq!(b["static_resources"]["clusters"][0]["type"], "STATIC");
+        let by_name = bootstrap(&BootstrapSpec { xds_host: "pier.pier-system.svc".into(), delta: false, ..spec });
+        assert_eq!(by_name["static_resources"]["clusters"][0]["type"], "STRICT_DNS");
+        assert_eq!(by_name["dynamic_resources"]["ads_config"]["api_type"], "GRPC");
+    }
+}
