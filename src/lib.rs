@@ -10,6 +10,7 @@
 //! no clock, environment or randomness: the same model always gives the same bytes. The edges
 //! ([`source`]) depend on the core, never the reverse.
 
+pub mod admin;
 pub mod api;
 pub mod cli;
 pub mod envoy;
@@ -17,8 +18,10 @@ pub mod gateway;
 pub mod ir;
 pub mod model;
 pub mod options;
+pub mod runtime;
 pub mod source;
 pub mod translate;
+pub mod xds;
 
 pub use options::Options;
 pub use translate::{Translation, translate};

@@ -10,6 +10,7 @@ use pier::cli::{BootstrapArgs, Cli, Command, Output, ServeArgs, TranslateArgs};
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PIER_LOG").unwrap_or_else(|_| "info".into()))
         .init();
     // kube and the TLS servers share rustls; pick its crypto provider once, before any is built.
@@ -52,7 +53,6 @@ fn translate(args: TranslateArgs) -> Result<()> {
 }
 
 fn serve(args: ServeArgs) -> Result<()> {
-    #[cfg(any())]
     let config = pier::runtime::ServeConfig {
         config_dir: args.config_dir,
         xds_address: args.xds_address,
@@ -65,10 +65,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         options: args.translator.options(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-    #[cfg(any())]
-    rt.block_on(pier::runtime::run(config));
-    let _ = (args, &rt);
-    bail!("pier serve is being wired up")
+    rt.block_on(pier::runtime::run(config))
 }
 
 fn bootstrap(args: BootstrapArgs) -> Result<()> {

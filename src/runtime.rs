@@ -1,0 +1,209 @@
+//! `pier serve`: wires source → translate → check → publish, and runs the ADS and admin servers until
+//! SIGTERM/SIGINT.
+//!
+//! Latest-value channels (`tokio::sync::watch`) connect the stages, so a slow stage only ever sees the
+//! newest input. A translation whose Envoy resources fail `envoy::check` for a Gateway is not
+//! published for that Gateway: its proxies keep the last good configuration, and the error is shown in
+//! `/debug/status`. Nothing is published before the source's first complete read.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use tokio::sync::watch;
+use tracing::{error, info, warn};
+
+use crate::envoy::Resources;
+use crate::gateway::status::ObjectStatus;
+use crate::options::Options;
+use crate::source::dir::{self, Debounce, DirState};
+use crate::xds::cache::SnapshotCache;
+use crate::xds::clients::Clients;
+use crate::xds::metrics::XdsMetrics;
+use crate::xds::server::AdsServer;
+
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub config_dir: PathBuf,
+    pub xds_address: SocketAddr,
+    pub admin_address: SocketAddr,
+    pub address_file: Option<PathBuf>,
+    pub debounce: Debounce,
+    pub options: Options,
+}
+
+/// What the admin API shows about the pipeline (everything but the xDS state, which lives in the
+/// cache and the client registry).
+#[derive(Debug, Default)]
+pub struct View {
+    /// The first complete read has been translated and published.
+    pub ready: bool,
+    /// The source's current error (the last good model is still served).
+    pub source_error: Option<String>,
+    pub source_warnings: Vec<String>,
+    /// Gateways whose newest translation failed `envoy::check` (they keep their last good config).
+    pub check_errors: BTreeMap<String, Vec<String>>,
+    pub statuses: Vec<ObjectStatus>,
+    /// What is published, per Gateway.
+    pub published: BTreeMap<String, Resources>,
+    pub generation: u64,
+}
+
+pub type SharedView = Arc<RwLock<View>>;
+
+pub async fn run(config: ServeConfig) -> Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(wait_for_signal(stop_tx));
+
+    let xds_listener = tokio::net::TcpListener::bind(config.xds_address)
+        .await
+        .with_context(|| format!("binding the xDS address {}", config.xds_address))?;
+    let admin_listener = tokio::net::TcpListener::bind(config.admin_address)
+        .await
+        .with_context(|| format!("binding the admin address {}", config.admin_address))?;
+    let xds_addr = xds_listener.local_addr()?;
+    let admin_addr = admin_listener.local_addr()?;
+    info!(xds = %xds_addr, admin = %admin_addr, "pier serving");
+    if let Some(path) = &config.address_file {
+        write_address_file(path, xds_addr, admin_addr)?;
+    }
+
+    let mut registry = prometheus_client::registry::Registry::default();
+    let cache = Arc::new(SnapshotCache::new());
+    let clients = Arc::new(Clients::new());
+    let xds_metrics = Arc::new(XdsMetrics::new(&mut registry));
+    let server = AdsServer::new(cache.clone(), clients.clone(), xds_metrics);
+    let pipeline_metrics = crate::admin::PipelineMetrics::new(&mut registry);
+    let view: SharedView = Arc::default();
+
+    let (dir_tx, dir_rx) = watch::channel(DirState::default());
+    let source = tokio::spawn(dir::run(config.config_dir.clone(), config.debounce.clone(), dir_tx, stop_rx.clone()));
+    let pipeline = tokio::spawn(pipeline(
+        dir_rx,
+        config.options.clone(),
+        server.clone(),
+        view.clone(),
+        pipeline_metrics.clone(),
+        stop_rx.clone(),
+    ));
+    let mut xds_stop = stop_rx.clone();
+    let xds = tokio::spawn(crate::xds::server::serve(xds_listener, server, async move {
+        let _ = xds_stop.wait_for(|s| *s).await;
+    }));
+    let admin_state = crate::admin::AdminState { cache, clients, view, registry: Arc::new(registry) };
+    let mut admin_stop = stop_rx.clone();
+    let admin = tokio::spawn(crate::admin::serve(admin_listener, admin_state, async move {
+        let _ = admin_stop.wait_for(|s| *s).await;
+    }));
+
+    let mut stop = stop_rx;
+    let _ = stop.wait_for(|s| *s).await;
+    info!("shutting down: closing xDS streams and the admin API");
+    match source.await {
+        Ok(Err(e)) => warn!(error = %e, "config directory watcher ended with an error"),
+        Err(e) => warn!(error = %e, "config directory watcher panicked"),
+        Ok(Ok(())) => {}
+    }
+    let _ = pipeline.await;
+    if let Ok(Err(e)) = xds.await {
+        warn!(error = %e, "xDS server ended with an error");
+    }
+    if let Ok(Err(e)) = admin.await {
+        warn!(error = %e, "admin server ended with an error");
+    }
+    Ok(())
+}
+
+/// Translates every new model and publishes the Gateways whose resources pass `envoy::check`.
+async fn pipeline(
+    mut source: watch::Receiver<DirState>,
+    opts: Options,
+    server: AdsServer,
+    view: SharedView,
+    metrics: crate::admin::PipelineMetrics,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut seen_generation = 0;
+    loop {
+        let state = source.borrow_and_update().clone();
+        {
+            let mut v = view.write().expect("view lock");
+            v.source_error = state.error.clone();
+            if state.error.is_none() {
+                v.source_warnings = state.warnings.clone();
+            }
+        }
+        metrics.set_source_error(state.error.is_some());
+        if let Some(model) = state.model.clone().filter(|_| state.generation != seen_generation) {
+            seen_generation = state.generation;
+            let opts = opts.clone();
+            let started = Instant::now();
+            let translated = tokio::task::spawn_blocking(move || crate::translate(&model, &opts)).await;
+            metrics.observe_translation(started.elapsed());
+            match translated {
+                Ok(t) => publish(t, state.generation, &server, &view),
+                Err(e) => error!(error = %e, "translation panicked; the last good configuration stays in force"),
+            }
+        }
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => return,
+            changed = source.changed() => if changed.is_err() { return },
+        }
+    }
+}
+
+fn publish(t: crate::Translation, generation: u64, server: &AdsServer, view: &SharedView) {
+    let mut v = view.write().expect("view lock");
+    let mut next: BTreeMap<String, Resources> = BTreeMap::new();
+    let mut check_errors = BTreeMap::new();
+    for (gateway, resources) in t.gateways {
+        match crate::envoy::check(&resources) {
+            Ok(()) => {
+                next.insert(gateway, resources);
+            }
+            Err(errors) => {
+                let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                error!(%gateway, errors = ?errors, "translated configuration failed its integrity check; this Gateway keeps its last good configuration");
+                if let Some(previous) = v.published.get(&gateway) {
+                    next.insert(gateway.clone(), previous.clone());
+                }
+                check_errors.insert(gateway, errors);
+            }
+        }
+    }
+    let report = server.publish(&next);
+    if report.changed_anything() {
+        info!(generation, gateways = next.len(), added = ?report.added, changed = ?report.changed, removed = ?report.removed, "configuration published");
+    } else {
+        info!(generation, "translation unchanged; nothing to push");
+    }
+    v.published = next;
+    v.check_errors = check_errors;
+    v.statuses = t.statuses;
+    v.generation = generation;
+    v.ready = true;
+}
+
+fn write_address_file(path: &std::path::Path, xds: SocketAddr, admin: SocketAddr) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let body = serde_json::json!({ "xds": xds.to_string(), "admin": admin.to_string() });
+    std::fs::write(&tmp, body.to_string()).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+async fn wait_for_signal(stop: watch::Sender<bool>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        error!("cannot install signal handlers; stop pier by killing it");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => info!("SIGTERM"),
+        _ = int.recv() => info!("SIGINT"),
+    }
+    let _ = stop.send(true);
+}

@@ -1,0 +1,226 @@
+//! Registry of connected proxies, for `/debug/clients` and for the Gateway status writer: per stream the
+//! node, its Gateway, the mode, and per type the last version sent, the last acknowledged, the last
+//! rejection (version + Envoy's error) and how many rejections.
+//!
+//! Owns only this bookkeeping: it is written by the stream tasks and read by admin code, and never
+//! influences what is served (the state machines keep their own state). An entry lives exactly as
+//! long as its stream.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use dashmap::DashMap;
+use serde_json::{Value, json};
+
+use super::XdsType;
+
+/// Identifies one stream in the registry.
+pub type ClientId = u64;
+
+/// ADS flavour of a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mode {
+    Sotw,
+    Delta,
+}
+
+impl Mode {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Mode::Sotw => "sotw",
+            Mode::Delta => "delta",
+        }
+    }
+}
+
+/// A rejected push.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nack {
+    pub version: String,
+    pub message: String,
+}
+
+/// One type of one stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TypeStatus {
+    pub sent_version: Option<String>,
+    pub acked_version: Option<String>,
+    pub last_nack: Option<Nack>,
+    pub nack_count: u64,
+    /// The last response of this type was rejected and nothing newer was acknowledged since.
+    pub rejecting: bool,
+}
+
+/// One connected proxy (one ADS stream).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientInfo {
+    pub id: ClientId,
+    pub node_id: String,
+    /// `node.cluster` as sent.
+    pub cluster: String,
+    /// The Gateway served, if `cluster` is a valid `"<namespace>/<name>"`.
+    pub gateway: Option<String>,
+    pub mode: Mode,
+    pub connected_at_unix: u64,
+    pub types: BTreeMap<XdsType, TypeStatus>,
+}
+
+/// Every connected proxy.
+#[derive(Debug, Default)]
+pub struct Clients {
+    next: AtomicU64,
+    streams: DashMap<ClientId, ClientInfo>,
+}
+
+impl Clients {
+    pub fn new() -> Clients {
+        Clients::default()
+    }
+
+    pub fn register(&self, node_id: &str, cluster: &str, gateway: Option<&str>, mode: Mode) -> ClientId {
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let connected_at_unix = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.streams.insert(
+            id,
+            ClientInfo {
+                id,
+                node_id: node_id.to_string(),
+                cluster: cluster.to_string(),
+                gateway: gateway.map(str::to_string),
+                mode,
+                connected_at_unix,
+                types: BTreeMap::new(),
+            },
+        );
+        id
+    }
+
+    pub fn remove(&self, id: ClientId) {
+        self.streams.remove(&id);
+    }
+
+    pub fn sent(&self, id: ClientId, ty: XdsType, version: &str) {
+        self.update(id, ty, |t| t.sent_version = Some(version.to_string()));
+    }
+
+    pub fn acked(&self, id: ClientId, ty: XdsType, version: &str) {
+        self.update(id, ty, |t| {
+            t.acked_version = Some(version.to_string());
+            t.rejecting = false;
+        });
+    }
+
+    pub fn nacked(&self, id: ClientId, ty: XdsType, version: &str, message: &str) {
+        self.update(id, ty, |t| {
+            t.last_nack = Some(Nack {
+                version: version.to_string(),
+                message: message.to_string(),
+            });
+            t.nack_count += 1;
+            t.rejecting = true;
+        });
+    }
+
+    fn update(&self, id: ClientId, ty: XdsType, f: impl FnOnce(&mut TypeStatus)) {
+        if let Some(mut client) = self.streams.get_mut(&id) {
+            f(client.types.entry(ty).or_default());
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.streams.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+    }
+
+    /// Every connected proxy, by id (connection order).
+    pub fn list(&self) -> Vec<ClientInfo> {
+        let mut all: Vec<_> = self.streams.iter().map(|c| c.value().clone()).collect();
+        all.sort_by_key(|c| c.id);
+        all
+    }
+
+    /// Rejections still in force for a Gateway's proxies: `(type_url, Envoy's error)`, deduplicated
+    /// and sorted. For the Gateway status writer.
+    pub fn nacks_for_gateway(&self, gateway: &str) -> Vec<(String, String)> {
+        let mut out = BTreeSet::new();
+        for client in self.streams.iter().filter(|c| c.gateway.as_deref() == Some(gateway)) {
+            for (ty, status) in &client.types {
+                if let (true, Some(nack)) = (status.rejecting, &status.last_nack) {
+                    out.insert((ty.type_url().to_string(), nack.message.clone()));
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// `/debug/clients`: `{"clients": [{id, node, cluster, gateway, mode, connected_at_unix, types: {
+    /// clusters: {sent_version, acked_version, nack_count, rejecting, last_nack: {version, message}}}}]}`.
+    pub fn to_json(&self) -> Value {
+        let clients: Vec<Value> = self
+            .list()
+            .into_iter()
+            .map(|c| {
+                let types: serde_json::Map<String, Value> = c
+                    .types
+                    .iter()
+                    .map(|(ty, t)| {
+                        let nack = t
+                            .last_nack
+                            .as_ref()
+                            .map(|n| json!({"version": n.version, "message": n.message}));
+                        let status = json!({
+                            "type_url": ty.type_url(),
+                            "sent_version": t.sent_version,
+                            "acked_version": t.acked_version,
+                            "nack_count": t.nack_count,
+                            "rejecting": t.rejecting,
+                            "last_nack": nack,
+                        });
+                        (ty.as_str().to_string(), status)
+                    })
+                    .collect();
+                json!({
+                    "id": c.id,
+                    "node": c.node_id,
+                    "cluster": c.cluster,
+                    "gateway": c.gateway,
+                    "mode": c.mode.as_str(),
+                    "connected_at_unix": c.connected_at_unix,
+                    "types": types,
+                })
+            })
+            .collect();
+        json!({ "clients": clients })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nacks_are_per_gateway_and_cleared_by_an_ack() {
+        let clients = Clients::new();
+        let a = clients.register("n1", "ns/a", Some("ns/a"), Mode::Sotw);
+        let b = clients.register("n2", "ns/b", Some("ns/b"), Mode::Delta);
+        clients.sent(a, XdsType::Cluster, "v2");
+        clients.nacked(a, XdsType::Cluster, "v2", "bad cluster");
+        clients.nacked(b, XdsType::Route, "v1", "bad route");
+        let url = XdsType::Cluster.type_url().to_string();
+        assert_eq!(
+            clients.nacks_for_gateway("ns/a"),
+            vec![(url, "bad cluster".to_string())]
+        );
+        clients.acked(a, XdsType::Cluster, "v3");
+        assert!(clients.nacks_for_gateway("ns/a").is_empty());
+        let json = clients.to_json();
+        assert_eq!(json["clients"][0]["types"]["clusters"]["nack_count"], 1);
+        assert_eq!(json["clients"][1]["mode"], "delta");
+        clients.remove(a);
+        assert_eq!(clients.len(), 1);
+    }
+}

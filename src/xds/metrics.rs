@@ -1,0 +1,173 @@
+//! Prometheus metrics of the ADS server, registered into the runtime's registry:
+//!
+//! - `pier_xds_connected_proxies{mode}` (gauge): open ADS streams, `sotw` or `delta`;
+//! - `pier_xds_pushes_total{type}` (counter): responses sent, by resource type (`clusters`, `endpoints`,
+//!   `listeners`, `routes`, `secrets`);
+//! - `pier_xds_nacks_total{type}` (counter): responses a proxy rejected;
+//! - `pier_snapshot_info{gateway,type,version}` (gauge, always 1): the version served per Gateway and
+//!   type, refreshed by [`XdsMetrics::record_snapshots`] after a publish.
+//!
+//! Owns only the metric objects; never reads the cache on its own (the runtime or [`AdsServer::publish`]
+//! calls `record_snapshots`), never influences serving.
+//!
+//! [`AdsServer::publish`]: super::AdsServer::publish
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::clients::Mode;
+use super::{SnapshotCache, XdsType};
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModeLabels {
+    mode: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TypeLabels {
+    r#type: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+struct SnapshotLabels {
+    gateway: String,
+    r#type: &'static str,
+    version: String,
+}
+
+/// The ADS server's metrics. `Default` gives unregistered metrics (still counted, never exported).
+#[derive(Debug, Default)]
+pub struct XdsMetrics {
+    connected: Family<ModeLabels, Gauge>,
+    pushes: Family<TypeLabels, Counter>,
+    nacks: Family<TypeLabels, Counter>,
+    snapshot_info: Family<SnapshotLabels, Gauge>,
+    /// Label sets currently exported by `snapshot_info`, to remove the stale ones.
+    snapshot_labels: Mutex<BTreeSet<SnapshotLabels>>,
+}
+
+impl XdsMetrics {
+    pub fn new(registry: &mut Registry) -> XdsMetrics {
+        let metrics = XdsMetrics::default();
+        registry.register(
+            "pier_xds_connected_proxies",
+            "Open ADS streams by mode",
+            metrics.connected.clone(),
+        );
+        registry.register(
+            "pier_xds_pushes",
+            "xDS responses sent, by resource type",
+            metrics.pushes.clone(),
+        );
+        registry.register(
+            "pier_xds_nacks",
+            "xDS responses rejected by a proxy, by resource type",
+            metrics.nacks.clone(),
+        );
+        registry.register(
+            "pier_snapshot_info",
+            "Version served per Gateway and resource type (value always 1)",
+            metrics.snapshot_info.clone(),
+        );
+        for mode in [Mode::Sotw, Mode::Delta] {
+            // Export both modes from the start, at 0.
+            let _ = metrics.connected.get_or_create(&ModeLabels { mode: mode.as_str() });
+        }
+        metrics
+    }
+
+    pub(crate) fn connected(&self, mode: Mode) {
+        self.connected.get_or_create(&ModeLabels { mode: mode.as_str() }).inc();
+    }
+
+    pub(crate) fn disconnected(&self, mode: Mode) {
+        self.connected.get_or_create(&ModeLabels { mode: mode.as_str() }).dec();
+    }
+
+    pub(crate) fn pushed(&self, ty: XdsType) {
+        self.pushes.get_or_create(&TypeLabels { r#type: ty.as_str() }).inc();
+    }
+
+    pub(crate) fn nacked(&self, ty: XdsType) {
+        self.nacks.get_or_create(&TypeLabels { r#type: ty.as_str() }).inc();
+    }
+
+    /// Open streams of one mode.
+    pub fn connected_proxies(&self, mode: Mode) -> i64 {
+        self.connected.get_or_create(&ModeLabels { mode: mode.as_str() }).get()
+    }
+
+    pub fn pushes(&self, ty: XdsType) -> u64 {
+        self.pushes.get_or_create(&TypeLabels { r#type: ty.as_str() }).get()
+    }
+
+    pub fn nacks(&self, ty: XdsType) -> u64 {
+        self.nacks.get_or_create(&TypeLabels { r#type: ty.as_str() }).get()
+    }
+
+    /// Re-exports `pier_snapshot_info` from the cache: one series per Gateway and type, old versions
+    /// removed. Call after each publish.
+    pub fn record_snapshots(&self, cache: &SnapshotCache) {
+        let mut current = self.snapshot_labels.lock().unwrap_or_else(|e| e.into_inner());
+        let next: BTreeSet<SnapshotLabels> = cache
+            .all()
+            .iter()
+            .flat_map(|(gateway, snapshot)| {
+                XdsType::ALL.into_iter().map(|ty| SnapshotLabels {
+                    gateway: gateway.clone(),
+                    r#type: ty.as_str(),
+                    version: snapshot.version(ty).to_string(),
+                })
+            })
+            .collect();
+        for gone in current.difference(&next) {
+            self.snapshot_info.remove(gone);
+        }
+        for labels in &next {
+            self.snapshot_info.get_or_create(labels).set(1);
+        }
+        *current = next;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use prometheus_client::encoding::text::encode;
+
+    use super::*;
+    use crate::envoy::Resources;
+
+    #[test]
+    fn exports_counters_and_snapshot_versions() {
+        let mut registry = Registry::default();
+        let metrics = XdsMetrics::new(&mut registry);
+        metrics.connected(Mode::Delta);
+        metrics.pushed(XdsType::Cluster);
+        metrics.nacked(XdsType::Route);
+        let cache = SnapshotCache::new();
+        cache.publish(&BTreeMap::from([("ns/gw".to_string(), Resources::default())]));
+        metrics.record_snapshots(&cache);
+        cache.publish(&BTreeMap::new());
+        metrics.record_snapshots(&cache);
+        cache.publish(&BTreeMap::from([("ns/gw2".to_string(), Resources::default())]));
+        metrics.record_snapshots(&cache);
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        assert!(text.contains("pier_xds_connected_proxies{mode=\"delta\"} 1"), "{text}");
+        assert!(text.contains("pier_xds_pushes_total{type=\"clusters\"} 1"), "{text}");
+        assert!(text.contains("pier_xds_nacks_total{type=\"routes\"} 1"), "{text}");
+        assert!(
+            text.contains("pier_snapshot_info{gateway=\"ns/gw2\",type=\"clusters\",version=\""),
+            "{text}"
+        );
+        assert!(!text.contains("gateway=\"ns/gw\""), "{text}");
+    }
+}

@@ -1,0 +1,127 @@
+//! The tonic side: [`AdsServer`] implements Envoy's `AggregatedDiscoveryService` (SotW and delta) by
+//! handing each stream to its own task, and [`serve`] runs it on a listener until shutdown.
+//!
+//! Owns transport concerns only (keepalive, graceful shutdown). On shutdown every stream task ends its
+//! response stream, so each call finishes with status OK and the proxy keeps its configuration until
+//! it reconnects (to this replica or another), rather than seeing a transport error mid-push.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::{
+    AggregatedDiscoveryService, AggregatedDiscoveryServiceServer,
+};
+use envoy_types::pb::envoy::service::discovery::v3::{
+    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
+};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::server::TcpIncoming;
+use tonic::{Request, Response, Status, Streaming};
+
+use super::delta::Delta;
+use super::sotw::Sotw;
+use super::stream::{self, Shared};
+use super::{Clients, PublishReport, SnapshotCache, XdsMetrics};
+use crate::envoy::Resources;
+
+/// How often an idle connection is probed (HTTP/2 PING), so a vanished proxy's stream is reaped.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Requests are small; this only bounds a misbehaving client.
+const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+
+/// The ADS service. Cheap to clone (shared state behind `Arc`s).
+#[derive(Clone)]
+pub struct AdsServer {
+    pub cache: Arc<SnapshotCache>,
+    pub clients: Arc<Clients>,
+    pub metrics: Arc<XdsMetrics>,
+    /// Set by [`serve`]; `true` ends every stream.
+    shutdown: watch::Receiver<bool>,
+}
+
+impl AdsServer {
+    pub fn new(cache: Arc<SnapshotCache>, clients: Arc<Clients>, metrics: Arc<XdsMetrics>) -> AdsServer {
+        // A receiver whose sender is gone never signals shutdown (see `stream::shut_down`); `serve`
+        // replaces it with a live one.
+        let (_, shutdown) = watch::channel(false);
+        AdsServer {
+            cache,
+            clients,
+            metrics,
+            shutdown,
+        }
+    }
+
+    /// Publishes a translation's Gateways and refreshes `pier_snapshot_info`.
+    pub fn publish(&self, gateways: &BTreeMap<String, Resources>) -> PublishReport {
+        let report = self.cache.publish(gateways);
+        self.metrics.record_snapshots(&self.cache);
+        report
+    }
+
+    fn shared(&self) -> Shared {
+        Shared {
+            cache: self.cache.clone(),
+            clients: self.clients.clone(),
+            metrics: self.metrics.clone(),
+            shutdown: self.shutdown.clone(),
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl AggregatedDiscoveryService for AdsServer {
+    type StreamAggregatedResourcesStream = ReceiverStream<Result<DiscoveryResponse, Status>>;
+    type DeltaAggregatedResourcesStream = ReceiverStream<Result<DeltaDiscoveryResponse, Status>>;
+
+    async fn stream_aggregated_resources(
+        &self,
+        request: Request<Streaming<DiscoveryRequest>>,
+    ) -> Result<Response<Self::StreamAggregatedResourcesStream>, Status> {
+        Ok(Response::new(stream::spawn::<Sotw>(
+            self.shared(),
+            request.into_inner(),
+        )))
+    }
+
+    async fn delta_aggregated_resources(
+        &self,
+        request: Request<Streaming<DeltaDiscoveryRequest>>,
+    ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
+        Ok(Response::new(stream::spawn::<Delta>(
+            self.shared(),
+            request.into_inner(),
+        )))
+    }
+}
+
+/// Serves ADS on `listener` until `shutdown` resolves; then stops accepting, ends every stream
+/// cleanly and returns once the connections are closed.
+pub async fn serve(
+    listener: TcpListener,
+    mut server: AdsServer,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), tonic::transport::Error> {
+    let (stop, stopped) = watch::channel(false);
+    server.shutdown = stopped;
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "serving ADS");
+    }
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let signal = async move {
+        shutdown.await;
+        tracing::info!("ADS server shutting down");
+        let _ = stop.send(true);
+    };
+    tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+        .add_service(AggregatedDiscoveryServiceServer::new(server).max_decoding_message_size(MAX_REQUEST_BYTES))
+        .serve_with_incoming_shutdown(incoming, signal)
+        .await
+}

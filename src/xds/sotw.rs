@@ -1,0 +1,192 @@
+//! State-of-the-world ADS, one stream: per type a version, a nonce and a subscription, following
+//! shared/notes/xds-protocol-and-rust.md §4.2–4.3 (verified against Envoy 1.40).
+//!
+//! - `version_info` is the served view's type version; every response gets a fresh nonce.
+//! - A request whose `response_nonce` is not the latest sent for its type is stale and ignored entirely
+//!   (Envoy sends such hints after a CDS push; the next ACK repeats them).
+//! - ACK vs NACK is decided by `error_detail`, never by comparing versions. A NACKed version is never
+//!   sent again: the type waits for a newer version.
+//! - One response in flight per type: the next one waits for the (N)ACK, so every version is
+//!   acknowledged or rejected explicitly, which is what make-before-break waits on.
+//! - Clusters and listeners are full state; wildcard by `"*"` or by a client that never named a
+//!   resource of that type (legacy). Endpoints, routes and secrets carry the requested names only; a
+//!   name requested before it exists is sent when it appears (the view's version changes).
+//! - The first request of a type always gets the full current state, even if its `version_info` says
+//!   the proxy has it (a reconnect after a restart): same content means the same version, so the proxy
+//!   has nothing to apply.
+//!
+//! Owns the wire rules only; which snapshot a type is served from is [`Plan`]'s decision.
+
+use std::collections::BTreeSet;
+
+use envoy_types::pb::envoy::config::core::v3::Node;
+use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+
+use super::XdsType;
+use super::cache::View;
+use super::clients::Mode;
+use super::plan::{Plan, Progress};
+use super::stream::{Event, Machine};
+
+/// Per-type state of one SotW stream.
+#[derive(Debug, Default)]
+struct TypeState {
+    /// A request of this type was received on this stream.
+    subscribed: bool,
+    wildcard: bool,
+    /// A non-empty `resource_names` was sent once: the legacy (empty list) wildcard no longer applies.
+    named_ever: bool,
+    names: BTreeSet<String>,
+    /// First request or changed subscription: answer even if the version did not change.
+    need_response: bool,
+    last_nonce: Option<String>,
+    awaiting_ack: bool,
+    sent_version: Option<String>,
+    acked_version: Option<String>,
+    nacked_version: Option<String>,
+}
+
+/// A SotW stream's protocol state.
+#[derive(Debug, Default)]
+pub(crate) struct Sotw {
+    plan: Plan,
+    types: [TypeState; 5],
+    nonces: u64,
+}
+
+struct Types<'a>(&'a [TypeState; 5]);
+
+impl Progress for Types<'_> {
+    fn subscribed(&self, ty: XdsType) -> bool {
+        self.0[ty.index()].subscribed
+    }
+
+    fn applied(&self, ty: XdsType, view: &View) -> bool {
+        let st = &self.0[ty.index()];
+        !st.awaiting_ack
+            && !st.need_response
+            && st.sent_version.as_ref() == Some(&view.version)
+            && st.acked_version.as_ref() == Some(&view.version)
+    }
+
+    fn requested_all(&self, ty: XdsType, view: &View) -> bool {
+        let st = &self.0[ty.index()];
+        st.wildcard || view.entries.keys().all(|n| st.names.contains(n))
+    }
+}
+
+impl Machine for Sotw {
+    type Request = DiscoveryRequest;
+    type Response = DiscoveryResponse;
+    const MODE: Mode = Mode::Sotw;
+
+    fn node(request: &DiscoveryRequest) -> Option<&Node> {
+        request.node.as_ref()
+    }
+
+    fn plan_mut(&mut self) -> &mut Plan {
+        &mut self.plan
+    }
+
+    fn on_request(&mut self, req: DiscoveryRequest, events: &mut Vec<Event>) {
+        let Some(ty) = XdsType::from_type_url(&req.type_url) else {
+            tracing::debug!(type_url = %req.type_url, "ignoring a request for a type pier does not serve");
+            return;
+        };
+        let st = &mut self.types[ty.index()];
+        if !req.response_nonce.is_empty() {
+            match &st.last_nonce {
+                Some(last) if *last != req.response_nonce => {
+                    tracing::debug!(type_url = %req.type_url, nonce = %req.response_nonce, "ignoring a request with a stale nonce");
+                    return;
+                }
+                Some(_) if st.awaiting_ack => {
+                    st.awaiting_ack = false;
+                    let version = st.sent_version.clone().unwrap_or_default();
+                    match &req.error_detail {
+                        Some(error) => {
+                            st.nacked_version = Some(version.clone());
+                            events.push(Event::Nacked {
+                                ty,
+                                version,
+                                message: error.message.clone(),
+                            });
+                        }
+                        None => {
+                            st.acked_version = Some(version.clone());
+                            st.nacked_version = None;
+                            events.push(Event::Acked { ty, version });
+                        }
+                    }
+                }
+                // The latest nonce again (a subscription change after its ACK), or a nonce from an
+                // earlier stream (treated as a first request).
+                _ => {}
+            }
+        }
+        let first = !st.subscribed;
+        st.subscribed = true;
+        let mut names: BTreeSet<String> = req.resource_names.into_iter().collect();
+        let star = names.remove("*");
+        let wildcard = star || (names.is_empty() && !st.named_ever && ty.is_full_state());
+        st.named_ever |= !names.is_empty();
+        if first || wildcard != st.wildcard || names != st.names {
+            st.need_response = true;
+        }
+        st.wildcard = wildcard;
+        st.names = names;
+    }
+
+    fn flush(&mut self, events: &mut Vec<Event>) -> Vec<DiscoveryResponse> {
+        events.extend(self.plan.advance(&Types(&self.types)).into_iter().map(Event::Plan));
+        XdsType::ALL
+            .into_iter()
+            .filter_map(|ty| self.respond(ty, events))
+            .collect()
+    }
+}
+
+impl Sotw {
+    fn respond(&mut self, ty: XdsType, events: &mut Vec<Event>) -> Option<DiscoveryResponse> {
+        let st = &mut self.types[ty.index()];
+        if !st.subscribed || st.awaiting_ack {
+            return None;
+        }
+        let view = self.plan.view(ty)?;
+        if st.nacked_version.as_ref() == Some(&view.version) {
+            // Rejected: wait for a newer version rather than repeat it.
+            return None;
+        }
+        if !st.need_response && st.sent_version.as_ref() == Some(&view.version) {
+            return None;
+        }
+        let resources: Vec<_> = if st.wildcard {
+            view.entries.values().map(|e| e.resource.clone()).collect()
+        } else {
+            st.names
+                .iter()
+                .filter_map(|n| view.entries.get(n))
+                .map(|e| e.resource.clone())
+                .collect()
+        };
+        self.nonces += 1;
+        let nonce = self.nonces.to_string();
+        st.last_nonce = Some(nonce.clone());
+        st.awaiting_ack = true;
+        st.need_response = false;
+        st.sent_version = Some(view.version.clone());
+        events.push(Event::Sent {
+            ty,
+            version: view.version.clone(),
+            resources: resources.len(),
+            removed: 0,
+        });
+        Some(DiscoveryResponse {
+            version_info: view.version.clone(),
+            resources,
+            type_url: ty.type_url().to_string(),
+            nonce,
+            ..Default::default()
+        })
+    }
+}

@@ -1,0 +1,283 @@
+//! One ADS stream, either mode: maps the node to its Gateway, feeds requests and new snapshots to the
+//! mode's state machine, writes its responses, and reports what happened to the client registry, the
+//! metrics and the log. Ends on client close, transport error or server shutdown (closing the response
+//! stream cleanly, so tonic ends the call with OK).
+//!
+//! Owns the only I/O of a stream and the node → Gateway rule; never decides what is sent (that is the
+//! state machine and the [`Plan`]). A node whose `cluster` is not `"<namespace>/<name>"`, or names a
+//! Gateway that is not published, is sent nothing — never another Gateway's configuration.
+
+use std::sync::Arc;
+
+use envoy_types::pb::envoy::config::core::v3::Node;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Status, Streaming};
+use tracing::{Instrument, debug, field, info, warn};
+
+use super::clients::{ClientId, Clients, Mode};
+use super::metrics::XdsMetrics;
+use super::plan::{Plan, Step};
+use super::{SnapshotCache, XdsType};
+
+/// Responses buffered per stream before the writer waits for the proxy to read.
+const RESPONSE_BUFFER: usize = 16;
+
+/// Something a state machine did that the outside world should know about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Event {
+    Sent {
+        ty: XdsType,
+        version: String,
+        resources: usize,
+        removed: usize,
+    },
+    Acked {
+        ty: XdsType,
+        version: String,
+    },
+    Nacked {
+        ty: XdsType,
+        version: String,
+        message: String,
+    },
+    Plan(Step),
+}
+
+/// A mode's per-stream protocol state machine (pure: no I/O, no clock).
+pub(crate) trait Machine: Default + Send + 'static {
+    type Request: Send + 'static;
+    type Response: Send + 'static;
+    const MODE: Mode;
+
+    fn node(request: &Self::Request) -> Option<&Node>;
+    fn plan_mut(&mut self) -> &mut Plan;
+    /// Applies one request (ACK / NACK / subscription change).
+    fn on_request(&mut self, request: Self::Request, events: &mut Vec<Event>);
+    /// Advances the plan and returns every response due now, in push order.
+    fn flush(&mut self, events: &mut Vec<Event>) -> Vec<Self::Response>;
+}
+
+/// What every stream shares.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub cache: Arc<SnapshotCache>,
+    pub clients: Arc<Clients>,
+    pub metrics: Arc<XdsMetrics>,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// Starts the stream's task; the returned stream is the response half tonic sends.
+pub(crate) fn spawn<M: Machine>(
+    shared: Shared,
+    inbound: Streaming<M::Request>,
+) -> ReceiverStream<Result<M::Response, Status>> {
+    let (tx, rx) = mpsc::channel(RESPONSE_BUFFER);
+    let span = tracing::info_span!(
+        "ads",
+        mode = M::MODE.as_str(),
+        node = field::Empty,
+        gateway = field::Empty
+    );
+    tokio::spawn(run::<M>(shared, inbound, tx).instrument(span));
+    ReceiverStream::new(rx)
+}
+
+/// `"<namespace>/<name>"`, both parts non-empty.
+pub(crate) fn parse_gateway(cluster: &str) -> Option<&str> {
+    let (ns, name) = cluster.split_once('/')?;
+    let valid = |s: &str| !s.is_empty() && !s.contains('/') && !s.chars().any(char::is_whitespace);
+    (valid(ns) && valid(name)).then_some(cluster)
+}
+
+/// Unregisters the stream however its task ends.
+struct Registration {
+    clients: Arc<Clients>,
+    metrics: Arc<XdsMetrics>,
+    id: ClientId,
+    mode: Mode,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.clients.remove(self.id);
+        self.metrics.disconnected(self.mode);
+    }
+}
+
+/// The proxy on the other end, fixed by the first request.
+struct Peer {
+    node: String,
+    gateway: Option<String>,
+    reg: Registration,
+    /// Warned that the Gateway is unknown (or gone); reset once it is served.
+    warned: bool,
+    served: bool,
+}
+
+async fn run<M: Machine>(
+    shared: Shared,
+    mut inbound: Streaming<M::Request>,
+    tx: mpsc::Sender<Result<M::Response, Status>>,
+) {
+    let mut generation = shared.cache.subscribe();
+    let mut shutdown = shared.shutdown.clone();
+    let mut machine = M::default();
+    let mut peer: Option<Peer> = None;
+    let mut events = Vec::new();
+    loop {
+        tokio::select! {
+            biased;
+            () = shut_down(&mut shutdown) => {
+                info!("closing stream: server shutting down");
+                return;
+            }
+            message = inbound.next() => match message {
+                Some(Ok(request)) => {
+                    if peer.is_none() {
+                        peer = Some(identify::<M>(&shared, M::node(&request)));
+                    }
+                    machine.on_request(request, &mut events);
+                }
+                None => {
+                    debug!("proxy closed the stream");
+                    return;
+                }
+                Some(Err(status)) => {
+                    debug!(code = ?status.code(), message = status.message(), "stream ended with an error");
+                    return;
+                }
+            },
+            changed = generation.changed() => {
+                if changed.is_err() {
+                    // The cache is gone: nothing new will ever be served.
+                    return;
+                }
+            }
+        }
+        let Some(peer) = peer.as_mut() else { continue };
+        refresh(&shared, peer, machine.plan_mut());
+        let responses = machine.flush(&mut events);
+        report(&shared, peer, events.drain(..));
+        for response in responses {
+            if tx.send(Ok(response)).await.is_err() {
+                debug!("response stream dropped");
+                return;
+            }
+        }
+    }
+}
+
+/// Resolves when the server shuts down; never if the signal's sender is gone without firing.
+async fn shut_down(signal: &mut watch::Receiver<bool>) {
+    if signal.wait_for(|down| *down).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+fn identify<M: Machine>(shared: &Shared, node: Option<&Node>) -> Peer {
+    let (id, cluster) = node.map(|n| (n.id.clone(), n.cluster.clone())).unwrap_or_default();
+    let gateway = parse_gateway(&cluster).map(str::to_string);
+    let span = tracing::Span::current();
+    span.record("node", id.as_str());
+    span.record("gateway", cluster.as_str());
+    if gateway.is_none() {
+        warn!(
+            node = %id,
+            cluster = %cluster,
+            "node.cluster is not \"<namespace>/<gateway>\"; serving this proxy nothing"
+        );
+    } else {
+        info!("proxy connected");
+    }
+    shared.metrics.connected(M::MODE);
+    let reg = Registration {
+        clients: shared.clients.clone(),
+        metrics: shared.metrics.clone(),
+        id: shared.clients.register(&id, &cluster, gateway.as_deref(), M::MODE),
+        mode: M::MODE,
+    };
+    Peer {
+        node: id,
+        gateway,
+        reg,
+        warned: false,
+        served: false,
+    }
+}
+
+/// Points the plan at the Gateway's latest snapshot, if there is one.
+fn refresh(shared: &Shared, peer: &mut Peer, plan: &mut Plan) {
+    let Some(gateway) = peer.gateway.as_deref() else { return };
+    match shared.cache.get(gateway) {
+        Some(snapshot) => {
+            if plan.set_latest(snapshot) {
+                debug!("new snapshot for this proxy");
+            }
+            peer.served = true;
+            peer.warned = false;
+        }
+        None if !shared.cache.has_published() || peer.warned => {}
+        None if peer.served => {
+            warn!(node = %peer.node, gateway, "Gateway no longer published; the proxy keeps its last configuration");
+            peer.warned = true;
+        }
+        None => {
+            warn!(node = %peer.node, gateway, "unknown Gateway; serving nothing until it exists");
+            peer.warned = true;
+        }
+    }
+}
+
+fn report(shared: &Shared, peer: &Peer, events: impl Iterator<Item = Event>) {
+    let gateway = peer.gateway.as_deref().unwrap_or_default();
+    let id = peer.reg.id;
+    for event in events {
+        match event {
+            Event::Sent {
+                ty,
+                version,
+                resources,
+                removed,
+            } => {
+                debug!(type_url = ty.type_url(), %version, resources, removed, "pushed");
+                shared.metrics.pushed(ty);
+                shared.clients.sent(id, ty, &version);
+            }
+            Event::Acked { ty, version } => {
+                debug!(type_url = ty.type_url(), %version, "proxy acknowledged");
+                shared.clients.acked(id, ty, &version);
+            }
+            Event::Nacked { ty, version, message } => {
+                warn!(
+                    node = %peer.node,
+                    gateway,
+                    type_url = ty.type_url(),
+                    %version,
+                    error = %message,
+                    "proxy rejected configuration"
+                );
+                shared.metrics.nacked(ty);
+                shared.clients.nacked(id, ty, &version, &message);
+            }
+            Event::Plan(Step::Promoted) => debug!("clusters acknowledged; pushing listeners and routes"),
+            Event::Plan(Step::Released { snapshots }) => {
+                debug!(snapshots, "listeners and routes acknowledged; releasing older clusters");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_gateway;
+
+    #[test]
+    fn gateway_names() {
+        assert_eq!(parse_gateway("ns/gw"), Some("ns/gw"));
+        for bad in ["", "gw", "/gw", "ns/", "a/b/c", "ns/g w"] {
+            assert_eq!(parse_gateway(bad), None, "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! Shared harness for the ADS tests (`tests/xds_sotw.rs`, `tests/xds_delta.rs`): a real tonic server
+//! on an ephemeral loopback port, models translated from YAML, and (in `sotw` / `delta`) a proxy-side
+//! client per mode built on envoy-types' generated client. Every wait is bounded. Included by the test
+//! files with `#[path]` (a directory, so Cargo does not build it as a test target of its own).
+#![allow(dead_code)]
+
+pub mod delta;
+pub mod sotw;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use envoy_types::pb::envoy::config::cluster::v3::Cluster;
+use envoy_types::pb::envoy::config::core::v3::Node;
+use envoy_types::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
+use envoy_types::pb::envoy::config::listener::v3::Listener;
+use envoy_types::pb::envoy::config::route::v3::RouteConfiguration;
+use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::Secret;
+use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
+use envoy_types::pb::google::protobuf::Any;
+use pier::envoy::Resources;
+use pier::xds::{AdsServer, Clients, SnapshotCache, XdsMetrics, XdsType};
+use prost::Message;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::transport::Channel;
+
+/// How long "nothing arrives" is watched for.
+pub const QUIET: Duration = Duration::from_millis(300);
+/// Upper bound for anything that should arrive.
+pub const WAIT: Duration = Duration::from_secs(5);
+
+pub const GW: &str = "default/gw";
+pub const OTHER: &str = "default/other";
+
+/// Cluster name the translator gives Service `svc` port 80.
+pub fn cluster(svc: &str) -> String {
+    format!("service/default/{svc}/80")
+}
+
+/// A Gateway with one HTTP listener per port and an HTTPRoute per Gateway: rule i sends `/svc` to
+/// Service `svc`.
+pub struct Gw<'a> {
+    pub name: &'a str,
+    pub ports: &'a [u16],
+    pub backends: &'a [&'a str],
+}
+
+/// A model: the GatewayClass, the Gateways with their routes, and Services `a`, `b`, `c` (port 80 →
+/// 8080) each with one ready endpoint, `ips` overriding the default address of a Service.
+pub fn model(gws: &[Gw], ips: &[(&str, &str)]) -> String {
+    let mut out = String::from(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: pier, generation: 1}\n\
+         spec: {controllerName: pier.dev/gateway-controller}\n",
+    );
+    for gw in gws {
+        let listeners: String = gw
+            .ports
+            .iter()
+            .map(|p| format!("  - {{name: http-{p}, protocol: HTTP, port: {p}}}\n"))
+            .collect();
+        let rules: String = gw
+            .backends
+            .iter()
+            .map(|b| format!("  - matches: [{{path: {{type: PathPrefix, value: /{b}}}}}]\n    backendRefs: [{{name: {b}, port: 80}}]\n"))
+            .collect();
+        out += &format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: {n}, namespace: default, generation: 1}}\n\
+             spec:\n  gatewayClassName: pier\n  listeners:\n{listeners}\
+             ---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: {n}-route, namespace: default, generation: 1}}\n\
+             spec:\n  parentRefs: [{{name: {n}}}]\n  rules:\n{rules}",
+            n = gw.name
+        );
+    }
+    for (i, svc) in ["a", "b", "c"].into_iter().enumerate() {
+        let default_ip = format!("10.0.0.{}", i + 1);
+        let ip = ips
+            .iter()
+            .find(|(s, _)| *s == svc)
+            .map_or(default_ip.as_str(), |(_, ip)| ip);
+        out += &format!(
+            "---\napiVersion: v1\nkind: Service\nmetadata: {{name: {svc}, namespace: default}}\n\
+             spec:\n  ports: [{{name: http, port: 80, targetPort: 8080}}]\n\
+             ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {svc}-1\n  namespace: default\n\
+             \x20 labels: {{kubernetes.io/service-name: {svc}}}\naddressType: IPv4\n\
+             ports: [{{name: http, port: 8080, protocol: TCP}}]\n\
+             endpoints: [{{addresses: [\"{ip}\"], conditions: {{ready: true}}}}]\n"
+        );
+    }
+    out
+}
+
+/// The one Gateway `default/gw` on port 8080 routing to `backends`.
+pub fn simple(backends: &[&str]) -> BTreeMap<String, Resources> {
+    translate(&model(
+        &[Gw {
+            name: "gw",
+            ports: &[8080],
+            backends,
+        }],
+        &[],
+    ))
+}
+
+pub fn translate(yaml: &str) -> BTreeMap<String, Resources> {
+    let loaded =
+        pier::source::files::parse_texts(&[("input.yaml".to_string(), yaml.to_string())]).expect("model parses");
+    let translation = pier::translate(&loaded.model, &pier::Options::default());
+    assert!(
+        !translation.gateways.is_empty(),
+        "the model yields at least one Gateway"
+    );
+    translation.gateways
+}
+
+/// A running ADS server on 127.0.0.1:0.
+pub struct Harness {
+    pub server: AdsServer,
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<(), tonic::transport::Error>>,
+}
+
+impl Harness {
+    pub async fn start() -> Harness {
+        let server = AdsServer::new(
+            Arc::new(SnapshotCache::new()),
+            Arc::new(Clients::new()),
+            Arc::new(XdsMetrics::default()),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(pier::xds::serve(listener, server.clone(), async move {
+            let _ = stopped.await;
+        }));
+        Harness {
+            server,
+            addr,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    pub fn publish(&self, gateways: &BTreeMap<String, Resources>) -> pier::xds::PublishReport {
+        self.server.publish(gateways)
+    }
+
+    pub fn cache(&self) -> &SnapshotCache {
+        &self.server.cache
+    }
+
+    /// Resource names of one type in the published snapshot of `gateway`.
+    pub fn names(&self, gateway: &str, ty: XdsType) -> Vec<String> {
+        self.cache()
+            .get(gateway)
+            .map(|s| s.view(ty).entries.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn version(&self, gateway: &str, ty: XdsType) -> String {
+        self.cache().versions(gateway)[&ty].clone()
+    }
+
+    pub async fn channel(&self) -> AggregatedDiscoveryServiceClient<Channel> {
+        tokio::time::timeout(
+            WAIT,
+            AggregatedDiscoveryServiceClient::connect(format!("http://{}", self.addr)),
+        )
+        .await
+        .expect("connect in time")
+        .expect("connect")
+    }
+
+    /// Signals shutdown and waits for `serve` to return.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(WAIT, self.task)
+            .await
+            .expect("serve returns after shutdown")
+            .expect("serve task")
+            .expect("serve ends without error");
+    }
+}
+
+pub fn node(cluster: &str) -> Node {
+    Node {
+        id: format!("proxy-for-{cluster}"),
+        cluster: cluster.to_string(),
+        ..Default::default()
+    }
+}
+
+/// Name of a packed resource.
+pub fn resource_name(any: &Any) -> String {
+    let bytes = any.value.as_slice();
+    match XdsType::from_type_url(&any.type_url).expect("a type pier serves") {
+        XdsType::Cluster => Cluster::decode(bytes).unwrap().name,
+        XdsType::Endpoint => ClusterLoadAssignment::decode(bytes).unwrap().cluster_name,
+        XdsType::Listener => Listener::decode(bytes).unwrap().name,
+        XdsType::Route => RouteConfiguration::decode(bytes).unwrap().name,
+        XdsType::Secret => Secret::decode(bytes).unwrap().name,
+    }
+}
+
+/// The clusters a route configuration sends traffic to.
+pub fn route_targets(any: &Any) -> Vec<String> {
+    use envoy_types::pb::envoy::config::route::v3::route::Action;
+    use envoy_types::pb::envoy::config::route::v3::route_action::ClusterSpecifier;
+    let rc = RouteConfiguration::decode(any.value.as_slice()).unwrap();
+    let mut out: Vec<String> = rc
+        .virtual_hosts
+        .iter()
+        .flat_map(|vh| &vh.routes)
+        .filter_map(|r| match &r.action {
+            Some(Action::Route(ra)) => match &ra.cluster_specifier {
+                Some(ClusterSpecifier::Cluster(c)) => Some(vec![c.clone()]),
+                Some(ClusterSpecifier::WeightedClusters(w)) => {
+                    Some(w.clusters.iter().map(|c| c.name.clone()).collect())
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+pub fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+pub fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
