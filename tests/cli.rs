@@ -22,7 +22,7 @@ fn json(out: &Output) -> serde_json::Value {
 
 #[test]
 fn translate_example_prints_six_keys_and_every_backend_shape() {
-    let doc = json(&pier(&["translate", "--output", "json", "examples/"]));
+    let doc = json(&pier(&["translate", "--allow-loopback", "--output", "json", "examples/"]));
     let keys: Vec<&str> = doc.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(keys, ["clusters", "endpoints", "listeners", "routes", "secrets", "status"]);
     for key in ["clusters", "endpoints", "listeners", "routes", "secrets"] {
@@ -32,10 +32,10 @@ fn translate_example_prints_six_keys_and_every_backend_shape() {
     // One cluster per shape: XBackend (ExternalHostname and EndpointSelector), GEP-4488 Backend, the
     // draft Backend, Envoy Gateway's Backend, a Service with a BackendTLSPolicy.
     for want in [
-        "xbackend/demo/openai/443",
+        "xbackend/demo/api/9443",
         "xbackend/demo/echo-h2c/80",
-        "backend/demo/payments/8443",
-        "backend/demo/weather/443",
+        "backend/demo/payments/9444",
+        "backend/demo/weather/9081",
         "eg-backend/demo/legacy",
         "service/demo/billing/443",
     ] {
@@ -58,7 +58,7 @@ fn translate_example_prints_six_keys_and_every_backend_shape() {
 
 #[test]
 fn yaml_is_the_default_output_and_gateway_selects_one() {
-    let out = pier(&["translate", "--gateway", "demo/edge", "examples/"]);
+    let out = pier(&["translate", "--allow-loopback", "--gateway", "demo/edge", "examples/"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: serde_json::Value = serde_yaml::from_slice(&out.stdout).expect("YAML output");
     assert!(doc["listeners"].as_array().is_some_and(|l| l.len() == 2));
