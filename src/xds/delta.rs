@@ -50,6 +50,10 @@ struct TypeState {
     /// The latest response was rejected and nothing newer was acknowledged since.
     nacked: bool,
     sent_version: Option<String>,
+    /// A fresh proxy (no `initial_resource_versions`) waits for a first response to every wildcard
+    /// type before it finishes initialising — even an empty one: a Gateway whose every backend was
+    /// refused has no clusters, and without an answer Envoy would stay PRE_INITIALIZING for good.
+    owes_first_answer: bool,
 }
 
 /// What a response for one type would carry.
@@ -161,6 +165,7 @@ impl Machine for Delta {
         let first = !st.subscribed;
         if first {
             st.subscribed = true;
+            st.owes_first_answer = req.initial_resource_versions.is_empty();
             st.known = req.initial_resource_versions.into_iter().collect();
             if req.resource_names_subscribe.is_empty()
                 && req.resource_names_unsubscribe.is_empty()
@@ -238,9 +243,10 @@ impl Delta {
             })
             .collect();
         st.resend.clear();
-        if resources.is_empty() && removed.is_empty() {
+        if resources.is_empty() && removed.is_empty() && !st.owes_first_answer {
             return None;
         }
+        st.owes_first_answer = false;
         for r in &resources {
             st.known.insert(r.name.clone(), r.version.clone());
         }

@@ -11,9 +11,11 @@
 //! - Clusters and listeners are full state; wildcard by `"*"` or by a client that never named a
 //!   resource of that type (legacy). Endpoints, routes and secrets carry the requested names only; a
 //!   name requested before it exists is sent when it appears (the view's version changes).
-//! - The first request of a type always gets the full current state, even if its `version_info` says
-//!   the proxy has it (a reconnect after a restart): same content means the same version, so the proxy
-//!   has nothing to apply.
+//! - The first request of a type gets the full current state, except a pure-wildcard cluster or
+//!   listener request whose `version_info` already equals the current version (a proxy reconnecting
+//!   after a pier restart with unchanged input): that proxy holds exactly this full state, so pier
+//!   records it as acknowledged and sends nothing — no reload, no churn (notes §4.3 says this is safe
+//!   for pure-wildcard LDS/CDS only; named types are always answered).
 //!
 //! Owns the wire rules only; which snapshot a type is served from is [`Plan`]'s decision.
 
@@ -44,6 +46,8 @@ struct TypeState {
     sent_version: Option<String>,
     acked_version: Option<String>,
     nacked_version: Option<String>,
+    /// The version a reconnecting proxy says it holds (first request of a pure-wildcard type).
+    held_version: Option<String>,
 }
 
 /// A SotW stream's protocol state.
@@ -130,6 +134,9 @@ impl Machine for Sotw {
         let star = names.remove("*");
         let wildcard = star || (names.is_empty() && !st.named_ever && ty.is_full_state());
         st.named_ever |= !names.is_empty();
+        if first && wildcard && names.is_empty() && ty.is_full_state() && !req.version_info.is_empty() {
+            st.held_version = Some(req.version_info.clone());
+        }
         if first || wildcard != st.wildcard || names != st.names {
             st.need_response = true;
         }
@@ -158,6 +165,13 @@ impl Sotw {
             return None;
         }
         if !st.need_response && st.sent_version.as_ref() == Some(&view.version) {
+            return None;
+        }
+        if st.held_version.take().as_ref() == Some(&view.version) && st.wildcard {
+            st.need_response = false;
+            st.sent_version = Some(view.version.clone());
+            st.acked_version = Some(view.version.clone());
+            events.push(Event::Acked { ty, version: view.version.clone() });
             return None;
         }
         let resources: Vec<_> = if st.wildcard {

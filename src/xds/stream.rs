@@ -114,6 +114,8 @@ struct Peer {
     /// Warned that the Gateway is unknown (or gone); reset once it is served.
     warned: bool,
     served: bool,
+    /// The Gateway was deleted and the empty state is being (or has been) served.
+    emptied: bool,
 }
 
 async fn run<M: Machine>(
@@ -204,6 +206,7 @@ fn identify<M: Machine>(shared: &Shared, node: Option<&Node>) -> Peer {
         reg,
         warned: false,
         served: false,
+        emptied: false,
     }
 }
 
@@ -217,12 +220,22 @@ fn refresh(shared: &Shared, peer: &mut Peer, plan: &mut Plan) {
             }
             peer.served = true;
             peer.warned = false;
+            peer.emptied = false;
         }
-        None if !shared.cache.has_published() || peer.warned => {}
+        None if !shared.cache.has_published() => {}
+        // A Gateway that was served and is gone was deleted: its proxies must stop exposing it, so
+        // they get the empty state (through the same make-before-break plan as any change).
         None if peer.served => {
-            warn!(node = %peer.node, gateway, "Gateway no longer published; the proxy keeps its last configuration");
-            peer.warned = true;
+            if !peer.warned {
+                warn!(node = %peer.node, gateway, "Gateway deleted; removing its configuration from the proxy");
+                peer.warned = true;
+            }
+            if !peer.emptied {
+                plan.set_latest(std::sync::Arc::new(super::cache::Snapshot::build(gateway, &crate::envoy::Resources::default())));
+                peer.emptied = true;
+            }
         }
+        None if peer.warned => {}
         None => {
             warn!(node = %peer.node, gateway, "unknown Gateway; serving nothing until it exists");
             peer.warned = true;

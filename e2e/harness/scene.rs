@@ -1,0 +1,170 @@
+//! One scenario's world: a DNS responder, pier's config directory, a work directory for logs and bootstraps,
+//! a `pier serve`, and the Envoys attached to it (each from `pier bootstrap` in the scenario's [`Mode`]).
+//! Dropping the scene kills every process it started — Envoys first, then pier — and removes its
+//! directories (kept with `E2E_KEEP=1`, whose paths are then printed).
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::dns::Dns;
+use super::envoy::Envoy;
+use super::http::{self, Response};
+use super::manifests::yaml;
+use super::pier::{ConfigDir, Pier, PierOptions};
+use super::{Mode, eventually, free_port, keep_work_dirs, lo, local};
+
+/// The Host header the suite's requests carry (the test Gateways' listeners take any host).
+pub const HOST: &str = "www.e2e.test";
+/// Deadline for configuration changes to show up in traffic.
+pub const CONVERGE: Duration = Duration::from_secs(20);
+
+pub struct Scene {
+    pub mode: Mode,
+    /// The proxies, in start order (dropped before pier).
+    pub envoys: Vec<Envoy>,
+    pier: Option<Pier>,
+    pub dns: Dns,
+    pub config: ConfigDir,
+    /// The default Gateway listener port (free when the scene was created), on 127.0.0.1.
+    pub port: u16,
+    work: tempfile::TempDir,
+    name: String,
+}
+
+impl Scene {
+    pub async fn new(name: &str, mode: Mode) -> Scene {
+        let mut work = tempfile::Builder::new()
+            .prefix(&format!("pier-e2e-{name}-{}-", mode.label()))
+            .tempdir()
+            .expect("work dir");
+        let config = ConfigDir::new(work.path());
+        if keep_work_dirs() {
+            work.disable_cleanup(true);
+            eprintln!("E2E: {name}/{} work dir {}", mode.label(), work.path().display());
+        }
+        Scene {
+            mode,
+            envoys: Vec::new(),
+            pier: None,
+            dns: Dns::start().await,
+            config,
+            port: free_port(lo(1)),
+            work,
+            name: format!("{name}/{}", mode.label()),
+        }
+    }
+
+    /// Writes (or atomically replaces) one manifest file.
+    pub fn write(&self, file: &str, docs: &[Value]) {
+        self.config.write(file, &yaml(docs));
+    }
+
+    /// Starts `pier serve` on the config directory and waits until it is ready.
+    pub async fn start_pier(&mut self, options: PierOptions) {
+        assert!(self.pier.is_none(), "pier already runs");
+        let label = format!("pier-{}", self.next_pier_index());
+        let pier = Pier::start(&self.config, self.work.path(), &label, &options).await;
+        pier.wait_ready().await;
+        self.pier = Some(pier);
+    }
+
+    fn next_pier_index(&self) -> usize {
+        (1..)
+            .find(|i| !self.work.path().join(format!("pier-{i}.log")).exists())
+            .unwrap()
+    }
+
+    pub fn pier(&self) -> &Pier {
+        self.pier.as_ref().expect("pier is running")
+    }
+
+    pub fn pier_mut(&mut self) -> &mut Pier {
+        self.pier.as_mut().expect("pier is running")
+    }
+
+    /// Stops pier gracefully (SIGTERM) and asserts it exits cleanly.
+    pub async fn stop_pier(&mut self) {
+        let status = self.pier_mut().terminate().await;
+        let pier = self.pier.take().unwrap();
+        assert!(
+            status.success(),
+            "pier exited with {status} after SIGTERM; log:\n{}",
+            pier.log()
+        );
+    }
+
+    /// Starts an Envoy for `gateway` from `pier bootstrap` and waits until it is LIVE; returns its index.
+    pub async fn start_envoy(&mut self, gateway: &str) -> usize {
+        let index = self.spawn_envoy(gateway).await;
+        self.envoys[index].wait_live().await;
+        index
+    }
+
+    /// Starts an Envoy for `gateway` without waiting for LIVE (for a Gateway pier must not serve).
+    pub async fn spawn_envoy(&mut self, gateway: &str) -> usize {
+        let index = self.envoys.len();
+        let node_id = format!("e2e-{}-{index}", gateway.replace('/', "-"));
+        let bootstrap = self.pier().bootstrap(gateway, self.mode, self.dns.addr, &node_id);
+        let api_type = &bootstrap["dynamic_resources"]["ads_config"]["api_type"];
+        let want = if self.mode == Mode::Delta { "DELTA_GRPC" } else { "GRPC" };
+        assert_eq!(api_type, want, "pier bootstrap for {:?} mode", self.mode);
+        let label = format!("envoy-{index}");
+        self.envoys
+            .push(Envoy::start(&bootstrap, self.work.path(), &label).await);
+        index
+    }
+
+    pub fn envoy(&self) -> &Envoy {
+        self.envoys.first().expect("an Envoy is running")
+    }
+
+    /// The default Gateway listener address.
+    pub fn listener(&self) -> SocketAddr {
+        local(self.port)
+    }
+
+    /// One GET through the default listener.
+    pub async fn get(&self, path: &str) -> Result<Response, String> {
+        http::get(self.listener(), HOST, path).await
+    }
+
+    /// Polls `path` on `port` until upstream `upstream` answers; returns how long that took.
+    pub async fn wait_for_upstream_at(&self, port: u16, path: &str, upstream: &str) -> Duration {
+        let start = Instant::now();
+        let what = format!("{}: GET {path} on :{port} answered by {upstream}", self.name);
+        eventually(&what, CONVERGE, || async {
+            let r = http::get(local(port), HOST, path).await?;
+            match r.upstream() {
+                Some(u) if u == upstream => Ok(start.elapsed()),
+                other => Err(format!("status {} from {other:?}: {}", r.status, r.body.trim())),
+            }
+        })
+        .await
+    }
+
+    /// [`Scene::wait_for_upstream_at`] on the default listener.
+    pub async fn wait_for_upstream(&self, path: &str, upstream: &str) -> Duration {
+        self.wait_for_upstream_at(self.port, path, upstream).await
+    }
+
+    /// Polls `path` until it answers with `status` (and no upstream header).
+    pub async fn wait_for_status(&self, path: &str, status: u16) -> Response {
+        let what = format!("{}: GET {path} answered {status} by Envoy itself", self.name);
+        eventually(&what, CONVERGE, || async {
+            let r = self.get(path).await?;
+            if r.status == status && r.upstream().is_none() {
+                Ok(r)
+            } else {
+                Err(format!(
+                    "status {} from {:?}: {}",
+                    r.status,
+                    r.upstream(),
+                    r.body.trim()
+                ))
+            }
+        })
+        .await
+    }
+}
