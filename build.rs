@@ -86,7 +86,8 @@ fn envoy_types_proto_dir() -> PathBuf {
     // Offline first (no network on a warm machine); online if a dev-only package was never fetched.
     let run = |offline: bool| {
         let mut cmd = Command::new(&cargo);
-        cmd.args(["metadata", "--format-version", "1"]).current_dir(&manifest_dir);
+        cmd.args(["metadata", "--format-version", "1"])
+            .current_dir(&manifest_dir);
         if offline {
             cmd.arg("--offline");
         }

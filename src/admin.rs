@@ -47,7 +47,11 @@ impl PipelineMetrics {
             source_error: Gauge::default(),
         };
         registry.register("pier_translations", "Translations run", m.translations.clone());
-        registry.register("pier_translation_seconds", "Time to translate the model", m.translation_seconds.clone());
+        registry.register(
+            "pier_translation_seconds",
+            "Time to translate the model",
+            m.translation_seconds.clone(),
+        );
         registry.register(
             "pier_source_error",
             "1 while the newest read of the config directory failed (the last good configuration is served)",
@@ -90,7 +94,11 @@ async fn readyz(State(s): State<AdminState>) -> Response {
         "source_error": v.source_error,
         "check_errors": v.check_errors,
     });
-    let code = if v.ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let code = if v.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
     (code, Json(body)).into_response()
 }
 
@@ -99,7 +107,14 @@ async fn metrics(State(s): State<AdminState>) -> Response {
     if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &s.registry) {
         return (StatusCode::INTERNAL_SERVER_ERROR, format!("encoding metrics: {e}\n")).into_response();
     }
-    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
 }
 
 #[derive(Deserialize)]
@@ -118,18 +133,28 @@ async fn config_dump(State(s): State<AdminState>, Query(q): Query<DumpQuery>) ->
         Some(g) => match v.published.get(&g) {
             Some(res) => {
                 let mut j = dump(res);
-                let versions: serde_json::Map<String, Value> =
-                    s.cache.versions(&g).into_iter().map(|(t, v)| (t.as_str().to_string(), Value::String(v))).collect();
+                let versions: serde_json::Map<String, Value> = s
+                    .cache
+                    .versions(&g)
+                    .into_iter()
+                    .map(|(t, v)| (t.as_str().to_string(), Value::String(v)))
+                    .collect();
                 j["versions"] = Value::Object(versions);
                 Json(j).into_response()
             }
             None => {
                 let known: Vec<&String> = v.published.keys().collect();
-                (StatusCode::NOT_FOUND, Json(json!({ "error": format!("no published Gateway {g:?}"), "gateways": known })))
+                (
+                    StatusCode::NOT_FOUND,
+                    Json(json!({ "error": format!("no published Gateway {g:?}"), "gateways": known })),
+                )
                     .into_response()
             }
         },
-        None => Json(Value::Object(v.published.iter().map(|(g, res)| (g.clone(), dump(res))).collect())).into_response(),
+        None => Json(Value::Object(
+            v.published.iter().map(|(g, res)| (g.clone(), dump(res))).collect(),
+        ))
+        .into_response(),
     }
 }
 

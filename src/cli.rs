@@ -10,7 +10,11 @@ use crate::ir::LookupFamily;
 use crate::options::{DEFAULT_CONTROLLER_NAME, DEFAULT_SYSTEM_CA_PATH, Guardrails, Options};
 
 #[derive(Debug, Parser)]
-#[command(name = "pier", version, about = "An Envoy xDS control plane for the Gateway API and its Backend resource")]
+#[command(
+    name = "pier",
+    version,
+    about = "An Envoy xDS control plane for the Gateway API and its Backend resource"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -24,6 +28,27 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print an Envoy bootstrap that serves one Gateway from pier over ADS.
     Bootstrap(BootstrapArgs),
+    /// Run the bundled example on loopback: demo upstreams, pier, a real Envoy, and requests through it.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// The example manifests (with their upstream certificates in DIR/upstream-certs/).
+    #[arg(long, value_name = "DIR", default_value = "examples")]
+    pub examples: PathBuf,
+    /// Port of the Gateway's HTTP listener on 127.0.0.1 (the example says 8080; 0 picks a free port).
+    #[arg(long, value_name = "PORT", default_value_t = crate::demo::EXAMPLE_HTTP_PORT)]
+    pub listen_port_http: u16,
+    /// Port of the Gateway's HTTPS listener on 127.0.0.1 (the example says 8443; 0 picks a free port).
+    #[arg(long, value_name = "PORT", default_value_t = crate::demo::EXAMPLE_HTTPS_PORT)]
+    pub listen_port_https: u16,
+    /// Envoy speaks incremental (delta) xDS instead of state-of-the-world.
+    #[arg(long)]
+    pub delta: bool,
+    /// Exit after printing the results instead of staying up (non-zero if any request went wrong).
+    #[arg(long)]
+    pub once: bool,
 }
 
 #[derive(Debug, Args)]

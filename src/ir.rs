@@ -129,10 +129,7 @@ pub struct Origin {
 pub enum Discovery {
     /// Envoy resolves the hostnames itself (STRICT_DNS) with the DNS settings given. Usually one
     /// target; an Envoy Gateway Backend may list several FQDN endpoints (and fallback ones).
-    Dns {
-        targets: Vec<DnsTarget>,
-        dns: DnsSettings,
-    },
+    Dns { targets: Vec<DnsTarget>, dns: DnsSettings },
     /// Endpoints delivered by EDS as a ClusterLoadAssignment named after the cluster.
     Eds { endpoints: Vec<Endpoint> },
     /// Envoy's dynamic forward proxy (Envoy Gateway `DynamicResolver`), only when the operator enabled it.

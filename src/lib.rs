@@ -8,11 +8,13 @@
 //!
 //! The pure core — [`api`], [`model`], [`ir`], [`gateway`], [`envoy`], [`translate`] — does no I/O and reads
 //! no clock, environment or randomness: the same model always gives the same bytes. The edges
-//! ([`source`]) depend on the core, never the reverse.
+//! ([`source`]) depend on the core, never the reverse. [`testkit`] and [`demo`] are loopback
+//! infrastructure for `pier demo` and the e2e suite, never on the serving path.
 
 pub mod admin;
 pub mod api;
 pub mod cli;
+pub mod demo;
 pub mod envoy;
 pub mod gateway;
 pub mod ir;
@@ -20,6 +22,7 @@ pub mod model;
 pub mod options;
 pub mod runtime;
 pub mod source;
+pub mod testkit;
 pub mod translate;
 pub mod xds;
 

@@ -5,21 +5,30 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use pier::cli::{BootstrapArgs, Cli, Command, Output, ServeArgs, TranslateArgs};
+use pier::cli::{BootstrapArgs, Cli, Command, DemoArgs, Output, ServeArgs, TranslateArgs};
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // The demo prints its own report on stdout; pier's info logs would only interleave with it.
+    let default_filter = if matches!(cli.command, Command::Demo(_)) {
+        "warn"
+    } else {
+        "info"
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PIER_LOG").unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PIER_LOG").unwrap_or_else(|_| default_filter.into()),
+        )
         .init();
     // kube and the TLS servers share rustls; pick its crypto provider once, before any is built.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = Cli::parse();
     let result = match cli.command {
         Command::Translate(args) => translate(args),
         Command::Serve(args) => serve(args),
         Command::Bootstrap(args) => bootstrap(args),
+        Command::Demo(args) => demo(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -43,13 +52,10 @@ fn translate(args: TranslateArgs) -> Result<()> {
         let known: Vec<&String> = translation.gateways.keys().collect();
         bail!("no pier Gateway {gw:?} in the input (pier Gateways: {known:?})");
     }
-    let doc = translation.document(args.gateway.as_deref()).expect("gateway checked above");
-    let text = match args.output {
-        Output::Json => serde_json::to_string_pretty(&doc)? + "\n",
-        Output::Yaml => serde_yaml::to_string(&doc)?,
-    };
-    std::io::stdout().lock().write_all(text.as_bytes()).context("writing output")?;
-    Ok(())
+    let doc = translation
+        .document(args.gateway.as_deref())
+        .expect("gateway checked above");
+    print(&doc, args.output)
 }
 
 fn serve(args: ServeArgs) -> Result<()> {
@@ -64,7 +70,10 @@ fn serve(args: ServeArgs) -> Result<()> {
         },
         options: args.translator.options(),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
     rt.block_on(pier::runtime::run(config))
 }
 
@@ -76,7 +85,9 @@ fn bootstrap(args: BootstrapArgs) -> Result<()> {
         .xds_address
         .rsplit_once(':')
         .with_context(|| format!("--xds-address must be HOST:PORT, got {:?}", args.xds_address))?;
-    let port: u16 = port.parse().with_context(|| format!("--xds-address port {port:?} is not a port number"))?;
+    let port: u16 = port
+        .parse()
+        .with_context(|| format!("--xds-address port {port:?} is not a port number"))?;
     let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
     let spec = pier::envoy::ads_bootstrap::BootstrapSpec {
         gateway: args.gateway,
@@ -88,10 +99,32 @@ fn bootstrap(args: BootstrapArgs) -> Result<()> {
         dns_resolver: args.dns_resolver.map(|a| (a.ip(), a.port())),
     };
     let doc = pier::envoy::ads_bootstrap::bootstrap(&spec);
-    let text = match args.output {
-        Output::Json => serde_json::to_string_pretty(&doc)? + "\n",
-        Output::Yaml => serde_yaml::to_string(&doc)?,
+    print(&doc, args.output)
+}
+
+fn demo(args: DemoArgs) -> Result<()> {
+    let config = pier::demo::DemoConfig {
+        examples: args.examples,
+        http_port: args.listen_port_http,
+        https_port: args.listen_port_https,
+        delta: args.delta,
+        once: args.once,
     };
-    std::io::stdout().lock().write_all(text.as_bytes()).context("writing output")?;
-    Ok(())
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(pier::demo::run(config))
+}
+
+/// Writes a document to stdout as JSON or YAML.
+fn print(doc: &serde_json::Value, output: Output) -> Result<()> {
+    let text = match output {
+        Output::Json => serde_json::to_string_pretty(doc)? + "\n",
+        Output::Yaml => serde_yaml::to_string(doc)?,
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("writing output")
 }

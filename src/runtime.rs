@@ -7,6 +7,7 @@
 //! `/debug/status`. Nothing is published before the source's first complete read.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -54,10 +55,14 @@ pub struct View {
 
 pub type SharedView = Arc<RwLock<View>>;
 
+/// Serves until SIGTERM or SIGINT.
 pub async fn run(config: ServeConfig) -> Result<()> {
-    let (stop_tx, stop_rx) = watch::channel(false);
-    tokio::spawn(wait_for_signal(stop_tx));
+    run_until(config, wait_for_signal()).await
+}
 
+/// Serves until `shutdown` completes, then stops gracefully. For embedders that own the process's signals
+/// (`pier demo` runs this runtime in-process beside Envoy and stops both on Ctrl-C).
+pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
     let xds_listener = tokio::net::TcpListener::bind(config.xds_address)
         .await
         .with_context(|| format!("binding the xDS address {}", config.xds_address))?;
@@ -70,6 +75,11 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     if let Some(path) = &config.address_file {
         write_address_file(path, xds_addr, admin_addr)?;
     }
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
 
     let mut registry = prometheus_client::registry::Registry::default();
     let cache = Arc::new(SnapshotCache::new());
@@ -80,7 +90,12 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     let view: SharedView = Arc::default();
 
     let (dir_tx, dir_rx) = watch::channel(DirState::default());
-    let source = tokio::spawn(dir::run(config.config_dir.clone(), config.debounce.clone(), dir_tx, stop_rx.clone()));
+    let source = tokio::spawn(dir::run(
+        config.config_dir.clone(),
+        config.debounce.clone(),
+        dir_tx,
+        stop_rx.clone(),
+    ));
     let pipeline = tokio::spawn(pipeline(
         dir_rx,
         config.options.clone(),
@@ -93,7 +108,12 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     let xds = tokio::spawn(crate::xds::server::serve(xds_listener, server, async move {
         let _ = xds_stop.wait_for(|s| *s).await;
     }));
-    let admin_state = crate::admin::AdminState { cache, clients, view, registry: Arc::new(registry) };
+    let admin_state = crate::admin::AdminState {
+        cache,
+        clients,
+        view,
+        registry: Arc::new(registry),
+    };
     let mut admin_stop = stop_rx.clone();
     let admin = tokio::spawn(crate::admin::serve(admin_listener, admin_state, async move {
         let _ = admin_stop.wait_for(|s| *s).await;
@@ -195,15 +215,16 @@ fn write_address_file(path: &std::path::Path, xds: SocketAddr, admin: SocketAddr
     Ok(())
 }
 
-async fn wait_for_signal(stop: watch::Sender<bool>) {
+/// Completes on the first SIGTERM or SIGINT.
+async fn wait_for_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
         error!("cannot install signal handlers; stop pier by killing it");
-        return;
+        // Never complete: finishing here would read as a shutdown request.
+        return std::future::pending().await;
     };
     tokio::select! {
         _ = term.recv() => info!("SIGTERM"),
         _ = int.recv() => info!("SIGINT"),
     }
-    let _ = stop.send(true);
 }

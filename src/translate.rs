@@ -22,7 +22,11 @@ pub struct Translation {
 
 pub fn translate(model: &Model, opts: &Options) -> Translation {
     let (ir, statuses) = gateway::build(model, opts);
-    let gateways = ir.gateways.iter().map(|(k, g)| (k.clone(), envoy::build(g, opts))).collect();
+    let gateways = ir
+        .gateways
+        .iter()
+        .map(|(k, g)| (k.clone(), envoy::build(g, opts)))
+        .collect();
     Translation { gateways, statuses }
 }
 
@@ -52,8 +56,13 @@ fn merge<'a>(all: impl Iterator<Item = &'a Resources>) -> Resources {
             into.entry(name(item).to_string()).or_insert_with(|| item.clone());
         }
     }
-    let (mut c, mut e, mut l, mut r, mut s) =
-        (BTreeMap::new(), BTreeMap::new(), BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    let (mut c, mut e, mut l, mut r, mut s) = (
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+    );
     for res in all {
         add(&mut c, &res.clusters, |x| &x.name);
         add(&mut e, &res.endpoints, |x| &x.cluster_name);

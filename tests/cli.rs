@@ -16,19 +16,37 @@ fn pier(args: &[&str]) -> Output {
 }
 
 fn json(out: &Output) -> serde_json::Value {
-    assert!(out.status.success(), "pier failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "pier failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
 #[test]
 fn translate_example_prints_six_keys_and_every_backend_shape() {
-    let doc = json(&pier(&["translate", "--allow-loopback", "--output", "json", "examples/"]));
+    let doc = json(&pier(&[
+        "translate",
+        "--allow-loopback",
+        "--output",
+        "json",
+        "examples/",
+    ]));
     let keys: Vec<&str> = doc.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["clusters", "endpoints", "listeners", "routes", "secrets", "status"]);
+    assert_eq!(
+        keys,
+        ["clusters", "endpoints", "listeners", "routes", "secrets", "status"]
+    );
     for key in ["clusters", "endpoints", "listeners", "routes", "secrets"] {
         assert!(!doc[key].as_array().unwrap().is_empty(), "{key} is empty");
     }
-    let cluster_names: Vec<&str> = doc["clusters"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let cluster_names: Vec<&str> = doc["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     // One cluster per shape: XBackend (ExternalHostname and EndpointSelector), GEP-4488 Backend, the
     // draft Backend, Envoy Gateway's Backend, a Service with a BackendTLSPolicy.
     for want in [
@@ -39,7 +57,10 @@ fn translate_example_prints_six_keys_and_every_backend_shape() {
         "eg-backend/demo/legacy",
         "service/demo/billing/443",
     ] {
-        assert!(cluster_names.contains(&want), "missing cluster {want} in {cluster_names:?}");
+        assert!(
+            cluster_names.contains(&want),
+            "missing cluster {want} in {cluster_names:?}"
+        );
     }
     // The guardrail-refused Backend never reaches Envoy, and its status says why.
     assert!(!cluster_names.iter().any(|n| n.contains("metadata-probe")));
@@ -51,7 +72,12 @@ fn translate_example_prints_six_keys_and_every_backend_shape() {
         .expect("status of the refused Backend");
     assert_eq!(probe["status"]["conditions"][0]["reason"], "DestinationNotAllowed");
     // The draft shape is marked deprecated.
-    let weather = doc["status"].as_array().unwrap().iter().find(|s| s["metadata"]["name"] == "weather").unwrap();
+    let weather = doc["status"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["metadata"]["name"] == "weather")
+        .unwrap();
     let conds = weather["status"]["parents"][0]["conditions"].as_array().unwrap();
     assert!(conds.iter().any(|c| c["type"] == "Deprecated" && c["status"] == "True"));
 }
@@ -81,16 +107,29 @@ fn malformed_input_fails_naming_file_document_and_field() {
     let out = pier(&["translate", file.to_str().unwrap()]);
     assert!(!out.status.success(), "malformed input must fail");
     let err = String::from_utf8_lossy(&out.stderr);
-    for want in ["bad.yaml", "document 1", "XBackend demo/api", "spec.tls.mode", "Sometimes"] {
+    for want in [
+        "bad.yaml",
+        "document 1",
+        "XBackend demo/api",
+        "spec.tls.mode",
+        "Sometimes",
+    ] {
         assert!(err.contains(want), "error should mention {want:?}: {err}");
     }
-    assert!(out.stdout.is_empty(), "nothing is printed when the input could not be read");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing is printed when the input could not be read"
+    );
 }
 
 #[test]
 fn unknown_kinds_are_skipped_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("x.yaml"), "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n").unwrap();
+    std::fs::write(
+        dir.path().join("x.yaml"),
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n",
+    )
+    .unwrap();
     let out = pier(&["translate", dir.path().to_str().unwrap()]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("Widget"));
@@ -107,7 +146,15 @@ fn missing_path_is_a_clear_error() {
 #[test]
 fn bootstrap_is_accepted_by_envoy_in_both_modes() {
     for (extra, api_type) in [(None, "GRPC"), (Some("--delta"), "DELTA_GRPC")] {
-        let mut args = vec!["bootstrap", "--gateway", "demo/edge", "--xds-address", "127.0.0.1:18000", "-o", "json"];
+        let mut args = vec![
+            "bootstrap",
+            "--gateway",
+            "demo/edge",
+            "--xds-address",
+            "127.0.0.1:18000",
+            "-o",
+            "json",
+        ];
         args.extend(extra);
         args.extend(["--dns-resolver", "127.0.0.1:5353", "--admin-port", "0"]);
         let boot = json(&pier(&args));

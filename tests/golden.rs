@@ -67,7 +67,12 @@ impl CaseOptions {
         g.allow_loopback = self.allow_loopback.unwrap_or(false);
         g.allow_unix_sockets = self.allow_unix_sockets.unwrap_or(false);
         g.enable_dynamic_resolver = self.enable_dynamic_resolver.unwrap_or(false);
-        g.denied_cidrs = self.denied_cidrs.unwrap_or_default().iter().map(|c| c.parse().expect("CIDR in options.yaml")).collect();
+        g.denied_cidrs = self
+            .denied_cidrs
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.parse().expect("CIDR in options.yaml"))
+            .collect();
         g.allowed_hostnames = self.allowed_hostnames;
         o
     }
@@ -112,7 +117,10 @@ fn documents(text: &str) -> Vec<String> {
             last.push('\n');
         }
     }
-    docs.retain(|d| d.lines().any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')));
+    docs.retain(|d| {
+        d.lines()
+            .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+    });
     docs
 }
 
@@ -155,21 +163,33 @@ fn golden() {
         for (gw, res) in &t.gateways {
             if let Err(errs) = pier::envoy::check(res) {
                 let list: Vec<String> = errs.iter().map(ToString::to_string).collect();
-                failures.push(format!("{name}: envoy::check failed for Gateway {gw}:\n  {}", list.join("\n  ")));
+                failures.push(format!(
+                    "{name}: envoy::check failed for Gateway {gw}:\n  {}",
+                    list.join("\n  ")
+                ));
             }
         }
 
         let mut reversed_docs = documents(&input);
         reversed_docs.reverse();
-        let reversed = translate(&format!("testdata/{name}/input.yaml (reversed)"), &reversed_docs.join("---\n"), &opts);
+        let reversed = translate(
+            &format!("testdata/{name}/input.yaml (reversed)"),
+            &reversed_docs.join("---\n"),
+            &opts,
+        );
         if reversed != t {
-            failures.push(format!("{name}: output depends on input order (documents reversed give different output)"));
+            failures.push(format!(
+                "{name}: output depends on input order (documents reversed give different output)"
+            ));
         }
 
         let rendered = render(&t);
         if update {
-            let keep: BTreeSet<String> =
-                OUTPUTS.iter().map(|k| format!("{k}.yaml")).chain(INPUTS.iter().map(|s| s.to_string())).collect();
+            let keep: BTreeSet<String> = OUTPUTS
+                .iter()
+                .map(|k| format!("{k}.yaml"))
+                .chain(INPUTS.iter().map(|s| s.to_string()))
+                .collect();
             for entry in std::fs::read_dir(&case).expect("case dir") {
                 let p = entry.expect("entry").path();
                 let file = p.file_name().unwrap().to_string_lossy().to_string();
@@ -186,11 +206,19 @@ fn golden() {
             let path = case.join(format!("{k}.yaml"));
             let expected = std::fs::read_to_string(&path).unwrap_or_default();
             if &expected != actual {
-                failures.push(format!("{name}/{k}.yaml differs (UPDATE=1 cargo test --test golden to accept):\n{}", diff(&expected, actual)));
+                failures.push(format!(
+                    "{name}/{k}.yaml differs (UPDATE=1 cargo test --test golden to accept):\n{}",
+                    diff(&expected, actual)
+                ));
             }
         }
     }
-    assert!(failures.is_empty(), "{} golden failure(s):\n\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} golden failure(s):\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 /// Every case's resources, per Gateway, are accepted by a real Envoy.
@@ -207,7 +235,12 @@ fn golden_envoy_validate() {
             let t = translate(&name, &input, &options(&case));
             t.gateways
                 .iter()
-                .map(|(gw, res)| (format!("{name} (Gateway {gw})"), pier::envoy::bootstrap::validation_bootstrap(res)))
+                .map(|(gw, res)| {
+                    (
+                        format!("{name} (Gateway {gw})"),
+                        pier::envoy::bootstrap::validation_bootstrap(res),
+                    )
+                })
                 .collect::<Vec<_>>()
         })
         .collect();
@@ -221,13 +254,24 @@ fn golden_envoy_validate() {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     let Some((what, boot)) = jobs.get(i) else { break };
                     if let Err(e) = support::envoy::validate(boot) {
-                        failures.lock().unwrap().push(format!("{what}: Envoy rejected the configuration:\n{e}"));
+                        failures
+                            .lock()
+                            .unwrap()
+                            .push(format!("{what}: Envoy rejected the configuration:\n{e}"));
                     }
                 }
             });
         }
     });
     let failures = failures.into_inner().unwrap();
-    assert!(!jobs.is_empty() || std::env::var("CASE").is_ok(), "no Gateway in any golden case");
-    assert!(failures.is_empty(), "{} case(s) failed Envoy validation:\n\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        !jobs.is_empty() || std::env::var("CASE").is_ok(),
+        "no Gateway in any golden case"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed Envoy validation:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }

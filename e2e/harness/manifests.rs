@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::pki::Leaf;
+use pier::testkit::pki::Leaf;
 
 pub const NS: &str = "default";
 pub const XBACKEND_GROUP: &str = "gateway.networking.x-k8s.io";

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use ::pier::testkit::http::{self, Response};
 use serde_json::Value;
 
-use super::http::{self, Response};
 use super::{Mode, dump_log_tail, eventually};
 
 /// Deadline for pier to publish its addresses, to become ready, and to exit after SIGTERM.

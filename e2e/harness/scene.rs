@@ -6,14 +6,15 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use pier::testkit::dns::Dns;
+use pier::testkit::http::{self, Response};
+use pier::testkit::{free_port, lo, local};
 use serde_json::Value;
 
-use super::dns::Dns;
 use super::envoy::Envoy;
-use super::http::{self, Response};
 use super::manifests::yaml;
 use super::pier::{ConfigDir, Pier, PierOptions};
-use super::{Mode, eventually, free_port, keep_work_dirs, lo, local};
+use super::{Mode, eventually, keep_work_dirs};
 
 /// The Host header the suite's requests carry (the test Gateways' listeners take any host).
 pub const HOST: &str = "www.e2e.test";
@@ -48,7 +49,7 @@ impl Scene {
             mode,
             envoys: Vec::new(),
             pier: None,
-            dns: Dns::start().await,
+            dns: Dns::start().await.expect("starting the DNS responder"),
             config,
             port: free_port(lo(1)),
             work,

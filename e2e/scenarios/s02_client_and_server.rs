@@ -6,11 +6,13 @@
 
 use std::time::Duration;
 
+use pier::testkit::lo;
+use pier::testkit::pki::Ca;
+use pier::testkit::upstream::{ServerTls, Upstream};
+
 use crate::harness::manifests::*;
-use crate::harness::pki::Ca;
 use crate::harness::scene::Scene;
-use crate::harness::upstream::{ServerTls, Upstream};
-use crate::harness::{Mode, eventually, lo};
+use crate::harness::{Mode, eventually};
 
 both_modes!(run);
 

@@ -3,11 +3,13 @@
 //! the file starts receiving requests, an endpoint removed stops, and an endpoint marked not ready never
 //! receives any.
 
-use crate::harness::http::tally;
+use pier::testkit::http::tally;
+use pier::testkit::lo;
+use pier::testkit::upstream::Upstream;
+
 use crate::harness::manifests::*;
 use crate::harness::scene::{HOST, Scene};
-use crate::harness::upstream::Upstream;
-use crate::harness::{Mode, eventually, lo};
+use crate::harness::{Mode, eventually};
 
 both_modes!(run);
 

@@ -3,13 +3,14 @@
 //! spoken to over h2c (`appProtocols`), and a Backend in the earlier draft shape (`spec.destination`, FQDN
 //! with TLS), which also carries `Deprecated`/`DraftShape` in the status pier reports.
 
+use pier::testkit::lo;
+use pier::testkit::pki::Ca;
+use pier::testkit::upstream::{ServerTls, Upstream};
 use serde_json::json;
 
+use crate::harness::Mode;
 use crate::harness::manifests::*;
-use crate::harness::pki::Ca;
 use crate::harness::scene::Scene;
-use crate::harness::upstream::{ServerTls, Upstream};
-use crate::harness::{Mode, lo};
 
 both_modes!(run);
 

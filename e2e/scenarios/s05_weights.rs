@@ -6,11 +6,13 @@
 //! band is more than 3 standard deviations, so a correct proxy fails it with negligible probability while a
 //! wrong split (50/50, or dropping the invalid share) cannot pass.
 
-use crate::harness::http::tally;
+use pier::testkit::http::tally;
+use pier::testkit::lo;
+use pier::testkit::upstream::Upstream;
+
+use crate::harness::Mode;
 use crate::harness::manifests::*;
 use crate::harness::scene::{HOST, Scene};
-use crate::harness::upstream::Upstream;
-use crate::harness::{Mode, lo};
 
 both_modes!(run);
 

@@ -7,11 +7,13 @@
 //! Why loopback rather than e.g. 169.254.169.254: if the guardrail were broken, Envoy would connect to
 //! the refused address, and only a loopback address keeps that failure on this machine (and observable).
 
+use pier::testkit::lo;
+use pier::testkit::upstream::Upstream;
+
+use crate::harness::Mode;
 use crate::harness::manifests::*;
 use crate::harness::pier::PierOptions;
 use crate::harness::scene::Scene;
-use crate::harness::upstream::Upstream;
-use crate::harness::{Mode, lo};
 
 both_modes!(run);
 

@@ -7,13 +7,14 @@
 
 use std::time::{Duration, Instant};
 
+use pier::testkit::http;
+use pier::testkit::lo;
+use pier::testkit::upstream::Upstream;
 use serde_json::Value;
 
-use crate::harness::http;
+use crate::harness::Mode;
 use crate::harness::manifests::*;
 use crate::harness::scene::{CONVERGE, HOST, Scene};
-use crate::harness::upstream::Upstream;
-use crate::harness::{Mode, lo};
 
 both_modes!(run);
 

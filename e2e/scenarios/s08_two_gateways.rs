@@ -6,11 +6,13 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::http;
+use pier::testkit::http;
+use pier::testkit::upstream::Upstream;
+use pier::testkit::{free_port, lo, local};
+
 use crate::harness::manifests::*;
 use crate::harness::scene::{CONVERGE, HOST, Scene};
-use crate::harness::upstream::Upstream;
-use crate::harness::{Mode, eventually, free_port, lo, local};
+use crate::harness::{Mode, eventually};
 
 both_modes!(run);
 

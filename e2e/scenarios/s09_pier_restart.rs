@@ -7,13 +7,15 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use pier::testkit::http::tally;
+use pier::testkit::lo;
+use pier::testkit::upstream::Upstream;
+
 use crate::harness::envoy::Envoy;
-use crate::harness::http::tally;
 use crate::harness::manifests::*;
 use crate::harness::pier::PierOptions;
 use crate::harness::scene::{HOST, Scene};
-use crate::harness::upstream::Upstream;
-use crate::harness::{Mode, eventually, lo};
+use crate::harness::{Mode, eventually};
 
 both_modes!(run);
 

@@ -6,13 +6,14 @@
 
 use std::time::{Duration, Instant};
 
+use pier::testkit::http::tally;
+use pier::testkit::lo;
+use pier::testkit::upstream::Upstream;
 use serde_json::Value;
 
-use crate::harness::http::tally;
 use crate::harness::manifests::*;
 use crate::harness::scene::{CONVERGE, HOST, Scene};
-use crate::harness::upstream::Upstream;
-use crate::harness::{Mode, eventually, lo};
+use crate::harness::{Mode, eventually};
 
 both_modes!(run);
 

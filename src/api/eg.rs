@@ -87,7 +87,11 @@ pub struct EgBackendTls {
     pub insecure_skip_verify: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sni: Option<String>,
-    #[serde(default, rename = "autoSNIFromEndpointHostname", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "autoSNIFromEndpointHostname",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub auto_sni_from_endpoint_hostname: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_certificate_ref: Option<SecretObjectReference>,

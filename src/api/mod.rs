@@ -43,8 +43,7 @@ pub mod consts {
 }
 
 pub use gateway_api::apis::standard::backendtlspolicies::{
-    BackendTlsPolicyValidation as TlsValidation,
-    BackendTlsPolicyValidationCaCertificateRefs as LocalObjectReference,
+    BackendTlsPolicyValidation as TlsValidation, BackendTlsPolicyValidationCaCertificateRefs as LocalObjectReference,
     BackendTlsPolicyValidationSubjectAltNames as SubjectAltName,
     BackendTlsPolicyValidationSubjectAltNamesType as SubjectAltNameType,
 };

@@ -28,7 +28,11 @@ pub struct BootstrapSpec {
 pub fn bootstrap(spec: &BootstrapSpec) -> Value {
     let ads = json!({ "ads": {}, "resource_api_version": "V3", "initial_fetch_timeout": "0s" });
     // A DNS name (the pier Service in a cluster) is re-resolved; an IP needs no resolution.
-    let xds_type = if spec.xds_host.parse::<IpAddr>().is_ok() { "STATIC" } else { "STRICT_DNS" };
+    let xds_type = if spec.xds_host.parse::<IpAddr>().is_ok() {
+        "STATIC"
+    } else {
+        "STRICT_DNS"
+    };
     let mut boot = json!({
         "node": {
             "id": spec.node_id.clone().unwrap_or_else(|| format!("envoy-{}", spec.gateway.replace('/', "-"))),
@@ -106,7 +110,11 @@ mod tests {
         assert_eq!(b["node"]["id"], "envoy-demo-edge");
         assert_eq!(b["dynamic_resources"]["ads_config"]["api_type"], "DELTA_GRPC");
         assert_eq!(b["static_resources"]["clusters"][0]["type"], "STATIC");
-        let by_name = bootstrap(&BootstrapSpec { xds_host: "pier.pier-system.svc".into(), delta: false, ..spec });
+        let by_name = bootstrap(&BootstrapSpec {
+            xds_host: "pier.pier-system.svc".into(),
+            delta: false,
+            ..spec
+        });
         assert_eq!(by_name["static_resources"]["clusters"][0]["type"], "STRICT_DNS");
         assert_eq!(by_name["dynamic_resources"]["ads_config"]["api_type"], "GRPC");
     }

@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use super::pb::{aggregate_cluster, cluster, common_dns, core, dfp_cluster, dfp_common, dns_cluster, ext, protobuf, upstream_http};
+use super::pb::{
+    aggregate_cluster, cluster, common_dns, core, dfp_cluster, dfp_common, dns_cluster, ext, protobuf, upstream_http,
+};
 use super::{ads, duration_ms, endpoints, names, tls, typed_extension, u32_value};
 use crate::ir;
 
@@ -70,7 +72,9 @@ pub(super) fn build(name: &str, c: &ir::Cluster, opts: &crate::Options) -> clust
             out.lb_policy = cluster::cluster::LbPolicy::ClusterProvided as i32;
         }
         ir::Discovery::Aggregate { clusters } => {
-            let config = aggregate_cluster::ClusterConfig { clusters: clusters.clone() };
+            let config = aggregate_cluster::ClusterConfig {
+                clusters: clusters.clone(),
+            };
             out.cluster_discovery_type = Some(cluster::cluster::ClusterDiscoveryType::ClusterType(custom(
                 ext::AGGREGATE_CLUSTER,
                 config,

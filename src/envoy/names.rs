@@ -106,7 +106,10 @@ mod tests {
 
     #[test]
     fn cluster_names_carry_identity() {
-        assert_eq!(cluster(BackendKind::XBackend, "default", "openai", 443), "xbackend/default/openai/443");
+        assert_eq!(
+            cluster(BackendKind::XBackend, "default", "openai", 443),
+            "xbackend/default/openai/443"
+        );
         assert_eq!(eg_backend_cluster("ns", "b"), "eg-backend/ns/b");
         assert_ne!(
             cluster(BackendKind::Service, "a", "b", 1),

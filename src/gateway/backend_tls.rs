@@ -14,7 +14,9 @@ use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;
 use super::backends::Ctx;
 use super::conditions::{self, Condition, Problem, reason};
 use super::tls::{self, SecretSet};
-use crate::api::consts::{CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP};
+use crate::api::consts::{
+    CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP,
+};
 use crate::envoy::names::BackendKind;
 use crate::ir;
 use crate::model::ObjectKey;
@@ -58,7 +60,10 @@ impl PolicyIndex {
                         verdict.targets.push((BackendKind::Service, target.clone()));
                         if ctx.model.services.contains_key(&target) {
                             verdict.valid_targets += 1;
-                            contenders.entry((target, t.section_name.clone())).or_default().push(policy);
+                            contenders
+                                .entry((target, t.section_name.clone()))
+                                .or_default()
+                                .push(policy);
                         } else {
                             verdict.target_problems.push(Problem::accepted(
                                 reason::TARGET_NOT_FOUND,
@@ -84,7 +89,10 @@ impl PolicyIndex {
                     }
                     (g, k) => verdict.target_problems.push(Problem::accepted(
                         reason::INVALID,
-                        format!("{field}: target kind {}/{k} is not supported; use a core Service", if g.is_empty() { "core" } else { g }),
+                        format!(
+                            "{field}: target kind {}/{k} is not supported; use a core Service",
+                            if g.is_empty() { "core" } else { g }
+                        ),
                     )),
                 }
             }
@@ -119,35 +127,68 @@ impl PolicyIndex {
             Condition::fail(
                 conditions::ACCEPTED,
                 reason::CONFLICTED,
-                format!("BackendTLSPolicy {winner} targets the same Service and section and takes precedence (older, or first by namespace/name)"),
+                format!(
+                    "BackendTLSPolicy {winner} targets the same Service and section and takes precedence (older, or first by namespace/name)"
+                ),
                 g,
             )
         } else if let Some(p) = v.problems.iter().find(|p| p.type_ == conditions::ACCEPTED) {
-            Condition::fail(conditions::ACCEPTED, p.reason, join(&v.problems, conditions::ACCEPTED), g)
+            Condition::fail(
+                conditions::ACCEPTED,
+                p.reason,
+                join(&v.problems, conditions::ACCEPTED),
+                g,
+            )
         } else if v.valid_targets == 0
             && let Some(p) = v.target_problems.first()
         {
-            Condition::fail(conditions::ACCEPTED, p.reason, join(&v.target_problems, conditions::ACCEPTED), g)
+            Condition::fail(
+                conditions::ACCEPTED,
+                p.reason,
+                join(&v.target_problems, conditions::ACCEPTED),
+                g,
+            )
         } else if v.target_problems.is_empty() {
             Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Policy accepted", g)
         } else {
-            let msg = format!("Policy accepted for its Service targets; ignored: {}", join(&v.target_problems, conditions::ACCEPTED));
+            let msg = format!(
+                "Policy accepted for its Service targets; ignored: {}",
+                join(&v.target_problems, conditions::ACCEPTED)
+            );
             Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, msg, g)
         };
         let refs = match v.problems.iter().find(|p| p.type_ == conditions::RESOLVED_REFS) {
-            Some(p) => Condition::fail(conditions::RESOLVED_REFS, p.reason, join(&v.problems, conditions::RESOLVED_REFS), g),
-            None => Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "All references resolved", g),
+            Some(p) => Condition::fail(
+                conditions::RESOLVED_REFS,
+                p.reason,
+                join(&v.problems, conditions::RESOLVED_REFS),
+                g,
+            ),
+            None => Condition::ok(
+                conditions::RESOLVED_REFS,
+                reason::RESOLVED_REFS,
+                "All references resolved",
+                g,
+            ),
         };
         vec![accepted, refs]
     }
 }
 
 fn join(problems: &[Problem], ty: &str) -> String {
-    problems.iter().filter(|p| p.type_ == ty).map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ")
+    problems
+        .iter()
+        .filter(|p| p.type_ == ty)
+        .map(|p| p.message.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn key_of(p: &BackendTlsPolicy) -> ObjectKey {
-    ObjectKey::new(p.metadata.namespace.clone().unwrap_or_default(), p.metadata.name.clone().unwrap_or_default())
+    ObjectKey::new(
+        p.metadata.namespace.clone().unwrap_or_default(),
+        p.metadata.name.clone().unwrap_or_default(),
+    )
 }
 
 fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, policy: &BackendTlsPolicy) -> PolicyVerdict {

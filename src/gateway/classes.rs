@@ -23,12 +23,20 @@ pub fn process(model: &Model, opts: &Options) -> (BTreeSet<String>, Vec<ObjectSt
             Condition::fail(
                 conditions::ACCEPTED,
                 reason::INVALID_PARAMETERS,
-                format!("spec.parametersRef ({} {}): pier takes no GatewayClass parameters", p.kind, p.name),
+                format!(
+                    "spec.parametersRef ({} {}): pier takes no GatewayClass parameters",
+                    p.kind, p.name
+                ),
                 g,
             )
         } else {
             ours.insert(key.name.clone());
-            Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "GatewayClass accepted by pier", g)
+            Condition::ok(
+                conditions::ACCEPTED,
+                reason::ACCEPTED,
+                "GatewayClass accepted by pier",
+                g,
+            )
         };
         statuses.push(ObjectStatus::new(
             "gateway.networking.k8s.io/v1",

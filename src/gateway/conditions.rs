@@ -88,7 +88,13 @@ impl Condition {
         message: impl Into<String>,
         generation: i64,
     ) -> Self {
-        Self { type_, status, reason, message: message.into(), observed_generation: generation }
+        Self {
+            type_,
+            status,
+            reason,
+            message: message.into(),
+            observed_generation: generation,
+        }
     }
     pub fn ok(type_: &'static str, reason: &'static str, message: impl Into<String>, generation: i64) -> Self {
         Self::new(type_, Status::True, reason, message, generation)
@@ -108,9 +114,17 @@ pub struct Problem {
 
 impl Problem {
     pub fn accepted(reason: &'static str, message: impl Into<String>) -> Self {
-        Self { type_: ACCEPTED, reason, message: message.into() }
+        Self {
+            type_: ACCEPTED,
+            reason,
+            message: message.into(),
+        }
     }
     pub fn refs(reason: &'static str, message: impl Into<String>) -> Self {
-        Self { type_: RESOLVED_REFS, reason, message: message.into() }
+        Self {
+            type_: RESOLVED_REFS,
+            reason,
+            message: message.into(),
+        }
     }
 }

@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use gateway_api::apis::standard::gateways::{Gateway, GatewayListeners, GatewayListenersAllowedRoutesNamespacesFrom as From};
+use gateway_api::apis::standard::gateways::{
+    Gateway, GatewayListeners, GatewayListenersAllowedRoutesNamespacesFrom as From,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Value, json};
 
@@ -49,14 +51,24 @@ pub struct ListenerInfo {
 /// Processes a Gateway's listeners. Certificates go to `secrets`.
 pub fn process(model: &Model, key: &ObjectKey, gw: &Gateway, secrets: &mut SecretSet) -> Vec<ListenerInfo> {
     let g = gw.metadata.generation.unwrap_or(0);
-    let mut out: Vec<ListenerInfo> = gw.spec.listeners.iter().map(|l| listener(model, key, l, g, secrets)).collect();
+    let mut out: Vec<ListenerInfo> = gw
+        .spec
+        .listeners
+        .iter()
+        .map(|l| listener(model, key, l, g, secrets))
+        .collect();
     mark_conflicts(&mut out, g);
     out
 }
 
 fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets: &mut SecretSet) -> ListenerInfo {
     let mut accepted = Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Listener accepted", g);
-    let mut resolved = Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "All references resolved", g);
+    let mut resolved = Condition::ok(
+        conditions::RESOLVED_REFS,
+        reason::RESOLVED_REFS,
+        "All references resolved",
+        g,
+    );
     let protocol = match l.protocol.as_str() {
         "HTTP" => Some(Protocol::Http),
         "HTTPS" => Some(Protocol::Https),
@@ -72,7 +84,12 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
     };
     let port = u16::try_from(l.port).ok().filter(|p| *p != 0);
     if port.is_none() {
-        accepted = Condition::fail(conditions::ACCEPTED, reason::UNSUPPORTED_PROTOCOL, format!("port {} is out of range", l.port), g);
+        accepted = Condition::fail(
+            conditions::ACCEPTED,
+            reason::UNSUPPORTED_PROTOCOL,
+            format!("port {} is out of range", l.port),
+            g,
+        );
     }
     let allowed_routes = l.allowed_routes.clone().unwrap_or_default();
     let allowed = match allowed_routes.namespaces.as_ref() {
@@ -84,11 +101,13 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
                     match_labels: s.match_labels,
                     match_expressions: s.match_expressions.map(|v| {
                         v.into_iter()
-                            .map(|e| k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
-                                key: e.key,
-                                operator: e.operator,
-                                values: e.values,
-                            })
+                            .map(
+                                |e| k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+                                    key: e.key,
+                                    operator: e.operator,
+                                    values: e.values,
+                                },
+                            )
                             .collect()
                     }),
                 });
@@ -116,7 +135,10 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
         resolved = Condition::fail(
             conditions::RESOLVED_REFS,
             reason::INVALID_ROUTE_KINDS,
-            format!("route kinds {} are not supported on this listener", invalid_kinds.join(", ")),
+            format!(
+                "route kinds {} are not supported on this listener",
+                invalid_kinds.join(", ")
+            ),
             g,
         );
     }
@@ -126,7 +148,10 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
         let refs = tls.certificate_refs.unwrap_or_default();
         let mut problems = Vec::new();
         if refs.is_empty() {
-            problems.push((reason::INVALID_CERTIFICATE_REF, "an HTTPS listener needs tls.certificateRefs".to_string()));
+            problems.push((
+                reason::INVALID_CERTIFICATE_REF,
+                "an HTTPS listener needs tls.certificateRefs".to_string(),
+            ));
         }
         for (i, r) in refs.iter().enumerate() {
             let ns = r.namespace.clone().unwrap_or_else(|| gw.namespace.clone());
@@ -136,8 +161,18 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
                 name: r.name.clone(),
                 namespace: Some(ns.clone()),
             };
-            let from = RefEnd { group: GATEWAY_GROUP, kind: KIND_GATEWAY, namespace: &gw.namespace, name: &gw.name };
-            let to = RefEnd { group: CORE_GROUP, kind: KIND_SECRET, namespace: &ns, name: &r.name };
+            let from = RefEnd {
+                group: GATEWAY_GROUP,
+                kind: KIND_GATEWAY,
+                namespace: &gw.namespace,
+                name: &gw.name,
+            };
+            let to = RefEnd {
+                group: CORE_GROUP,
+                kind: KIND_SECRET,
+                namespace: &ns,
+                name: &r.name,
+            };
             if !refs::permitted(model, from, to) {
                 problems.push((
                     reason::REF_NOT_PERMITTED,
@@ -222,13 +257,24 @@ fn mark_conflicts(ls: &mut [ListenerInfo], g: i64) {
                     g,
                 )
             }
-            None => Condition::new(conditions::CONFLICTED, conditions::Status::False, reason::NO_CONFLICTS, "No conflicts", g),
+            None => Condition::new(
+                conditions::CONFLICTED,
+                conditions::Status::False,
+                reason::NO_CONFLICTS,
+                "No conflicts",
+                g,
+            ),
         };
         l.conditions.push(c);
         let programmed = if l.programmable {
             Condition::ok(conditions::PROGRAMMED, reason::PROGRAMMED, "Listener programmed", g)
         } else {
-            Condition::fail(conditions::PROGRAMMED, reason::INVALID, "Listener is not programmed; see its other conditions", g)
+            Condition::fail(
+                conditions::PROGRAMMED,
+                reason::INVALID,
+                "Listener is not programmed; see its other conditions",
+                g,
+            )
         };
         l.conditions.push(programmed);
     }

@@ -69,11 +69,19 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
         };
         let mut sink = routes::Sink::default();
         for (order, rkey) in route_keys.iter().enumerate() {
-            let r = routes::RouteRef { key: rkey, route: &model.http_routes[*rkey], order };
+            let r = routes::RouteRef {
+                key: rkey,
+                route: &model.http_routes[*rkey],
+                order,
+            };
             let parents = routes::attach(&scope, &mut backends, r, &mut listeners, &mut sink);
             route_parents.entry((*rkey).clone()).or_default().extend(parents);
         }
-        let mut gir = ir::GatewayIr { namespace: gw_key.namespace.clone(), name: gw_key.name.clone(), ..Default::default() };
+        let mut gir = ir::GatewayIr {
+            namespace: gw_key.namespace.clone(),
+            name: gw_key.name.clone(),
+            ..Default::default()
+        };
         for t in sink.targets {
             secrets.extend(t.secrets);
             gir.clusters.insert(t.cluster.name.clone(), t.cluster);
@@ -92,7 +100,12 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
             continue;
         }
         parents.truncate(MAX_ROUTE_PARENTS);
-        statuses.push(ObjectStatus::new("gateway.networking.k8s.io/v1", "HTTPRoute", &key, json!({ "parents": parents })));
+        statuses.push(ObjectStatus::new(
+            "gateway.networking.k8s.io/v1",
+            "HTTPRoute",
+            &key,
+            json!({ "parents": parents }),
+        ));
     }
     statuses.extend(backend_statuses(&backends, &opts.controller_name));
     statuses.extend(policy_statuses(model, &backends, &opts.controller_name));
@@ -102,15 +115,41 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
 
 /// The Gateway's `spec.tls.backend.clientCertificateRef`: the SDS name to present upstream (if valid)
 /// and the Gateway's ResolvedRefs condition.
-fn gateway_client_cert(model: &Model, key: &ObjectKey, gw: &Gateway, secrets: &mut tls::SecretSet) -> (Option<String>, Condition) {
+fn gateway_client_cert(
+    model: &Model,
+    key: &ObjectKey,
+    gw: &Gateway,
+    secrets: &mut tls::SecretSet,
+) -> (Option<String>, Condition) {
     let g = gw.metadata.generation.unwrap_or(0);
-    let ok = Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "All references resolved", g);
-    let Some(r) = gw.spec.tls.as_ref().and_then(|t| t.backend.as_ref()).and_then(|b| b.client_certificate_ref.as_ref()) else {
+    let ok = Condition::ok(
+        conditions::RESOLVED_REFS,
+        reason::RESOLVED_REFS,
+        "All references resolved",
+        g,
+    );
+    let Some(r) = gw
+        .spec
+        .tls
+        .as_ref()
+        .and_then(|t| t.backend.as_ref())
+        .and_then(|b| b.client_certificate_ref.as_ref())
+    else {
         return (None, ok);
     };
     let ns = r.namespace.clone().unwrap_or_else(|| key.namespace.clone());
-    let from = refs::RefEnd { group: GATEWAY_GROUP, kind: KIND_GATEWAY, namespace: &key.namespace, name: &key.name };
-    let to = refs::RefEnd { group: CORE_GROUP, kind: KIND_SECRET, namespace: &ns, name: &r.name };
+    let from = refs::RefEnd {
+        group: GATEWAY_GROUP,
+        kind: KIND_GATEWAY,
+        namespace: &key.namespace,
+        name: &key.name,
+    };
+    let to = refs::RefEnd {
+        group: CORE_GROUP,
+        kind: KIND_SECRET,
+        namespace: &ns,
+        name: &r.name,
+    };
     let group = r.group.as_deref().unwrap_or("");
     let kind = r.kind.as_deref().unwrap_or(KIND_SECRET);
     if group == CORE_GROUP && kind == KIND_SECRET && !refs::permitted(model, from, to) {
@@ -119,7 +158,10 @@ fn gateway_client_cert(model: &Model, key: &ObjectKey, gw: &Gateway, secrets: &m
             Condition::fail(
                 conditions::RESOLVED_REFS,
                 reason::REF_NOT_PERMITTED,
-                format!("spec.tls.backend.clientCertificateRef: Secret {ns}/{} is in another namespace and no ReferenceGrant allows it", r.name),
+                format!(
+                    "spec.tls.backend.clientCertificateRef: Secret {ns}/{} is in another namespace and no ReferenceGrant allows it",
+                    r.name
+                ),
                 g,
             ),
         );
@@ -133,7 +175,12 @@ fn gateway_client_cert(model: &Model, key: &ObjectKey, gw: &Gateway, secrets: &m
         }
         Err(p) => (
             None,
-            Condition::fail(conditions::RESOLVED_REFS, p.reason, format!("spec.tls.backend.clientCertificateRef: {}", p.message), g),
+            Condition::fail(
+                conditions::RESOLVED_REFS,
+                p.reason,
+                format!("spec.tls.backend.clientCertificateRef: {}", p.message),
+                g,
+            ),
         ),
     }
 }
@@ -141,7 +188,11 @@ fn gateway_client_cert(model: &Model, key: &ObjectKey, gw: &Gateway, secrets: &m
 fn gateway_status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], refs: Condition) -> ObjectStatus {
     let g = gw.metadata.generation.unwrap_or(0);
     let programmed = listeners.iter().filter(|l| l.programmable).count();
-    let invalid: Vec<&str> = listeners.iter().filter(|l| !l.programmable).map(|l| l.name.as_str()).collect();
+    let invalid: Vec<&str> = listeners
+        .iter()
+        .filter(|l| !l.programmable)
+        .map(|l| l.name.as_str())
+        .collect();
     let accepted = if invalid.is_empty() {
         Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Gateway accepted", g)
     } else {
@@ -153,9 +204,19 @@ fn gateway_status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], ref
         }
     };
     let prog = if programmed > 0 || listeners.is_empty() {
-        Condition::ok(conditions::PROGRAMMED, reason::PROGRAMMED, "Configuration is served to the Gateway's proxies", g)
+        Condition::ok(
+            conditions::PROGRAMMED,
+            reason::PROGRAMMED,
+            "Configuration is served to the Gateway's proxies",
+            g,
+        )
     } else {
-        Condition::fail(conditions::PROGRAMMED, reason::INVALID, "no listener can be programmed", g)
+        Condition::fail(
+            conditions::PROGRAMMED,
+            reason::INVALID,
+            "no listener can be programmed",
+            g,
+        )
     };
     ObjectStatus::new(
         "gateway.networking.k8s.io/v1",
@@ -238,7 +299,11 @@ fn virtual_hosts(listeners: &[ListenerInfo], idx: &[usize], entries: &[Entry]) -
         let hosts: BTreeSet<&String> = mine.iter().flat_map(|e| e.hostnames.iter()).collect();
         for h in hosts {
             let mut found: BTreeSet<usize> = exact.get(h.as_str()).cloned().unwrap_or_default();
-            found.extend(wild.iter().copied().filter(|&i| hostnames::serves(&mine[i].hostnames, h)));
+            found.extend(
+                wild.iter()
+                    .copied()
+                    .filter(|&i| hostnames::serves(&mine[i].hostnames, h)),
+            );
             let mut routes: Vec<&Entry> = found.into_iter().map(|i| mine[i]).collect();
             routes.sort_by(|a, b| {
                 order::route_host_rank(&a.hostnames, h)
@@ -294,12 +359,19 @@ fn backend_statuses(backends: &Backends<'_>, controller: &str) -> Vec<ObjectStat
             BackendKind::EgBackend => {
                 // Envoy Gateway's Backend has plain `status.conditions`, reported whether used or not.
                 let accepted: Vec<Condition> = conds.into_iter().filter(|c| c.type_ == conditions::ACCEPTED).collect();
-                out.push(ObjectStatus::new("gateway.envoyproxy.io/v1alpha1", "Backend", key, json!({ "conditions": status::conditions(&accepted) })));
+                out.push(ObjectStatus::new(
+                    "gateway.envoyproxy.io/v1alpha1",
+                    "Backend",
+                    key,
+                    json!({ "conditions": status::conditions(&accepted) }),
+                ));
                 continue;
             }
             BackendKind::Service => continue,
         };
-        let Some(gateways) = backends.referenced_by.get(&(kind, key.clone())) else { continue };
+        let Some(gateways) = backends.referenced_by.get(&(kind, key.clone())) else {
+            continue;
+        };
         let parents: Vec<serde_json::Value> = gateways
             .iter()
             .take(MAX_ROUTE_PARENTS)
@@ -316,8 +388,12 @@ fn backend_statuses(backends: &Backends<'_>, controller: &str) -> Vec<ObjectStat
 fn policy_statuses(model: &Model, backends: &Backends<'_>, controller: &str) -> Vec<ObjectStatus> {
     let mut out = Vec::new();
     for (key, verdict) in &backends.policies.verdicts {
-        let ancestors: BTreeSet<&ObjectKey> =
-            verdict.targets.iter().filter_map(|t| backends.referenced_by.get(t)).flatten().collect();
+        let ancestors: BTreeSet<&ObjectKey> = verdict
+            .targets
+            .iter()
+            .filter_map(|t| backends.referenced_by.get(t))
+            .flatten()
+            .collect();
         if ancestors.is_empty() || !model.backend_tls_policies.contains_key(key) {
             continue;
         }
@@ -327,7 +403,12 @@ fn policy_statuses(model: &Model, backends: &Backends<'_>, controller: &str) -> 
             .take(MAX_POLICY_ANCESTORS)
             .map(|gw| json!({ "ancestorRef": status::gateway_ref(gw, None, None), "controllerName": controller, "conditions": status::conditions(&conds) }))
             .collect();
-        out.push(ObjectStatus::new("gateway.networking.k8s.io/v1", "BackendTLSPolicy", key, json!({ "ancestors": list })));
+        out.push(ObjectStatus::new(
+            "gateway.networking.k8s.io/v1",
+            "BackendTLSPolicy",
+            key,
+            json!({ "ancestors": list }),
+        ));
     }
     out
 }

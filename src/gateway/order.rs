@@ -84,17 +84,35 @@ mod tests {
         let none = meta("a", "a", None);
         assert_eq!(oldest_first(&old, &new), Ordering::Less);
         assert_eq!(oldest_first(&new, &none), Ordering::Less);
-        assert_eq!(oldest_first(&meta("a", "b", None), &meta("a", "c", None)), Ordering::Less);
-        assert_eq!(oldest_first(&meta("a", "z", None), &meta("b", "a", None)), Ordering::Less);
+        assert_eq!(
+            oldest_first(&meta("a", "b", None), &meta("a", "c", None)),
+            Ordering::Less
+        );
+        assert_eq!(
+            oldest_first(&meta("a", "z", None), &meta("b", "a", None)),
+            Ordering::Less
+        );
     }
 
     #[test]
     fn paths() {
-        let mut v = vec![Prefix("/".into()), Prefix("/abc".into()), Exact("/a".into()), Exact("/abcd".into()), Prefix("/ab".into())];
+        let mut v = vec![
+            Prefix("/".into()),
+            Prefix("/abc".into()),
+            Exact("/a".into()),
+            Exact("/abcd".into()),
+            Prefix("/ab".into()),
+        ];
         v.sort_by(path_precedence);
         assert_eq!(
             v,
-            vec![Exact("/abcd".into()), Exact("/a".into()), Prefix("/abc".into()), Prefix("/ab".into()), Prefix("/".into())]
+            vec![
+                Exact("/abcd".into()),
+                Exact("/a".into()),
+                Prefix("/abc".into()),
+                Prefix("/ab".into()),
+                Prefix("/".into())
+            ]
         );
     }
 

@@ -83,12 +83,21 @@ impl Rule {
 
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "destination {:?} refused by rule {}: {}", self.value, self.rule.name(), self.rule.explain())
+        write!(
+            f,
+            "destination {:?} refused by rule {}: {}",
+            self.value,
+            self.rule.name(),
+            self.rule.explain()
+        )
     }
 }
 
 fn refuse(rule: Rule, value: impl Into<String>) -> Refusal {
-    Refusal { rule, value: value.into() }
+    Refusal {
+        rule,
+        value: value.into(),
+    }
 }
 
 /// Checks an IP endpoint address.
@@ -166,7 +175,9 @@ pub fn check_hostname(host: &str, g: &Guardrails) -> Result<(), Refusal> {
 }
 
 fn allow_listed(host: &str, h: &str, g: &Guardrails) -> Result<(), Refusal> {
-    let Some(list) = &g.allowed_hostnames else { return Ok(()) };
+    let Some(list) = &g.allowed_hostnames else {
+        return Ok(());
+    };
     let ok = list.iter().any(|entry| {
         let e = entry.to_ascii_lowercase();
         match e.strip_prefix("*.") {
@@ -174,12 +185,20 @@ fn allow_listed(host: &str, h: &str, g: &Guardrails) -> Result<(), Refusal> {
             None => h == e,
         }
     });
-    if ok { Ok(()) } else { Err(refuse(Rule::NotInAllowList, host)) }
+    if ok {
+        Ok(())
+    } else {
+        Err(refuse(Rule::NotInAllowList, host))
+    }
 }
 
 /// Checks a unix socket path (Envoy Gateway `unix` endpoints).
 pub fn check_unix(path: &str, g: &Guardrails) -> Result<(), Refusal> {
-    if g.allow_unix_sockets { Ok(()) } else { Err(refuse(Rule::UnixSocketsDisabled, path)) }
+    if g.allow_unix_sockets {
+        Ok(())
+    } else {
+        Err(refuse(Rule::UnixSocketsDisabled, path))
+    }
 }
 
 fn looks_like_ipv6(h: &str) -> bool {
@@ -196,7 +215,8 @@ pub fn is_rfc1123_hostname(h: &str) -> bool {
                 && l.len() <= 63
                 && !l.starts_with('-')
                 && !l.ends_with('-')
-                && l.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && l.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         })
 }
 
@@ -311,7 +331,10 @@ pub const HOSTNAME_CASES: &[(&str, Option<Rule>)] = &[
 
 /// Parses an IP the way Envoy Gateway's schema allows (dotted quad or IPv6), for its `ip` endpoints.
 pub fn parse_ip(s: &str) -> Option<IpAddr> {
-    s.parse::<Ipv4Addr>().map(IpAddr::V4).ok().or_else(|| s.parse::<Ipv6Addr>().map(IpAddr::V6).ok())
+    s.parse::<Ipv4Addr>()
+        .map(IpAddr::V4)
+        .ok()
+        .or_else(|| s.parse::<Ipv6Addr>().map(IpAddr::V6).ok())
 }
 
 #[cfg(test)]
@@ -353,12 +376,21 @@ mod tests {
             allowed_hostnames: Some(vec!["api.example.com".into(), "*.svc.example.org".into()]),
             ..Default::default()
         };
-        assert_eq!(rule_of(check_ip("10.1.2.3".parse().unwrap(), &g)), Some(Rule::DeniedCidr));
+        assert_eq!(
+            rule_of(check_ip("10.1.2.3".parse().unwrap(), &g)),
+            Some(Rule::DeniedCidr)
+        );
         assert_eq!(rule_of(check_ip("127.0.0.1".parse().unwrap(), &g)), None);
         assert_eq!(rule_of(check_hostname("api.example.com", &g)), None);
         assert_eq!(rule_of(check_hostname("a.svc.example.org", &g)), None);
-        assert_eq!(rule_of(check_hostname("svc.example.org", &g)), Some(Rule::NotInAllowList));
-        assert_eq!(rule_of(check_hostname("evil.example.com", &g)), Some(Rule::NotInAllowList));
+        assert_eq!(
+            rule_of(check_hostname("svc.example.org", &g)),
+            Some(Rule::NotInAllowList)
+        );
+        assert_eq!(
+            rule_of(check_hostname("evil.example.com", &g)),
+            Some(Rule::NotInAllowList)
+        );
         assert_eq!(rule_of(check_unix("/run/x.sock", &g)), Some(Rule::UnixSocketsDisabled));
     }
 
@@ -382,8 +414,15 @@ mod tests {
         }
         assert!(deny.iter().any(|r| r.contains("localhost")));
         assert!(deny.iter().any(|r| r.contains(r"cluster\.local")));
-        let loopback = Guardrails { allow_loopback: true, ..Default::default() };
-        assert!(!authority_deny_regexes(&loopback).iter().any(|r| r.contains("localhost")));
+        let loopback = Guardrails {
+            allow_loopback: true,
+            ..Default::default()
+        };
+        assert!(
+            !authority_deny_regexes(&loopback)
+                .iter()
+                .any(|r| r.contains("localhost"))
+        );
         assert_eq!(authority_deny_regexes(&loopback).len(), deny.len() - 1);
         assert_eq!(authority_allow_regexes(&g), None);
 

@@ -30,9 +30,10 @@ pub fn permitted(model: &Model, from: RefEnd<'_>, to: RefEnd<'_>) -> bool {
                 .from
                 .iter()
                 .any(|f| f.group == from.group && f.kind == from.kind && f.namespace == from.namespace);
-            let to_ok = grant.spec.to.iter().any(|t| {
-                t.group == to.group && t.kind == to.kind && t.name.as_deref().is_none_or(|n| n == to.name)
-            });
+            let to_ok =
+                grant.spec.to.iter().any(|t| {
+                    t.group == to.group && t.kind == to.kind && t.name.as_deref().is_none_or(|n| n == to.name)
+                });
             from_ok && to_ok
         })
 }

@@ -81,7 +81,8 @@ pub fn attach(
             continue;
         }
         let parent_ref = super::status::gateway_ref(gw_key, parent.section_name.as_deref(), parent.port);
-        let (accepted, attached) = accept_on_listeners(scope, r, listeners, parent.section_name.as_deref(), parent.port);
+        let (accepted, attached) =
+            accept_on_listeners(scope, r, listeners, parent.section_name.as_deref(), parent.port);
         let mut conds = vec![accepted.clone()];
         if accepted.status == conditions::Status::True {
             let (resolved, partial) = rules(scope, backends, r, &attached, sink);
@@ -90,7 +91,12 @@ pub fn attach(
                     conds[0] = Condition::fail(conditions::ACCEPTED, reason::UNSUPPORTED_VALUE, msg, g);
                 }
                 Some(Rejection::Some(msg)) => {
-                    conds.push(Condition::ok(conditions::PARTIALLY_INVALID, reason::UNSUPPORTED_VALUE, msg, g));
+                    conds.push(Condition::ok(
+                        conditions::PARTIALLY_INVALID,
+                        reason::UNSUPPORTED_VALUE,
+                        msg,
+                        g,
+                    ));
                 }
                 None => {}
             }
@@ -101,7 +107,12 @@ pub fn attach(
             }
             conds.insert(1, resolved);
         } else {
-            conds.push(Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "References not evaluated: route not accepted", g));
+            conds.push(Condition::ok(
+                conditions::RESOLVED_REFS,
+                reason::RESOLVED_REFS,
+                "References not evaluated: route not accepted",
+                g,
+            ));
         }
         statuses.push(json!({
             "parentRef": parent_ref,
@@ -132,7 +143,10 @@ fn accept_on_listeners(
             (None, Some(p)) => format!("no listener on port {p}"),
             (None, None) => "the Gateway has no listeners".into(),
         };
-        return (Condition::fail(conditions::ACCEPTED, reason::NO_MATCHING_PARENT, what, g), Vec::new());
+        return (
+            Condition::fail(conditions::ACCEPTED, reason::NO_MATCHING_PARENT, what, g),
+            Vec::new(),
+        );
     }
     let route_ns = &r.key.namespace;
     let allowed: Vec<usize> = selected
@@ -169,7 +183,10 @@ fn accept_on_listeners(
             Vec::new(),
         );
     }
-    (Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Route accepted", g), attached)
+    (
+        Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Route accepted", g),
+        attached,
+    )
 }
 
 fn namespace_allowed(model: &Model, allowed: &AllowedNamespaces, route_ns: &str, gateway_ns: &str) -> bool {
@@ -199,7 +216,11 @@ fn rules(
     sink: &mut Sink,
 ) -> (Condition, Option<Rejection>) {
     let (key, route, order, g, gw_key) = (r.key, r.route, r.order, r.generation(), scope.gateway);
-    let side = RouteSide { group: GATEWAY_GROUP, kind: KIND_HTTPROUTE, namespace: &key.namespace };
+    let side = RouteSide {
+        group: GATEWAY_GROUP,
+        kind: KIND_HTTPROUTE,
+        namespace: &key.namespace,
+    };
     let mut ref_problems: Vec<Problem> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut dropped: Vec<String> = Vec::new();
@@ -227,7 +248,14 @@ fn rules(
                 resolved.push((None, weight));
                 continue;
             }
-            match backends.resolve(side, &r, GatewaySide { key: gw_key, client_cert: scope.client_cert }) {
+            match backends.resolve(
+                side,
+                &r,
+                GatewaySide {
+                    key: gw_key,
+                    client_cert: scope.client_cert,
+                },
+            ) {
                 Ok(Some(t)) => {
                     notes.extend(t.notes.iter().cloned());
                     resolved.push((Some(t), weight));
@@ -247,7 +275,11 @@ fn rules(
             ir::RouteAction::Forward(backends_out)
         };
         let default_match = [Default::default()];
-        let matches = rule.matches.as_deref().filter(|m| !m.is_empty()).unwrap_or(&default_match);
+        let matches = rule
+            .matches
+            .as_deref()
+            .filter(|m| !m.is_empty())
+            .unwrap_or(&default_match);
         for (mi, m) in matches.iter().enumerate() {
             let path = m.path.clone().unwrap_or_default();
             let value = path.value.unwrap_or_else(|| "/".into());
@@ -280,9 +312,12 @@ fn rules(
             }
             Condition::fail(conditions::RESOLVED_REFS, p.reason, msgs.join("; "), g)
         }
-        None if notes.is_empty() => {
-            Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "All references resolved", g)
-        }
+        None if notes.is_empty() => Condition::ok(
+            conditions::RESOLVED_REFS,
+            reason::RESOLVED_REFS,
+            "All references resolved",
+            g,
+        ),
         None => {
             notes.sort();
             notes.dedup();
@@ -306,8 +341,12 @@ fn rules(
 /// semantics, kept while each backend still has its own shared cluster. A rule of fallbacks only
 /// serves them normally.
 fn with_failover(resolved: Vec<(Option<super::backends::Target>, u32)>, sink: &mut Sink) -> Vec<ir::WeightedBackend> {
-    let fallbacks: Vec<super::backends::Target> =
-        resolved.iter().filter_map(|(t, _)| t.as_ref()).filter(|t| t.fallback).cloned().collect();
+    let fallbacks: Vec<super::backends::Target> = resolved
+        .iter()
+        .filter_map(|(t, _)| t.as_ref())
+        .filter(|t| t.fallback)
+        .cloned()
+        .collect();
     let has_primary = resolved.iter().any(|(t, _)| t.as_ref().is_some_and(|t| !t.fallback));
     let mut out = Vec::new();
     for (target, weight) in resolved {
@@ -319,13 +358,20 @@ fn with_failover(resolved: Vec<(Option<super::backends::Target>, u32)>, sink: &m
             if t.fallback {
                 continue;
             }
-            let members: Vec<String> =
-                std::iter::once(t.cluster.name.clone()).chain(fallbacks.iter().map(|f| f.cluster.name.clone())).collect();
+            let members: Vec<String> = std::iter::once(t.cluster.name.clone())
+                .chain(fallbacks.iter().map(|f| f.cluster.name.clone()))
+                .collect();
             let aggregate = super::backends::aggregate(&t, members);
-            out.push(ir::WeightedBackend { cluster: Some(aggregate.cluster.name.clone()), weight });
+            out.push(ir::WeightedBackend {
+                cluster: Some(aggregate.cluster.name.clone()),
+                weight,
+            });
             sink.targets.push(aggregate);
         } else {
-            out.push(ir::WeightedBackend { cluster: Some(t.cluster.name.clone()), weight });
+            out.push(ir::WeightedBackend {
+                cluster: Some(t.cluster.name.clone()),
+                weight,
+            });
         }
         sink.targets.push(t);
     }

@@ -41,7 +41,12 @@ pub struct CaRef {
 
 impl From<&LocalObjectReference> for CaRef {
     fn from(r: &LocalObjectReference) -> Self {
-        Self { group: r.group.clone(), kind: r.kind.clone(), name: r.name.clone(), key: CA_CERT_KEY.to_string() }
+        Self {
+            group: r.group.clone(),
+            kind: r.kind.clone(),
+            name: r.name.clone(),
+            key: CA_CERT_KEY.to_string(),
+        }
     }
 }
 
@@ -81,21 +86,31 @@ pub fn resolve_ca_refs(model: &Model, namespace: &str, refs: &[CaRef], owner: (&
             }
         };
         let checked = pem.and_then(|p| {
-            check_certificates(&p).map(|()| p).map_err(|e| format!("{path} key {}: {e}", r.key))
+            check_certificates(&p)
+                .map(|()| p)
+                .map_err(|e| format!("{path} key {}: {e}", r.key))
         });
         match checked {
             Ok(p) => valid.push((r.kind.to_ascii_lowercase(), r.name.clone(), p)),
-            Err(msg) => out.problems.push(Problem::refs(reason::INVALID_CA_CERTIFICATE_REF, msg)),
+            Err(msg) => out
+                .problems
+                .push(Problem::refs(reason::INVALID_CA_CERTIFICATE_REF, msg)),
         }
     }
     out.bundle = match valid.len() {
         0 => None,
         1 => {
             let (kind, name, pem) = valid.pop().expect("one");
-            Some(CaBundle { secret_name: names::ca_secret(&kind, namespace, &name), secret: ir::Secret::CaBundle { pem } })
+            Some(CaBundle {
+                secret_name: names::ca_secret(&kind, namespace, &name),
+                secret: ir::Secret::CaBundle { pem },
+            })
         }
         _ => {
-            let pem = valid.iter().map(|(_, _, p)| p.trim_end().to_string() + "\n").collect::<String>();
+            let pem = valid
+                .iter()
+                .map(|(_, _, p)| p.trim_end().to_string() + "\n")
+                .collect::<String>();
             Some(CaBundle {
                 secret_name: names::ca_bundle_secret(owner.0, owner.1, owner.2),
                 secret: ir::Secret::CaBundle { pem },
@@ -107,7 +122,10 @@ pub fn resolve_ca_refs(model: &Model, namespace: &str, refs: &[CaRef], owner: (&
 
 /// The system trust bundle, as a file Envoy reads.
 pub fn system_ca(path: &str) -> CaBundle {
-    CaBundle { secret_name: names::SYSTEM_CA_SECRET.to_string(), secret: ir::Secret::CaFile { path: path.to_string() } }
+    CaBundle {
+        secret_name: names::SYSTEM_CA_SECRET.to_string(),
+        secret: ir::Secret::CaFile { path: path.to_string() },
+    }
 }
 
 /// Which reason a certificate-reference failure carries on the object that holds the reference.
@@ -148,16 +166,23 @@ pub fn resolve_tls_secret(
         )));
     }
     let path = format!("Secret {namespace}/{}", r.name);
-    let secret = model.secrets.get(&ObjectKey::new(namespace, &r.name)).ok_or_else(|| fail(format!("{path} not found")))?;
+    let secret = model
+        .secrets
+        .get(&ObjectKey::new(namespace, &r.name))
+        .ok_or_else(|| fail(format!("{path} not found")))?;
     let ty = secret.type_.as_deref().unwrap_or("Opaque");
     if ty != SECRET_TYPE_TLS {
         return Err(fail(format!("{path} has type {ty:?}, want {SECRET_TYPE_TLS:?}")));
     }
-    let chain = secret_string(secret, TLS_CERT_KEY).ok_or_else(|| fail(format!("{path} has no key {TLS_CERT_KEY:?}")))?;
+    let chain =
+        secret_string(secret, TLS_CERT_KEY).ok_or_else(|| fail(format!("{path} has no key {TLS_CERT_KEY:?}")))?;
     let key = secret_string(secret, TLS_KEY_KEY).ok_or_else(|| fail(format!("{path} has no key {TLS_KEY_KEY:?}")))?;
     check_certificates(&chain).map_err(|e| fail(format!("{path} key {TLS_CERT_KEY}: {e}")))?;
     check_private_key(&key).map_err(|e| fail(format!("{path} key {TLS_KEY_KEY}: {e}")))?;
-    Ok((names::tls_certificate_secret(namespace, &r.name), ir::Secret::TlsCertificate { chain, key }))
+    Ok((
+        names::tls_certificate_secret(namespace, &r.name),
+        ir::Secret::TlsCertificate { chain, key },
+    ))
 }
 
 fn secret_string(s: &K8sSecret, key: &str) -> Option<String> {
@@ -168,7 +193,10 @@ fn secret_string(s: &K8sSecret, key: &str) -> Option<String> {
 /// At least one PEM `CERTIFICATE` block, and nothing that is not PEM.
 pub fn check_certificates(pem_text: &str) -> Result<(), String> {
     let blocks = pem::parse_many(pem_text.as_bytes()).map_err(|e| format!("not valid PEM: {e}"))?;
-    let certs = blocks.iter().filter(|b| b.tag() == "CERTIFICATE" && !b.contents().is_empty()).count();
+    let certs = blocks
+        .iter()
+        .filter(|b| b.tag() == "CERTIFICATE" && !b.contents().is_empty())
+        .count();
     if certs == 0 {
         return Err("contains no PEM CERTIFICATE block".into());
     }
@@ -177,7 +205,10 @@ pub fn check_certificates(pem_text: &str) -> Result<(), String> {
 
 fn check_private_key(pem_text: &str) -> Result<(), String> {
     let blocks = pem::parse_many(pem_text.as_bytes()).map_err(|e| format!("not valid PEM: {e}"))?;
-    if blocks.iter().any(|b| b.tag().ends_with("PRIVATE KEY") && !b.contents().is_empty()) {
+    if blocks
+        .iter()
+        .any(|b| b.tag().ends_with("PRIVATE KEY") && !b.contents().is_empty())
+    {
         Ok(())
     } else {
         Err("contains no PEM PRIVATE KEY block".into())

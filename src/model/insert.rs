@@ -87,9 +87,7 @@ impl Model {
             Object::HttpRoute(o) => self.http_routes.insert(key, Arc::new(o)).is_some(),
             Object::GrpcRoute(o) => self.grpc_routes.insert(key, Arc::new(o)).is_some(),
             Object::ReferenceGrant(o) => self.reference_grants.insert(key, Arc::new(o)).is_some(),
-            Object::BackendTlsPolicy(o) => {
-                self.backend_tls_policies.insert(key, Arc::new(o)).is_some()
-            }
+            Object::BackendTlsPolicy(o) => self.backend_tls_policies.insert(key, Arc::new(o)).is_some(),
             Object::XBackend(o) => self.xbackends.insert(key, Arc::new(o)).is_some(),
             Object::Backend(o) => self.backends.insert(key, Arc::new(o)).is_some(),
             Object::EgBackend(o) => self.eg_backends.insert(key, Arc::new(o)).is_some(),

@@ -10,8 +10,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use gateway_api::apis::standard::{
-    backendtlspolicies::BackendTlsPolicy, gatewayclasses::GatewayClass, gateways::Gateway,
-    grpcroutes::GrpcRoute, httproutes::HttpRoute, referencegrants::ReferenceGrant,
+    backendtlspolicies::BackendTlsPolicy, gatewayclasses::GatewayClass, gateways::Gateway, grpcroutes::GrpcRoute,
+    httproutes::HttpRoute, referencegrants::ReferenceGrant,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -30,11 +30,17 @@ pub struct ObjectKey {
 
 impl ObjectKey {
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { namespace: namespace.into(), name: name.into() }
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
     }
     /// Key of a cluster-scoped object.
     pub fn cluster(name: impl Into<String>) -> Self {
-        Self { namespace: String::new(), name: name.into() }
+        Self {
+            namespace: String::new(),
+            name: name.into(),
+        }
     }
 }
 

@@ -178,18 +178,14 @@ fn parse_object(
 ) -> Result<Option<Object>, ParseError> {
     let mut at = Location::new(doc, item);
     if !value.is_object() {
-        let message = format!(
-            "expected a mapping (an object), found {}",
-            type_name(&value)
-        );
+        let message = format!("expected a mapping (an object), found {}", type_name(&value));
         return Err(ParseError::Document { at, message });
     }
     let api_version = required_str(&value, "apiVersion", &at)?;
     let kind = required_str(&value, "kind", &at)?;
     let Some(known) = kinds::Kind::of(&api_version, &kind) else {
         let prefix = item.map(|i| format!("items[{i}]: ")).unwrap_or_default();
-        let message =
-            format!("{prefix}skipping unsupported kind {kind:?} (apiVersion {api_version:?})");
+        let message = format!("{prefix}skipping unsupported kind {kind:?} (apiVersion {api_version:?})");
         warnings.push(Warning {
             doc: doc.clone(),
             message,
@@ -233,8 +229,7 @@ fn documents(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseError>
     // JSON is YAML, but libyaml rejects tab indentation that JSON allows, and serde_json's messages are
     // better for JSON files; YAML remains the fallback for flow-style YAML that merely starts with `{`.
     if text.trim_start().starts_with(['{', '[']) {
-        return json_documents(source, text)
-            .or_else(|json_error| yaml_documents(source, text).map_err(|_| json_error));
+        return json_documents(source, text).or_else(|json_error| yaml_documents(source, text).map_err(|_| json_error));
     }
     yaml_documents(source, text)
 }

@@ -109,7 +109,11 @@ async fn read(dir: &std::path::Path, tx: &watch::Sender<DirState>) {
             state.error = None;
             state.warnings = loaded.warnings.iter().map(ToString::to_string).collect();
             state.files = loaded.files;
-            info!(generation = state.generation, files = state.files.len(), "config directory read");
+            info!(
+                generation = state.generation,
+                files = state.files.len(),
+                "config directory read"
+            );
         }
         Err(error) => {
             warn!(%error, "config directory not applied; the last good configuration stays in force");
@@ -125,7 +129,10 @@ mod tests {
     const NS: &str = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n";
 
     async fn next(rx: &mut watch::Receiver<DirState>) -> DirState {
-        tokio::time::timeout(Duration::from_secs(10), rx.changed()).await.expect("state within 10 s").unwrap();
+        tokio::time::timeout(Duration::from_secs(10), rx.changed())
+            .await
+            .expect("state within 10 s")
+            .unwrap();
         rx.borrow_and_update().clone()
     }
 
@@ -135,7 +142,10 @@ mod tests {
         std::fs::write(dir.path().join("a.yaml"), NS).unwrap();
         let (tx, mut rx) = watch::channel(DirState::default());
         let (stop_tx, stop_rx) = watch::channel(false);
-        let debounce = Debounce { quiet: Duration::from_millis(100), max_delay: Duration::from_secs(2) };
+        let debounce = Debounce {
+            quiet: Duration::from_millis(100),
+            max_delay: Duration::from_secs(2),
+        };
         let task = tokio::spawn(run(dir.path().to_path_buf(), debounce, tx, stop_rx));
 
         let first = next(&mut rx).await;
@@ -143,7 +153,11 @@ mod tests {
         assert!(first.model.as_ref().unwrap().namespaces.len() == 1 && first.error.is_none());
 
         // A broken file: the error is published, the model stays the last good one.
-        std::fs::write(dir.path().join("b.yaml"), "apiVersion: v1\nkind: Service\nmetadata: [oops\n").unwrap();
+        std::fs::write(
+            dir.path().join("b.yaml"),
+            "apiVersion: v1\nkind: Service\nmetadata: [oops\n",
+        )
+        .unwrap();
         let broken = loop {
             let s = next(&mut rx).await;
             if s.error.is_some() {
@@ -156,7 +170,11 @@ mod tests {
 
         // Fix it with a burst of writes: one read applies them.
         for i in 0..5 {
-            std::fs::write(dir.path().join("b.yaml"), format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: b{i}}}\n")).unwrap();
+            std::fs::write(
+                dir.path().join("b.yaml"),
+                format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: b{i}}}\n"),
+            )
+            .unwrap();
         }
         let fixed = loop {
             let s = next(&mut rx).await;
@@ -166,9 +184,17 @@ mod tests {
         };
         let names: Vec<String> = fixed.model.unwrap().namespaces.keys().map(|k| k.name.clone()).collect();
         assert_eq!(names, ["a", "b4"]);
-        assert!(fixed.generation <= 3, "five writes in a burst were read at most twice, got generation {}", fixed.generation);
+        assert!(
+            fixed.generation <= 3,
+            "five writes in a burst were read at most twice, got generation {}",
+            fixed.generation
+        );
 
         stop_tx.send(true).unwrap();
-        tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap().unwrap();
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
     }
 }

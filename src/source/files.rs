@@ -50,12 +50,7 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
     let mut warnings = Vec::new();
     for path in &files {
         let text = fs::read_to_string(path).map_err(|error| io_error(path, error))?;
-        add(
-            &mut builder,
-            &mut warnings,
-            &path.display().to_string(),
-            &text,
-        )?;
+        add(&mut builder, &mut warnings, &path.display().to_string(), &text)?;
     }
     tracing::debug!(
         files = files.len(),
@@ -85,12 +80,7 @@ pub fn parse_texts(inputs: &[(String, String)]) -> Result<Loaded, LoadError> {
     })
 }
 
-fn add(
-    builder: &mut ModelBuilder,
-    warnings: &mut Vec<Warning>,
-    name: &str,
-    text: &str,
-) -> Result<(), LoadError> {
+fn add(builder: &mut ModelBuilder, warnings: &mut Vec<Warning>, name: &str, text: &str) -> Result<(), LoadError> {
     let parsed = yaml::parse(name, text)?;
     for (doc, object) in parsed.objects {
         builder.insert(doc, object)?;
@@ -116,11 +106,7 @@ fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
         if meta.is_dir() {
             let mut found = Vec::new();
             walk(path, &mut found, &mut visited_dirs)?;
-            found.sort_by(|a, b| {
-                a.as_os_str()
-                    .as_encoded_bytes()
-                    .cmp(b.as_os_str().as_encoded_bytes())
-            });
+            found.sort_by(|a, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
             files.extend(found);
         } else {
             files.push(path.clone());
@@ -131,11 +117,7 @@ fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     Ok(files)
 }
 
-fn walk(
-    dir: &Path,
-    found: &mut Vec<PathBuf>,
-    visited: &mut BTreeSet<PathBuf>,
-) -> Result<(), LoadError> {
+fn walk(dir: &Path, found: &mut Vec<PathBuf>, visited: &mut BTreeSet<PathBuf>) -> Result<(), LoadError> {
     let real = fs::canonicalize(dir).map_err(|e| io_error(dir, e))?;
     if !visited.insert(real) {
         return Ok(());
@@ -199,12 +181,7 @@ mod tests {
             .collect();
         // Byte order: 'A' < 'a', and '-' (0x2d) sorts before '/' (0x2f).
         assert_eq!(rel, ["A.yaml", "a-b.json", "a/z.yml", "b.yaml"]);
-        let names: Vec<_> = loaded
-            .model
-            .services
-            .keys()
-            .map(|k| k.name.as_str())
-            .collect();
+        let names: Vec<_> = loaded.model.services.keys().map(|k| k.name.as_str()).collect();
         assert_eq!(names, ["ab", "az", "b", "upper"]);
     }
 
@@ -230,14 +207,8 @@ mod tests {
     fn duplicate_across_files_names_both() {
         let tmp = tempfile::tempdir().unwrap();
         write(tmp.path(), "a.yaml", &svc("web"));
-        write(
-            tmp.path(),
-            "b.yaml",
-            &format!("{}---\n{}", svc("other"), svc("web")),
-        );
-        let err = load_paths(&[tmp.path().to_path_buf()])
-            .unwrap_err()
-            .to_string();
+        write(tmp.path(), "b.yaml", &format!("{}---\n{}", svc("other"), svc("web")));
+        let err = load_paths(&[tmp.path().to_path_buf()]).unwrap_err().to_string();
         let a = tmp.path().join("a.yaml").display().to_string();
         let b = tmp.path().join("b.yaml").display().to_string();
         assert_eq!(
@@ -251,8 +222,7 @@ mod tests {
         let err = load_paths(&[PathBuf::from("/nonexistent/pier/x.yaml")]).unwrap_err();
         assert!(matches!(err, LoadError::Io { .. }));
         assert!(
-            err.to_string()
-                .starts_with("reading /nonexistent/pier/x.yaml: "),
+            err.to_string().starts_with("reading /nonexistent/pier/x.yaml: "),
             "{err}"
         );
     }
@@ -265,9 +235,7 @@ mod tests {
             "bad.yaml",
             "apiVersion: v1\nkind: Service\nmetadata: {namespace: x}\n",
         );
-        let err = load_paths(&[tmp.path().to_path_buf()])
-            .unwrap_err()
-            .to_string();
+        let err = load_paths(&[tmp.path().to_path_buf()]).unwrap_err().to_string();
         assert!(
             err.contains("bad.yaml: document 0 (Service): missing metadata.name"),
             "{err}"
@@ -286,10 +254,7 @@ mod tests {
         let loaded = parse_texts(&inputs).unwrap();
         assert_eq!(loaded.model.services.len(), 1);
         assert_eq!(loaded.warnings.len(), 1);
-        assert_eq!(
-            loaded.files,
-            [PathBuf::from("one.yaml"), PathBuf::from("two.yaml")]
-        );
+        assert_eq!(loaded.files, [PathBuf::from("one.yaml"), PathBuf::from("two.yaml")]);
         let dup = parse_texts(&[("one.yaml".into(), svc("a")), ("two.yaml".into(), svc("a"))]);
         assert!(matches!(dup, Err(LoadError::Duplicate(_))));
     }

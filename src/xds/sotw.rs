@@ -171,7 +171,10 @@ impl Sotw {
             st.need_response = false;
             st.sent_version = Some(view.version.clone());
             st.acked_version = Some(view.version.clone());
-            events.push(Event::Acked { ty, version: view.version.clone() });
+            events.push(Event::Acked {
+                ty,
+                version: view.version.clone(),
+            });
             return None;
         }
         let resources: Vec<_> = if st.wildcard {

@@ -231,7 +231,10 @@ fn refresh(shared: &Shared, peer: &mut Peer, plan: &mut Plan) {
                 peer.warned = true;
             }
             if !peer.emptied {
-                plan.set_latest(std::sync::Arc::new(super::cache::Snapshot::build(gateway, &crate::envoy::Resources::default())));
+                plan.set_latest(std::sync::Arc::new(super::cache::Snapshot::build(
+                    gateway,
+                    &crate::envoy::Resources::default(),
+                )));
                 peer.emptied = true;
             }
         }

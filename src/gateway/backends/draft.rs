@@ -12,7 +12,7 @@
 //! - `fqdn.protocol.type`: `HTTP`, `HTTP11`, `HTTP2`, `H2C`, `GRPC`, `MCP`, `TCP`; vendor protocols
 //!   (`vendor.io/x`) are refused.
 
-use super::{Ctx, GatewayCert, Evaluated, PortChoice, Usable, endpoints, port_u16};
+use super::{Ctx, Evaluated, GatewayCert, PortChoice, Usable, endpoints, port_u16};
 use crate::api::consts::CA_CERT_KEY;
 use crate::api::draft::{
     ConnectionPoolConfig, DestinationType, DraftBackendSpec, EXT_CONNECTION_POOL, EXT_OUTLIER_DETECTION,
@@ -24,7 +24,11 @@ use crate::ir;
 use crate::model::ObjectKey;
 
 pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generation: i64) -> Evaluated {
-    let mut ev = Evaluated { generation, deprecated: true, ..Default::default() };
+    let mut ev = Evaluated {
+        generation,
+        deprecated: true,
+        ..Default::default()
+    };
     let mut usable = Usable::default();
     if let Err(p) = extensions(spec, &mut usable) {
         ev.problems.push(p);
@@ -37,7 +41,9 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generati
         match port_u16(p.port) {
             Some(n) => ports.push((n, p.protocol.clone())),
             None => {
-                ev.problems.push(invalid(format!("spec.destination.ports[{i}].port: must be in 1..65535")));
+                ev.problems.push(invalid(format!(
+                    "spec.destination.ports[{i}].port: must be in 1..65535"
+                )));
                 return ev;
             }
         }
@@ -45,15 +51,21 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generati
     match d.type_ {
         DestinationType::Fqdn => {
             if d.kubernetes_service.is_some() {
-                ev.problems.push(invalid("spec.destination.kubernetesService: must be unset when type is FQDN".into()));
+                ev.problems.push(invalid(
+                    "spec.destination.kubernetesService: must be unset when type is FQDN".into(),
+                ));
                 return ev;
             }
             let Some(fqdn) = &d.fqdn else {
-                ev.problems.push(invalid("spec.destination.fqdn: must be set when type is FQDN".into()));
+                ev.problems
+                    .push(invalid("spec.destination.fqdn: must be set when type is FQDN".into()));
                 return ev;
             };
             if let Err(r) = policy::check_hostname(&fqdn.hostname, &ctx.opts.guardrails) {
-                ev.problems.push(Problem::accepted(reason::DESTINATION_NOT_ALLOWED, format!("spec.destination.fqdn.hostname: {r}")));
+                ev.problems.push(Problem::accepted(
+                    reason::DESTINATION_NOT_ALLOWED,
+                    format!("spec.destination.fqdn.hostname: {r}"),
+                ));
                 return ev;
             }
             let app = match fqdn.protocol.as_ref().map(|p| p.type_.as_str()) {
@@ -93,7 +105,11 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generati
                 let mut choice = PortChoice {
                     port: *port,
                     discovery: ir::Discovery::Dns {
-                        targets: vec![ir::DnsTarget { hostname: fqdn.hostname.clone(), port: *port, priority: 0 }],
+                        targets: vec![ir::DnsTarget {
+                            hostname: fqdn.hostname.clone(),
+                            port: *port,
+                            priority: 0,
+                        }],
                         dns: ctx.opts.dns.clone(),
                     },
                     protocol: proto.upstream(use_tls),
@@ -106,7 +122,11 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generati
                     match fqdn_tls(ctx, key, &fqdn.hostname, fqdn.tls.as_ref(), &mut usable) {
                         Ok((t, gw_cert)) => {
                             choice.tls = Some(t);
-                            choice.gateway_client_cert = if gw_cert { GatewayCert::Optional } else { GatewayCert::No };
+                            choice.gateway_client_cert = if gw_cert {
+                                GatewayCert::Optional
+                            } else {
+                                GatewayCert::No
+                            };
                         }
                         Err(p) => {
                             ev.problems.extend(p);
@@ -119,11 +139,15 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generati
         }
         DestinationType::Service => {
             if d.fqdn.is_some() {
-                ev.problems.push(invalid("spec.destination.fqdn: must be unset when type is Service".into()));
+                ev.problems.push(invalid(
+                    "spec.destination.fqdn: must be unset when type is Service".into(),
+                ));
                 return ev;
             }
             let Some(svc) = &d.kubernetes_service else {
-                ev.problems.push(invalid("spec.destination.kubernetesService: must be set when type is Service".into()));
+                ev.problems.push(invalid(
+                    "spec.destination.kubernetesService: must be set when type is Service".into(),
+                ));
                 return ev;
             };
             if svc.namespace.as_deref().is_some_and(|ns| ns != key.namespace) {
@@ -135,11 +159,24 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generati
             }
             let svc_key = ObjectKey::new(&key.namespace, &svc.name);
             if ports.is_empty() {
-                let svc_ports = ctx.model.services.get(&svc_key).and_then(|s| s.spec.as_ref()).and_then(|s| s.ports.clone());
-                ports = svc_ports.unwrap_or_default().iter().filter_map(|p| port_u16(p.port)).map(|p| (p, None)).collect();
+                let svc_ports = ctx
+                    .model
+                    .services
+                    .get(&svc_key)
+                    .and_then(|s| s.spec.as_ref())
+                    .and_then(|s| s.ports.clone());
+                ports = svc_ports
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|p| port_u16(p.port))
+                    .map(|p| (p, None))
+                    .collect();
             }
             if !ctx.model.services.contains_key(&svc_key) {
-                ev.problems.push(Problem::refs(reason::BACKEND_NOT_FOUND, format!("spec.destination.kubernetesService: Service {svc_key} not found")));
+                ev.problems.push(Problem::refs(
+                    reason::BACKEND_NOT_FOUND,
+                    format!("spec.destination.kubernetesService: Service {svc_key} not found"),
+                ));
                 return ev;
             }
             for (i, (port, port_proto)) in ports.iter().enumerate() {
@@ -173,7 +210,9 @@ pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generati
                 ev.notes.extend(found.notes);
                 usable.choices.push(PortChoice {
                     port: *port,
-                    discovery: ir::Discovery::Eds { endpoints: found.endpoints },
+                    discovery: ir::Discovery::Eds {
+                        endpoints: found.endpoints,
+                    },
                     protocol: proto.upstream(false),
                     tls: None,
                     gateway_client_cert: GatewayCert::No,
@@ -256,7 +295,9 @@ fn fqdn_tls(
             if c.secret_ref.namespace.as_deref().is_some_and(|ns| ns != key.namespace) {
                 return Err(vec![Problem::refs(
                     reason::REF_NOT_PERMITTED,
-                    format!("spec.destination.fqdn.tls.caCertificates[{i}].secretRef.namespace: must be the Backend's namespace"),
+                    format!(
+                        "spec.destination.fqdn.tls.caCertificates[{i}].secretRef.namespace: must be the Backend's namespace"
+                    ),
                 )]);
             }
             refs.push(tls::CaRef {
@@ -269,7 +310,10 @@ fn fqdn_tls(
         let out = tls::resolve_ca_refs(ctx.model, &key.namespace, &refs, ("backend", &key.namespace, &key.name));
         let Some(bundle) = out.bundle else {
             let mut ps = out.problems;
-            ps.push(Problem::accepted(reason::NO_VALID_CA_CERTIFICATE, "spec.destination.fqdn.tls.caCertificates: no valid CA certificate"));
+            ps.push(Problem::accepted(
+                reason::NO_VALID_CA_CERTIFICATE,
+                "spec.destination.fqdn.tls.caCertificates: no valid CA certificate",
+            ));
             return Err(ps);
         };
         if !out.problems.is_empty() {
@@ -278,7 +322,11 @@ fn fqdn_tls(
         usable.secrets.insert(bundle.secret_name.clone(), bundle.secret);
         ir::Trust::Sds(bundle.secret_name)
     };
-    let sans = if insecure { Vec::new() } else { vec![ir::SanMatch::Dns(sni.clone())] };
+    let sans = if insecure {
+        Vec::new()
+    } else {
+        vec![ir::SanMatch::Dns(sni.clone())]
+    };
     let mut upstream = tls::upstream_tls(Some(sni), trust, sans);
     let mut gateway_cert = true;
     if let Some(c) = &t.client_certificate {
@@ -301,7 +349,10 @@ fn fqdn_tls(
 fn extensions(spec: &DraftBackendSpec, usable: &mut Usable) -> Result<(), Problem> {
     for (i, ext) in spec.extensions.iter().flatten().enumerate() {
         let field = format!("spec.extensions[{i}].config");
-        let config = ext.config.clone().unwrap_or(serde_json::Value::Object(Default::default()));
+        let config = ext
+            .config
+            .clone()
+            .unwrap_or(serde_json::Value::Object(Default::default()));
         let invalid = |e: String| Problem::accepted(reason::INVALID, e);
         match ext.type_.as_str() {
             EXT_CONNECTION_POOL => {
@@ -317,7 +368,11 @@ fn extensions(spec: &DraftBackendSpec, usable: &mut Usable) -> Result<(), Proble
                 let c: OutlierDetectionConfig = parse_config(&field, config).map_err(invalid)?;
                 let dur = |name: &str, v: &Option<String>| -> Result<Option<u64>, Problem> {
                     v.as_deref()
-                        .map(|s| parse_duration_ms(s).ok_or_else(|| invalid(format!("{field}.{name}: {s:?} is not a duration like 10s or 500ms"))))
+                        .map(|s| {
+                            parse_duration_ms(s).ok_or_else(|| {
+                                invalid(format!("{field}.{name}: {s:?} is not a duration like 10s or 500ms"))
+                            })
+                        })
                         .transpose()
                 };
                 usable.outlier_detection = Some(ir::OutlierDetection {
@@ -330,7 +385,9 @@ fn extensions(spec: &DraftBackendSpec, usable: &mut Usable) -> Result<(), Proble
             other => {
                 return Err(Problem::accepted(
                     reason::UNSUPPORTED_VALUE,
-                    format!("spec.extensions[{i}].type: {other:?} is not supported; pier implements {EXT_CONNECTION_POOL} and {EXT_OUTLIER_DETECTION}"),
+                    format!(
+                        "spec.extensions[{i}].type: {other:?} is not supported; pier implements {EXT_CONNECTION_POOL} and {EXT_OUTLIER_DETECTION}"
+                    ),
                 ));
             }
         }
@@ -341,7 +398,11 @@ fn extensions(spec: &DraftBackendSpec, usable: &mut Usable) -> Result<(), Proble
 fn parse_config<T: serde::de::DeserializeOwned>(field: &str, v: serde_json::Value) -> Result<T, String> {
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
-        if path == "." { format!("{field}: {}", e.inner()) } else { format!("{field}.{path}: {}", e.inner()) }
+        if path == "." {
+            format!("{field}: {}", e.inner())
+        } else {
+            format!("{field}.{path}: {}", e.inner())
+        }
     })
 }
 

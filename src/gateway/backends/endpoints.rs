@@ -38,23 +38,32 @@ pub fn for_service_port(ctx: Ctx<'_>, svc: &ObjectKey, port: u16) -> Result<Foun
     if spec.type_.as_deref() == Some("ExternalName") {
         return Err(Problem::refs(
             reason::INVALID_KIND,
-            format!("Service {svc} is of type ExternalName, which pier does not route to (it bypasses ReferenceGrant); use an XBackend of type ExternalHostname"),
+            format!(
+                "Service {svc} is of type ExternalName, which pier does not route to (it bypasses ReferenceGrant); use an XBackend of type ExternalHostname"
+            ),
         ));
     }
     let ports = spec.ports.unwrap_or_default();
-    let service_port = ports.iter().find(|p| p.port == i32::from(port)).cloned().ok_or_else(|| {
-        Problem::refs(
-            reason::BACKEND_NOT_FOUND,
-            format!(
-                "Service {svc} has no port {port} (ports: {})",
-                ports.iter().map(|p| p.port.to_string()).collect::<Vec<_>>().join(", ")
-            ),
-        )
-    })?;
+    let service_port = ports
+        .iter()
+        .find(|p| p.port == i32::from(port))
+        .cloned()
+        .ok_or_else(|| {
+            Problem::refs(
+                reason::BACKEND_NOT_FOUND,
+                format!(
+                    "Service {svc} has no port {port} (ports: {})",
+                    ports.iter().map(|p| p.port.to_string()).collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })?;
     let port_name = service_port.name.clone().unwrap_or_default();
     // Loopback is refused for Services too unless the operator allowed it; denied CIDRs are for
     // Backend destinations only (they typically list the Pod range Services legitimately use).
-    let guard = crate::options::Guardrails { denied_cidrs: Vec::new(), ..ctx.opts.guardrails.clone() };
+    let guard = crate::options::Guardrails {
+        denied_cidrs: Vec::new(),
+        ..ctx.opts.guardrails.clone()
+    };
     let mut seen = BTreeSet::new();
     let mut notes = Vec::new();
     for (slice_key, slice) in ctx.model.endpoint_slices.range(ObjectKey::new(&svc.namespace, "")..) {
@@ -66,7 +75,9 @@ pub fn for_service_port(ctx: Ctx<'_>, svc: &ObjectKey, port: u16) -> Result<Foun
             continue;
         }
         if slice.address_type == "FQDN" {
-            notes.push(format!("EndpointSlice {slice_key} has addressType FQDN, which is not supported"));
+            notes.push(format!(
+                "EndpointSlice {slice_key} has addressType FQDN, which is not supported"
+            ));
             continue;
         }
         let Some(target) = slice
@@ -102,5 +113,9 @@ pub fn for_service_port(ctx: Ctx<'_>, svc: &ObjectKey, port: u16) -> Result<Foun
             }
         }
     }
-    Ok(Found { endpoints: seen.into_iter().collect(), notes, service_port })
+    Ok(Found {
+        endpoints: seen.into_iter().collect(),
+        notes,
+        service_port,
+    })
 }

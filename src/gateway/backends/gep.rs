@@ -2,7 +2,7 @@
 //! STRICT_DNS cluster on hostname:port) or `EndpointSelector` (an EDS cluster fed by the EndpointSlices
 //! of a Service in the same namespace), with inline TLS and protocol.
 
-use super::{Ctx, GatewayCert, Evaluated, PortChoice, Usable, endpoints, port_u16};
+use super::{Ctx, Evaluated, GatewayCert, PortChoice, Usable, endpoints, port_u16};
 use crate::api::consts::{CORE_GROUP, KIND_SERVICE};
 use crate::api::xbackend::{BackendProtocol, BackendTlsMode, BackendType, XBackendSpec};
 use crate::gateway::conditions::{Problem, reason};
@@ -12,22 +12,32 @@ use crate::model::ObjectKey;
 
 /// `owner_kind` is the lowercase kind used in minted secret names (`xbackend`, `backend`).
 pub fn evaluate(ctx: Ctx<'_>, owner_kind: &str, key: &ObjectKey, spec: &XBackendSpec, generation: i64) -> Evaluated {
-    let mut ev = Evaluated { generation, ..Default::default() };
+    let mut ev = Evaluated {
+        generation,
+        ..Default::default()
+    };
     let invalid = |m: &str| Problem::accepted(reason::INVALID, m);
     let Some(port) = port_u16(spec.port.port) else {
         ev.problems.push(invalid("spec.port.port: must be in 1..65535"));
         return ev;
     };
-    let (protocol, tcp) = protocol_of(spec.protocol, spec.tls.as_ref().is_some_and(|t| t.mode != BackendTlsMode::None));
+    let (protocol, tcp) = protocol_of(
+        spec.protocol,
+        spec.tls.as_ref().is_some_and(|t| t.mode != BackendTlsMode::None),
+    );
 
     let discovery = match spec.type_ {
         BackendType::ExternalHostname => {
             if spec.endpoint_selector.is_some() {
-                ev.problems.push(invalid("spec.endpointSelector: must be unset when type is ExternalHostname"));
+                ev.problems.push(invalid(
+                    "spec.endpointSelector: must be unset when type is ExternalHostname",
+                ));
                 return ev;
             }
             let Some(ext) = &spec.external_hostname else {
-                ev.problems.push(invalid("spec.externalHostname: must be set when type is ExternalHostname"));
+                ev.problems.push(invalid(
+                    "spec.externalHostname: must be set when type is ExternalHostname",
+                ));
                 return ev;
             };
             if let Err(refusal) = policy::check_hostname(&ext.hostname, &ctx.opts.guardrails) {
@@ -38,22 +48,32 @@ pub fn evaluate(ctx: Ctx<'_>, owner_kind: &str, key: &ObjectKey, spec: &XBackend
                 return ev;
             }
             ir::Discovery::Dns {
-                targets: vec![ir::DnsTarget { hostname: ext.hostname.clone(), port, priority: 0 }],
+                targets: vec![ir::DnsTarget {
+                    hostname: ext.hostname.clone(),
+                    port,
+                    priority: 0,
+                }],
                 dns: ctx.opts.dns.clone(),
             }
         }
         BackendType::EndpointSelector => {
             if spec.external_hostname.is_some() {
-                ev.problems.push(invalid("spec.externalHostname: must be unset when type is EndpointSelector"));
+                ev.problems.push(invalid(
+                    "spec.externalHostname: must be unset when type is EndpointSelector",
+                ));
                 return ev;
             }
             let Some(sel) = &spec.endpoint_selector else {
-                ev.problems.push(invalid("spec.endpointSelector: must be set when type is EndpointSelector"));
+                ev.problems.push(invalid(
+                    "spec.endpointSelector: must be set when type is EndpointSelector",
+                ));
                 return ev;
             };
             match (&sel.selector_ref, &sel.selector) {
                 (Some(_), Some(_)) | (None, None) => {
-                    ev.problems.push(invalid("spec.endpointSelector: set exactly one of selectorRef and selector"));
+                    ev.problems.push(invalid(
+                        "spec.endpointSelector: set exactly one of selectorRef and selector",
+                    ));
                     return ev;
                 }
                 (None, Some(_)) => {
@@ -88,7 +108,9 @@ pub fn evaluate(ctx: Ctx<'_>, owner_kind: &str, key: &ObjectKey, spec: &XBackend
                     match endpoints::for_service_port(ctx, &svc_key, port) {
                         Ok(found) => {
                             ev.notes.extend(found.notes);
-                            ir::Discovery::Eds { endpoints: found.endpoints }
+                            ir::Discovery::Eds {
+                                endpoints: found.endpoints,
+                            }
                         }
                         Err(p) => {
                             ev.problems.push(p);
@@ -101,15 +123,29 @@ pub fn evaluate(ctx: Ctx<'_>, owner_kind: &str, key: &ObjectKey, spec: &XBackend
     };
 
     let mut usable = Usable::default();
-    let mut choice =
-        PortChoice { port, discovery, protocol, tls: None, gateway_client_cert: GatewayCert::No, tcp, secrets: Default::default() };
+    let mut choice = PortChoice {
+        port,
+        discovery,
+        protocol,
+        tls: None,
+        gateway_client_cert: GatewayCert::No,
+        tcp,
+        secrets: Default::default(),
+    };
     if let Some(t) = &spec.tls
         && t.mode != BackendTlsMode::None
     {
         let owner = (owner_kind, key.namespace.as_str(), key.name.as_str());
         let mut upstream = match &t.validation {
             Some(v) => {
-                let out = tls::resolve_validation(ctx.model, &ctx.opts.system_ca_path, &key.namespace, v, owner, "spec.tls.validation");
+                let out = tls::resolve_validation(
+                    ctx.model,
+                    &ctx.opts.system_ca_path,
+                    &key.namespace,
+                    v,
+                    owner,
+                    "spec.tls.validation",
+                );
                 ev.problems.extend(out.problems);
                 usable.secrets.extend(out.secrets);
                 match out.tls {
@@ -138,7 +174,9 @@ pub fn evaluate(ctx: Ctx<'_>, owner_kind: &str, key: &ObjectKey, spec: &XBackend
         };
         match (t.mode, &t.client_certificate_ref) {
             (BackendTlsMode::ServerOnly, Some(_)) => {
-                ev.problems.push(invalid("spec.tls.clientCertificateRef: must be set if and only if mode is ClientAndServer"));
+                ev.problems.push(invalid(
+                    "spec.tls.clientCertificateRef: must be set if and only if mode is ClientAndServer",
+                ));
                 return ev;
             }
             (BackendTlsMode::ClientAndServer, None) => choice.gateway_client_cert = GatewayCert::Required,
@@ -167,7 +205,11 @@ pub fn evaluate(ctx: Ctx<'_>, owner_kind: &str, key: &ObjectKey, spec: &XBackend
     }
     usable.choices.push(choice);
     // Partial CA failures (some refs valid) leave the backend usable with ResolvedRefs=False.
-    if ev.problems.iter().any(|p| p.type_ == crate::gateway::conditions::ACCEPTED) {
+    if ev
+        .problems
+        .iter()
+        .any(|p| p.type_ == crate::gateway::conditions::ACCEPTED)
+    {
         return ev;
     }
     ev.usable = Some(usable);

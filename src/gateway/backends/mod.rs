@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::backend_tls::PolicyIndex;
 use super::conditions::{self, Condition, Problem, reason};
 use super::tls::SecretSet;
-use crate::api::consts::{CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP};
+use crate::api::consts::{
+    CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP,
+};
 use crate::envoy::names::{self, BackendKind};
 use crate::ir;
 use crate::model::{Model, ObjectKey};
@@ -138,7 +140,10 @@ impl<'a> Backends<'a> {
         let mut evaluated = BTreeMap::new();
         for (key, xb) in &ctx.model.xbackends {
             let g = xb.metadata.generation.unwrap_or(0);
-            evaluated.insert((BackendKind::XBackend, key.clone()), gep::evaluate(ctx, "xbackend", key, &xb.spec, g));
+            evaluated.insert(
+                (BackendKind::XBackend, key.clone()),
+                gep::evaluate(ctx, "xbackend", key, &xb.spec, g),
+            );
         }
         for (key, b) in &ctx.model.backends {
             let g = b.metadata.generation.unwrap_or(0);
@@ -150,15 +155,29 @@ impl<'a> Backends<'a> {
         }
         for (key, b) in &ctx.model.eg_backends {
             let g = b.metadata.generation.unwrap_or(0);
-            evaluated.insert((BackendKind::EgBackend, key.clone()), eg::evaluate(ctx, key, &b.spec, g));
+            evaluated.insert(
+                (BackendKind::EgBackend, key.clone()),
+                eg::evaluate(ctx, key, &b.spec, g),
+            );
         }
-        Self { ctx, policies, evaluated, referenced_by: BTreeMap::new(), parent_problems: BTreeMap::new() }
+        Self {
+            ctx,
+            policies,
+            evaluated,
+            referenced_by: BTreeMap::new(),
+            parent_problems: BTreeMap::new(),
+        }
     }
 
     /// Resolves one backendRef of a route attached to `gateway`.
     /// `Ok(None)`: the reference is fine but its target may not carry traffic (a Service port whose
     /// BackendTLSPolicy is invalid); its share gets a 5xx and the policy's status says why.
-    pub fn resolve(&mut self, route: RouteSide<'_>, r: &RefSpec<'_>, gw: GatewaySide<'_>) -> Result<Option<Target>, Problem> {
+    pub fn resolve(
+        &mut self,
+        route: RouteSide<'_>,
+        r: &RefSpec<'_>,
+        gw: GatewaySide<'_>,
+    ) -> Result<Option<Target>, Problem> {
         let mut target = self.resolve_target(route, r, gw.key)?;
         if let Some(t) = target.as_mut() {
             self.apply_gateway_cert(t, r, gw)?;
@@ -169,7 +188,9 @@ impl<'a> Backends<'a> {
     /// Puts the Gateway's client certificate on a target that takes it; refuses a target that
     /// requires one when the Gateway has none.
     fn apply_gateway_cert(&mut self, t: &mut Target, r: &RefSpec<'_>, gw: GatewaySide<'_>) -> Result<(), Problem> {
-        let Some(tls) = t.cluster.tls.as_mut() else { return Ok(()) };
+        let Some(tls) = t.cluster.tls.as_mut() else {
+            return Ok(());
+        };
         match (t.gateway_client_cert, gw.client_cert) {
             (GatewayCert::No, _) => Ok(()),
             (_, Some(cert)) => {
@@ -187,13 +208,19 @@ impl<'a> Backends<'a> {
                     _ => BackendKind::Backend,
                 };
                 let key = (kind, ObjectKey::new(r.namespace, r.name), gw.key.clone());
-                self.parent_problems.insert(key, Problem::refs(reason::INVALID_CLIENT_CERTIFICATE_REF, msg.clone()));
+                self.parent_problems
+                    .insert(key, Problem::refs(reason::INVALID_CLIENT_CERTIFICATE_REF, msg.clone()));
                 Err(Problem::refs(reason::INVALID_BACKEND, msg))
             }
         }
     }
 
-    fn resolve_target(&mut self, route: RouteSide<'_>, r: &RefSpec<'_>, gateway: &ObjectKey) -> Result<Option<Target>, Problem> {
+    fn resolve_target(
+        &mut self,
+        route: RouteSide<'_>,
+        r: &RefSpec<'_>,
+        gateway: &ObjectKey,
+    ) -> Result<Option<Target>, Problem> {
         let kind = match (r.group, r.kind) {
             (CORE_GROUP, KIND_SERVICE) => BackendKind::Service,
             (X_GATEWAY_GROUP, KIND_XBACKEND) => BackendKind::XBackend,
@@ -203,7 +230,10 @@ impl<'a> Backends<'a> {
                 let g = if r.group.is_empty() { "core" } else { r.group };
                 return Err(Problem::refs(
                     reason::INVALID_KIND,
-                    format!("backendRef {g}/{} {:?}: unsupported kind; pier routes to core Service, {X_GATEWAY_GROUP}/XBackend, {GATEWAY_GROUP}/Backend and {EG_GROUP}/Backend", r.kind, r.name),
+                    format!(
+                        "backendRef {g}/{} {:?}: unsupported kind; pier routes to core Service, {X_GATEWAY_GROUP}/XBackend, {GATEWAY_GROUP}/Backend and {EG_GROUP}/Backend",
+                        r.kind, r.name
+                    ),
                 ));
             }
         };
@@ -214,25 +244,50 @@ impl<'a> Backends<'a> {
         if matches!(kind, BackendKind::XBackend | BackendKind::Backend) && r.namespace != route.namespace {
             return Err(Problem::refs(
                 reason::REF_NOT_PERMITTED,
-                format!("{what}: {} {} must be in the same namespace as the {} that references it ({}); ReferenceGrant does not apply", article(r.kind), r.kind, route.kind, route.namespace),
+                format!(
+                    "{what}: {} {} must be in the same namespace as the {} that references it ({}); ReferenceGrant does not apply",
+                    article(r.kind),
+                    r.kind,
+                    route.kind,
+                    route.namespace
+                ),
             ));
         }
-        let from = super::refs::RefEnd { group: route.group, kind: route.kind, namespace: route.namespace, name: "" };
-        let to = super::refs::RefEnd { group: r.group, kind: r.kind, namespace: r.namespace, name: r.name };
+        let from = super::refs::RefEnd {
+            group: route.group,
+            kind: route.kind,
+            namespace: route.namespace,
+            name: "",
+        };
+        let to = super::refs::RefEnd {
+            group: r.group,
+            kind: r.kind,
+            namespace: r.namespace,
+            name: r.name,
+        };
         if !super::refs::permitted(self.ctx.model, from, to) {
             return Err(Problem::refs(
                 reason::REF_NOT_PERMITTED,
-                format!("{what}: cross-namespace reference from {} {} needs a ReferenceGrant in namespace {}", route.kind, route.namespace, r.namespace),
+                format!(
+                    "{what}: cross-namespace reference from {} {} needs a ReferenceGrant in namespace {}",
+                    route.kind, route.namespace, r.namespace
+                ),
             ));
         }
         if kind == BackendKind::Service {
-            self.referenced_by.entry((kind, key.clone())).or_default().insert(gateway.clone());
+            self.referenced_by
+                .entry((kind, key.clone()))
+                .or_default()
+                .insert(gateway.clone());
             return service::resolve(self.ctx, &self.policies, &key, r.port);
         }
         let Some(ev) = self.evaluated.get(&(kind, key.clone())) else {
             return Err(Problem::refs(reason::BACKEND_NOT_FOUND, format!("{what} not found")));
         };
-        self.referenced_by.entry((kind, key.clone())).or_default().insert(gateway.clone());
+        self.referenced_by
+            .entry((kind, key.clone()))
+            .or_default()
+            .insert(gateway.clone());
         let Some(usable) = &ev.usable else {
             let why = ev
                 .problems
@@ -240,9 +295,13 @@ impl<'a> Backends<'a> {
                 .map(|p| format!("{}: {}", p.reason, p.message))
                 .collect::<Vec<_>>()
                 .join("; ");
-            return Err(Problem::refs(reason::INVALID_BACKEND, format!("{what} is not accepted: {why}")));
+            return Err(Problem::refs(
+                reason::INVALID_BACKEND,
+                format!("{what} is not accepted: {why}"),
+            ));
         };
-        let choice = select_port(usable, r.port).map_err(|m| Problem::refs(reason::BACKEND_NOT_FOUND, format!("{what}: {m}")))?;
+        let choice = select_port(usable, r.port)
+            .map_err(|m| Problem::refs(reason::BACKEND_NOT_FOUND, format!("{what}: {m}")))?;
         let name = match kind {
             BackendKind::EgBackend => names::eg_backend_cluster(r.namespace, r.name),
             _ => names::cluster(kind, r.namespace, r.name, choice.port),
@@ -250,7 +309,11 @@ impl<'a> Backends<'a> {
         if choice.tcp && route.kind != "TCPRoute" {
             return Err(Problem::refs(
                 reason::UNSUPPORTED_PROTOCOL,
-                format!("{what} speaks TCP, which {} {} cannot carry", article(route.kind), route.kind),
+                format!(
+                    "{what} speaks TCP, which {} {} cannot carry",
+                    article(route.kind),
+                    route.kind
+                ),
             ));
         }
         Ok(Some(target(kind, &key, name, usable, choice)))
@@ -258,13 +321,18 @@ impl<'a> Backends<'a> {
 
     /// Status conditions of every evaluated Backend object.
     pub fn object_conditions(&self) -> impl Iterator<Item = (BackendKind, &ObjectKey, Vec<Condition>)> {
-        self.evaluated.iter().map(|((kind, key), ev)| (*kind, key, conditions_of(ev, None)))
+        self.evaluated
+            .iter()
+            .map(|((kind, key), ev)| (*kind, key, conditions_of(ev, None)))
     }
 
     /// Status conditions of a Backend object as seen from one Gateway (its `status.parents` entry).
     pub fn parent_conditions(&self, kind: BackendKind, key: &ObjectKey, gateway: &ObjectKey) -> Vec<Condition> {
         let extra = self.parent_problems.get(&(kind, key.clone(), gateway.clone()));
-        self.evaluated.get(&(kind, key.clone())).map(|ev| conditions_of(ev, extra)).unwrap_or_default()
+        self.evaluated
+            .get(&(kind, key.clone()))
+            .map(|ev| conditions_of(ev, extra))
+            .unwrap_or_default()
     }
 }
 
@@ -281,12 +349,21 @@ fn select_port(usable: &Usable, port: Option<i32>) -> Result<&PortChoice, String
         };
     }
     let want = port.expect("checked");
-    usable.choices.iter().find(|c| i32::from(c.port) == want).ok_or_else(|| {
-        format!(
-            "has no port {want} (it serves {})",
-            usable.choices.iter().map(|c| c.port.to_string()).collect::<Vec<_>>().join(", ")
-        )
-    })
+    usable
+        .choices
+        .iter()
+        .find(|c| i32::from(c.port) == want)
+        .ok_or_else(|| {
+            format!(
+                "has no port {want} (it serves {})",
+                usable
+                    .choices
+                    .iter()
+                    .map(|c| c.port.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
 }
 
 pub(super) fn target(kind: BackendKind, key: &ObjectKey, name: String, usable: &Usable, c: &PortChoice) -> Target {
@@ -353,7 +430,11 @@ fn conditions_of(ev: &Evaluated, extra: Option<&Problem>) -> Vec<Condition> {
     let refs: Vec<&Problem> = pick(conditions::RESOLVED_REFS).collect();
     let accepted: Vec<&Problem> = pick(conditions::ACCEPTED).collect();
     let mut out = Vec::new();
-    let notes = if ev.notes.is_empty() { String::new() } else { format!(" ({})", ev.notes.join("; ")) };
+    let notes = if ev.notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", ev.notes.join("; "))
+    };
     out.push(match (accepted.first(), usable, refs.first()) {
         (Some(p), _, _) => Condition::fail(conditions::ACCEPTED, p.reason, join(accepted.clone()), g),
         (None, false, Some(_)) => Condition::fail(
@@ -362,11 +443,21 @@ fn conditions_of(ev: &Evaluated, extra: Option<&Problem>) -> Vec<Condition> {
             format!("references did not resolve: {}", join(refs.clone())),
             g,
         ),
-        _ => Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, format!("Backend accepted{notes}"), g),
+        _ => Condition::ok(
+            conditions::ACCEPTED,
+            reason::ACCEPTED,
+            format!("Backend accepted{notes}"),
+            g,
+        ),
     });
     out.push(match refs.first() {
         Some(p) => Condition::fail(conditions::RESOLVED_REFS, p.reason, join(refs.clone()), g),
-        None => Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, "All references resolved", g),
+        None => Condition::ok(
+            conditions::RESOLVED_REFS,
+            reason::RESOLVED_REFS,
+            "All references resolved",
+            g,
+        ),
     });
     if ev.deprecated {
         out.push(Condition::ok(

@@ -15,12 +15,24 @@ pub const APP_PROTOCOL_WS: &str = "kubernetes.io/ws";
 /// `Ok(None)`: the Service port is governed by a BackendTLSPolicy that is not valid. The share of
 /// traffic gets a 5xx (never plaintext); the policy's own status says why, and the route's references
 /// stay resolved (the reference itself is fine).
-pub fn resolve(ctx: Ctx<'_>, policies: &PolicyIndex, key: &ObjectKey, port: Option<i32>) -> Result<Option<Target>, Problem> {
+pub fn resolve(
+    ctx: Ctx<'_>,
+    policies: &PolicyIndex,
+    key: &ObjectKey,
+    port: Option<i32>,
+) -> Result<Option<Target>, Problem> {
     let Some(port) = port else {
-        return Err(Problem::refs(reason::BACKEND_NOT_FOUND, format!("Service {key}: a Service backendRef must set port")));
+        return Err(Problem::refs(
+            reason::BACKEND_NOT_FOUND,
+            format!("Service {key}: a Service backendRef must set port"),
+        ));
     };
-    let port = port_u16(port)
-        .ok_or_else(|| Problem::refs(reason::BACKEND_NOT_FOUND, format!("Service {key}: port {port} is out of range")))?;
+    let port = port_u16(port).ok_or_else(|| {
+        Problem::refs(
+            reason::BACKEND_NOT_FOUND,
+            format!("Service {key}: port {port} is out of range"),
+        )
+    })?;
     let found = endpoints::for_service_port(ctx, key, port)?;
     let notes = found.notes.clone();
     let port_name = found.service_port.name.clone().unwrap_or_default();
@@ -31,7 +43,9 @@ pub fn resolve(ctx: Ctx<'_>, policies: &PolicyIndex, key: &ObjectKey, port: Opti
     };
     let mut choice = PortChoice {
         port,
-        discovery: ir::Discovery::Eds { endpoints: found.endpoints },
+        discovery: ir::Discovery::Eds {
+            endpoints: found.endpoints,
+        },
         protocol,
         tls: None,
         gateway_client_cert: GatewayCert::No,

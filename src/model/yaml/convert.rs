@@ -81,9 +81,7 @@ fn key_string(key: Yaml) -> Result<String, String> {
         Yaml::Null => Ok("null".into()),
         Yaml::Bool(b) => Ok(b.to_string()),
         Yaml::Number(n) => Ok(n.to_string()),
-        Yaml::Sequence(_) | Yaml::Mapping(_) | Yaml::Tagged(_) => {
-            Err("a mapping key must be a scalar".into())
-        }
+        Yaml::Sequence(_) | Yaml::Mapping(_) | Yaml::Tagged(_) => Err("a mapping key must be a scalar".into()),
     }
 }
 

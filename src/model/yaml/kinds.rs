@@ -159,10 +159,7 @@ impl Kind {
             // what a Kubernetes source would deliver.
             metadata.remove("namespace");
         }
-        let namespace = metadata
-            .get("namespace")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let namespace = metadata.get("namespace").and_then(Value::as_str).unwrap_or_default();
         at.object = Some(match (name.is_empty(), namespace.is_empty()) {
             (true, _) => self.name().to_owned(),
             (false, true) => format!("{} {name}", self.name()),
@@ -186,10 +183,7 @@ impl Kind {
 /// The standard-group Backend carries two shapes under one kind; pick by `spec.destination`, then parse
 /// that shape strictly so errors name fields of the shape the user wrote.
 fn backend(mut value: Value, at: &Location) -> Result<Backend, ParseError> {
-    let metadata = value
-        .get_mut("metadata")
-        .map(Value::take)
-        .unwrap_or_default();
+    let metadata = value.get_mut("metadata").map(Value::take).unwrap_or_default();
     let metadata: ObjectMeta = typed(metadata, at, "metadata")?;
     let spec = match value.get_mut("spec").map(Value::take) {
         None | Some(Value::Null) => {
@@ -207,11 +201,7 @@ fn backend(mut value: Value, at: &Location) -> Result<Backend, ParseError> {
         None | Some(Value::Null) => None,
         Some(status) => Some(typed::<BackendStatus>(status, at, "status")?),
     };
-    Ok(Backend {
-        metadata,
-        spec,
-        status,
-    })
+    Ok(Backend { metadata, spec, status })
 }
 
 /// Deserializes `value` (found at `prefix` in the document) with the failing field's path in the error.

@@ -147,10 +147,7 @@ fn kind_table_names_match_object_kind_names() {
     // Messages and duplicate keys must use one vocabulary.
     for text in ALL_KINDS.split("\n---\n") {
         let value: Value = serde_yaml::from_str(text).unwrap();
-        let (api_version, kind) = (
-            value["apiVersion"].as_str().unwrap(),
-            value["kind"].as_str().unwrap(),
-        );
+        let (api_version, kind) = (value["apiVersion"].as_str().unwrap(), value["kind"].as_str().unwrap());
         let known = kinds::Kind::of(api_version, kind).unwrap();
         assert_eq!(known.name(), one(text).kind_name());
     }
@@ -205,9 +202,7 @@ const XBACKEND: &str = "apiVersion: gateway.networking.x-k8s.io/v1alpha1\nkind: 
 
 #[test]
 fn unknown_field_names_file_document_object_and_path() {
-    let text = format!(
-        "# leading comment\n---\n{ALL_KINDS}---\n{XBACKEND}  tls: {{mode: ServerOnly, foo: 1}}\n"
-    );
+    let text = format!("# leading comment\n---\n{ALL_KINDS}---\n{XBACKEND}  tls: {{mode: ServerOnly, foo: 1}}\n");
     let e = err(&text);
     assert!(
         e.starts_with("examples/x.yaml: document 14 (XBackend default/openai): spec.tls.foo: unknown field `foo`"),
@@ -218,7 +213,10 @@ fn unknown_field_names_file_document_object_and_path() {
 #[test]
 fn bad_enum_value_lists_the_variants() {
     let e = err(&format!("{XBACKEND}  tls: {{mode: Foo}}\n"));
-    assert!(e.starts_with("examples/x.yaml: document 0 (XBackend default/openai): spec.tls.mode: unknown variant `Foo`"), "{e}");
+    assert!(
+        e.starts_with("examples/x.yaml: document 0 (XBackend default/openai): spec.tls.mode: unknown variant `Foo`"),
+        "{e}"
+    );
     assert!(e.contains("ServerOnly"), "{e}");
     let ok = one(&format!("{XBACKEND}  tls: {{mode: ClientAndServer}}\n"));
     assert!(
@@ -291,9 +289,7 @@ fn kubectl_list_is_expanded_and_items_are_named_in_errors() {
         "{list}- {{apiVersion: v1, kind: Service, metadata: {{name: c}}, spec: {{ports: 5}}}}\n"
     ));
     assert!(
-        e.starts_with(
-            "examples/x.yaml: document 0 items[3] (Service default/c): spec.ports: invalid type"
-        ),
+        e.starts_with("examples/x.yaml: document 0 items[3] (Service default/c): spec.ports: invalid type"),
         "{e}"
     );
 }
@@ -320,25 +316,16 @@ fn namespaces_are_defaulted_and_dropped_for_cluster_scope() {
                      apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: ''}\n---\n\
                      apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: c, namespace: x}\n\
                      spec: {controllerName: pier.dev/gateway}\n");
-    let keys: Vec<_> = parsed
-        .objects
-        .iter()
-        .map(|(_, o)| o.key().to_string())
-        .collect();
+    let keys: Vec<_> = parsed.objects.iter().map(|(_, o)| o.key().to_string()).collect();
     assert_eq!(keys, ["default/a", "default/b", "c"]);
-    assert_eq!(
-        parsed.objects[0].1.metadata().namespace.as_deref(),
-        Some("default")
-    );
+    assert_eq!(parsed.objects[0].1.metadata().namespace.as_deref(), Some("default"));
     assert_eq!(parsed.objects[2].1.metadata().namespace, None);
 }
 
 #[test]
 fn empty_documents_are_skipped_but_counted() {
     // A comment before the first `---` is not a document of its own: indices are the YAML parser's.
-    let parsed = ok(
-        "# header\n---\n# empty\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: n}\n---\n",
-    );
+    let parsed = ok("# header\n---\n# empty\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: n}\n---\n");
     assert_eq!(parsed.objects.len(), 1);
     assert_eq!(parsed.objects[0].0.index, 1);
     assert!(ok("").objects.is_empty());
@@ -347,13 +334,8 @@ fn empty_documents_are_skipped_but_counted() {
 
 #[test]
 fn yaml_syntax_error_reports_line_and_column() {
-    let e = err(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {name: n}\n---\nkey: [unclosed\nother: 1\n",
-    );
-    assert!(
-        e.starts_with("examples/x.yaml: document 1: invalid YAML: "),
-        "{e}"
-    );
+    let e = err("apiVersion: v1\nkind: Namespace\nmetadata: {name: n}\n---\nkey: [unclosed\nother: 1\n");
+    assert!(e.starts_with("examples/x.yaml: document 1: invalid YAML: "), "{e}");
     assert!(e.contains("line") && e.contains("column"), "{e}");
 }
 
@@ -363,9 +345,7 @@ fn merge_keys_and_field_paths_in_core_types() {
                 spec:\n  ports:\n  - &p {port: 80, protocol: TCP}\n  - {<<: *p, port: \"eighty\"}\n";
     let e = err(text);
     assert!(
-        e.starts_with(
-            "examples/x.yaml: document 0 (Service default/s): spec.ports[1].port: invalid type"
-        ),
+        e.starts_with("examples/x.yaml: document 0 (Service default/s): spec.ports[1].port: invalid type"),
         "{e}"
     );
 }

@@ -1,7 +1,8 @@
-//! Real certificates for the TLS scenarios, minted fresh per test with rcgen: a CA, server certificates with
-//! chosen DNS and URI SANs, client certificates, and — for the "wrong CA" cases — a second CA that signed
-//! nothing the upstreams present. Also [`subject_cn`], a minimal X.509 reader so upstreams can report which
-//! client certificate they were shown without an X.509 parsing dependency.
+//! Real certificates for TLS tests, minted fresh per test with rcgen: a CA, server certificates with chosen
+//! DNS and URI SANs, client certificates, and — for the "wrong CA" cases — a second CA that signed nothing
+//! the upstreams present. Also [`subject_cn`], a minimal X.509 reader so upstreams can report which client
+//! certificate they were shown without an X.509 parsing dependency. (The demo does not mint: its upstreams
+//! serve the fixed certificates in `examples/upstream-certs/`, which its manifests trust.)
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
@@ -14,7 +15,7 @@ pub struct Ca {
     issuer: CertifiedIssuer<'static, KeyPair>,
 }
 
-/// An issued certificate with its private key, in the forms the suite needs (PEM for manifests, DER for
+/// An issued certificate with its private key, in the forms tests need (PEM for manifests, DER for
 /// rustls).
 pub struct Leaf {
     pub cert_pem: String,
@@ -62,7 +63,7 @@ impl Ca {
                 .subject_alt_names
                 .push(SanType::URI((*uri).try_into().expect("URI SAN")));
         }
-        let cn = dns_names.first().copied().unwrap_or("e2e server");
+        let cn = dns_names.first().copied().unwrap_or("test server");
         params.distinguished_name.push(DnType::CommonName, cn);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         self.issue(params)
@@ -87,6 +88,30 @@ impl Ca {
             key_der: key.serialize_der(),
         }
     }
+}
+
+/// Every `CERTIFICATE` block of a PEM text, in order; an error when there is none.
+pub fn certificates_from_pem(text: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs: Vec<CertificateDer<'static>> = pem::parse_many(text)
+        .map_err(|e| format!("certificate: {e}"))?
+        .into_iter()
+        .filter(|p| p.tag() == "CERTIFICATE")
+        .map(|p| CertificateDer::from(p.into_contents()))
+        .collect();
+    if certs.is_empty() {
+        return Err("no `CERTIFICATE` block".to_string());
+    }
+    Ok(certs)
+}
+
+/// The first PKCS#8 `PRIVATE KEY` block of a PEM text (what openssl and rcgen write).
+pub fn pkcs8_key_from_pem(text: &str) -> Result<PrivateKeyDer<'static>, String> {
+    let key = pem::parse_many(text)
+        .map_err(|e| format!("key: {e}"))?
+        .into_iter()
+        .find(|p| p.tag() == "PRIVATE KEY")
+        .ok_or("key: no PKCS#8 `PRIVATE KEY` block")?;
+    Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.into_contents())))
 }
 
 /// The subject's common name of a DER certificate (`None` if absent or unreadable). Walks
@@ -153,6 +178,16 @@ mod tests {
         assert_eq!(subject_cn(&ca.cert_der()).as_deref(), Some("e2e root"));
         assert!(server.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
         assert!(server.key_pem.contains("PRIVATE KEY"));
+        let chain = format!("{}{}", server.cert_pem, ca.cert_pem());
+        assert_eq!(
+            certificates_from_pem(&chain).unwrap(),
+            vec![server.cert_der.clone(), ca.cert_der()]
+        );
+        assert!(
+            certificates_from_pem(&server.key_pem).is_err(),
+            "a key is not a certificate"
+        );
+        assert_eq!(pkcs8_key_from_pem(&server.key_pem).unwrap(), server.key_der());
         assert_eq!(
             subject_cn(b"\x30\x03\x02\x01"),
             None,

@@ -1,7 +1,7 @@
 //! A minimal HTTP/1.1 client: one request per connection (`Connection: close`), read to EOF, parse status,
-//! headers and body (Content-Length, chunked, or until close). It is all the suite needs to send traffic
-//! through Envoy's listener and to read admin APIs, and it keeps a general-purpose client (and its own
-//! connection pooling, which would blur "which request went where") out of the dependency tree.
+//! headers and body (Content-Length, chunked, or until close). It is all the demo and the e2e suite need to
+//! send traffic through Envoy's listeners and to read admin APIs, and it keeps a general-purpose client (and
+//! its own connection pooling, which would blur "which request went where") out of the dependency tree.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -54,7 +54,8 @@ pub async fn request_over<S>(mut stream: S, host: &str, path: &str) -> Result<Re
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: pier-e2e\r\nConnection: close\r\n\r\n");
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: pier-testkit\r\nConnection: close\r\n\r\n");
     stream
         .write_all(request.as_bytes())
         .await

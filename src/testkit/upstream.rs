@@ -1,8 +1,8 @@
 //! The upstream servers Envoy forwards to: plain HTTP or TLS (rustls) on `127.0.0.x:<port>`, speaking HTTP/1.1,
 //! h2 (ALPN) and h2c (prior knowledge) through hyper-util's auto server. Every response carries the server's
-//! name (`x-upstream` header and body), which is how tests see where a request went.
+//! name (`x-upstream` header and body), which is how a client sees where a request went.
 //!
-//! Each server records what it saw, because the scenarios' claims are about the upstream's view: every
+//! Each server records what it saw, because the interesting claims are about the upstream's view: every
 //! accepted connection, every TLS handshake attempt (the SNI offered, and why it failed), connections that
 //! spoke plaintext to a TLS-only port, and every request (path, HTTP version, whether it arrived over TLS, the
 //! SNI of its connection, the client certificate's subject). A TLS upstream can also require a client
@@ -26,7 +26,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_rustls::LazyConfigAcceptor;
 
-use super::pki::{Leaf, subject_cn};
+use super::pki::{Leaf, certificates_from_pem, pkcs8_key_from_pem, subject_cn};
 
 /// TLS settings of an upstream: its certificate and, optionally, the CA client certificates must chain to
 /// (then a client certificate is required).
@@ -54,28 +54,41 @@ impl ServerTls {
         }
     }
 
-    fn config(self) -> Arc<ServerConfig> {
+    /// Serve the certificate chain in `cert_pem` with the PKCS#8 key in `key_pem` (`BEGIN PRIVATE KEY`, what
+    /// openssl and rcgen write); accept any client.
+    pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<ServerTls, String> {
+        Ok(ServerTls {
+            chain: certificates_from_pem(cert_pem)?,
+            key: pkcs8_key_from_pem(key_pem)?,
+            client_ca: None,
+        })
+    }
+
+    /// Also require a client certificate issued by the first certificate in `ca_pem`.
+    pub fn with_client_ca_pem(mut self, ca_pem: &str) -> Result<ServerTls, String> {
+        let ca = certificates_from_pem(ca_pem)?.into_iter().next();
+        self.client_ca = ca;
+        Ok(self)
+    }
+
+    fn config(self) -> Result<Arc<ServerConfig>, rustls::Error> {
         // An explicit provider: the process-wide default is ambiguous when several rustls backends are linked.
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = ServerConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions");
+        let builder = ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions()?;
         let builder = match self.client_ca {
             Some(ca) => {
                 let mut roots = RootCertStore::empty();
-                roots.add(ca).expect("client CA");
+                roots.add(ca)?;
                 let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                     .build()
-                    .expect("client verifier");
+                    .map_err(|e| rustls::Error::General(format!("client verifier: {e}")))?;
                 builder.with_client_cert_verifier(verifier)
             }
             None => builder.with_no_client_auth(),
         };
-        let mut config = builder
-            .with_single_cert(self.chain, self.key)
-            .expect("server certificate");
+        let mut config = builder.with_single_cert(self.chain, self.key)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        Arc::new(config)
+        Ok(Arc::new(config))
     }
 }
 
@@ -121,31 +134,31 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// Plain HTTP (HTTP/1.1 and h2c) on `ip:<ephemeral>`.
+    /// Plain HTTP (HTTP/1.1 and h2c) on `ip:<ephemeral>`. For tests: panics if it cannot bind.
     pub async fn http(name: &str, ip: Ipv4Addr) -> Upstream {
         Self::bind(name, SocketAddr::from((ip, 0)), None)
             .await
             .expect("binding an upstream")
     }
 
-    /// TLS only (HTTP/1.1 and h2 by ALPN) on `ip:<ephemeral>`.
+    /// TLS only (HTTP/1.1 and h2 by ALPN) on `ip:<ephemeral>`. For tests: panics if it cannot bind.
     pub async fn https(name: &str, ip: Ipv4Addr, tls: ServerTls) -> Upstream {
         Self::bind(name, SocketAddr::from((ip, 0)), Some(tls))
             .await
             .expect("binding an upstream")
     }
 
-    /// On exactly `addr` (for scenarios that need one port on two addresses).
+    /// On exactly `addr` (the demo's fixed addresses; tests that need one port on two addresses). Fails
+    /// when the address cannot be bound or the TLS settings are unusable.
     pub async fn bind(name: &str, addr: SocketAddr, tls: Option<ServerTls>) -> std::io::Result<Upstream> {
+        let tls = tls
+            .map(ServerTls::config)
+            .transpose()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("TLS settings: {e}")))?;
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State::default());
-        let task = tokio::spawn(accept_loop(
-            listener,
-            name.to_string(),
-            tls.map(ServerTls::config),
-            state.clone(),
-        ));
+        let task = tokio::spawn(accept_loop(listener, name.to_string(), tls, state.clone()));
         Ok(Upstream {
             name: name.to_string(),
             addr,
@@ -207,7 +220,7 @@ async fn handle(stream: TcpStream, name: String, tls: Option<Arc<ServerConfig>>,
         return serve(stream, name, info, state).await;
     };
     // A TLS connection starts with a handshake record (content type 22); anything else is plaintext
-    // arriving at a TLS-only port, which the scenarios assert never happens.
+    // arriving at a TLS-only port, which tests assert never happens.
     let mut first = [0u8; 1];
     match stream.peek(&mut first).await {
         Ok(1) if first[0] == 0x16 => {}
@@ -290,7 +303,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{http, lo, pki::Ca};
+    use crate::testkit::{eventually, http, lo, pki::Ca};
     use rustls::ClientConfig;
     use rustls::pki_types::ServerName;
     use std::time::Duration;
@@ -359,7 +372,7 @@ mod tests {
             // TLS 1.3 clients finish before the server has checked their (missing) certificate.
             let _ = http::request_over(tls, "api.e2e.test", "/anon").await;
         }
-        let failed = crate::harness::eventually("the refused handshake", Duration::from_secs(5), || async {
+        let failed = eventually("the refused handshake", Duration::from_secs(5), || async {
             let hs = up.handshakes();
             if hs.iter().any(|h| h.error.is_some()) {
                 Ok(hs)
@@ -367,7 +380,8 @@ mod tests {
                 Err(format!("{hs:?}"))
             }
         })
-        .await;
+        .await
+        .unwrap();
         assert_eq!(failed.len(), 2);
         assert_eq!(
             up.requests().len(),
@@ -378,14 +392,15 @@ mod tests {
         // Plaintext to the TLS port is counted, never served.
         let mut tcp = TcpStream::connect(up.addr).await.unwrap();
         tcp.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
-        crate::harness::eventually("the plaintext attempt", Duration::from_secs(5), || async {
+        eventually("the plaintext attempt", Duration::from_secs(5), || async {
             if up.plaintext_attempts() == 1 {
                 Ok(())
             } else {
                 Err("not yet".into())
             }
         })
-        .await;
+        .await
+        .unwrap();
         assert_eq!(up.requests().len(), 1);
     }
 }

@@ -1,6 +1,6 @@
 //! A tiny authoritative DNS responder on `127.0.0.1:<ephemeral>/udp`, so Envoy's STRICT_DNS clusters resolve
-//! real-looking names (`api.e2e.test`) to the suite's loopback upstreams — no root, no `/etc/hosts`, and no
-//! query ever leaves the machine (Envoy's c-ares resolver is pointed here and nowhere else).
+//! real-looking names (`api.demo.test`, `api.e2e.test`) to loopback upstreams — no root, no `/etc/hosts`,
+//! and no query ever leaves the machine (Envoy's c-ares resolver is pointed here and nowhere else).
 //!
 //! It answers A queries for configured names with their IPv4 addresses, any other type for a configured
 //! name with an empty NOERROR (so an AAAA lookup does not hide the A record), and NXDOMAIN for everything
@@ -36,14 +36,13 @@ pub struct Dns {
 }
 
 impl Dns {
-    pub async fn start() -> Dns {
-        let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .expect("binding the DNS socket");
-        let addr = socket.local_addr().expect("DNS socket address");
+    /// Binds `127.0.0.1:<ephemeral>/udp` and starts answering (with no names yet: see [`Dns::set`]).
+    pub async fn start() -> std::io::Result<Dns> {
+        let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = socket.local_addr()?;
         let zone = Arc::new(Mutex::new(Zone::default()));
         let task = tokio::spawn(serve(socket, zone.clone()));
-        Dns { addr, zone, task }
+        Ok(Dns { addr, zone, task })
     }
 
     /// Points `name` at `ips` (replacing what it had).
@@ -182,7 +181,7 @@ mod tests {
 
     #[tokio::test]
     async fn answers_a_records_nodata_and_nxdomain() {
-        let dns = Dns::start().await;
+        let dns = Dns::start().await.unwrap();
         dns.set(
             "API.e2e.test.",
             &[Ipv4Addr::new(127, 0, 0, 7), Ipv4Addr::new(127, 0, 0, 8)],
