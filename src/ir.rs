@@ -77,6 +77,13 @@ pub struct Route {
     /// Stable, unique within the virtual host; names the origin (`ns/route/rule/match`).
     pub name: String,
     pub path: PathMatch,
+    /// Header conditions, ANDed with the path: names lowercased (HTTP header names are
+    /// case-insensitive), at most one entry per name (the first one written).
+    pub headers: Vec<HeaderMatch>,
+    /// Query parameter conditions, ANDed; names exact, at most one entry per name (the first one).
+    pub query_params: Vec<QueryMatch>,
+    /// HTTP method (`GET`, `POST`, ...), if the match names one.
+    pub method: Option<String>,
     pub action: RouteAction,
 }
 
@@ -85,6 +92,30 @@ pub enum PathMatch {
     Exact(String),
     /// Element-wise prefix (`/abc` matches `/abc` and `/abc/x`, not `/abcd`).
     Prefix(String),
+    /// RE2 regular expression that must match the whole path (without the query string).
+    Regex(String),
+}
+
+/// How a header or query parameter value must match.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ValueMatch {
+    /// Case-sensitive, whole value.
+    Exact(String),
+    /// RE2 regular expression that must match the whole value.
+    Regex(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderMatch {
+    /// Lowercase.
+    pub name: String,
+    pub value: ValueMatch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryMatch {
+    pub name: String,
+    pub value: ValueMatch,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -47,6 +47,9 @@ fn route(name: &str, path: PathMatch, action: RouteAction) -> Route {
     Route {
         name: name.into(),
         path,
+        headers: vec![],
+        query_params: vec![],
+        method: None,
         action,
     }
 }

@@ -1,6 +1,9 @@
 //! RDS: one `RouteConfiguration` per `ir::RouteConfig` (an HTTP port, or one HTTPS filter chain). Owns
-//! path matching and the forward / direct-response actions, including the HTTP 500 share of invalid
-//! backendRefs that the Gateway API requires, and the authority guard of routes to a dynamic forward proxy.
+//! request matching (in `matching`) and the forward / direct-response actions, including the HTTP 500
+//! share of invalid backendRefs that the Gateway API requires, and the authority guard of routes to a
+//! dynamic forward proxy.
+
+mod matching;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -44,10 +47,7 @@ fn route_entry(r: &ir::Route, clusters: &BTreeMap<String, ir::Cluster>) -> route
         authority_guard(&action, clusters).map(|g| (ext::RBAC_FILTER.to_string(), envoy_types::util::pack_any(g)));
     route::Route {
         name: r.name.clone(),
-        r#match: Some(route::RouteMatch {
-            path_specifier: Some(path_specifier(&r.path)),
-            ..Default::default()
-        }),
+        r#match: Some(matching::route_match(r)),
         action: Some(action),
         typed_per_filter_config: guard.into_iter().collect(),
         ..Default::default()
@@ -170,25 +170,6 @@ fn authority_matches(regex: &str) -> rbac::Permission {
     }
 }
 
-fn path_specifier(path: &ir::PathMatch) -> route::route_match::PathSpecifier {
-    use route::route_match::PathSpecifier;
-    match path {
-        ir::PathMatch::Exact(p) => PathSpecifier::Path(p.clone()),
-        ir::PathMatch::Prefix(p) => {
-            // `path_separated_prefix` is element-wise (`/abc` matches `/abc`, `/abc/`, `/abc/x`, not
-            // `/abcd`) but must not end in `/` (pattern `^[^?#]+[^?#/]$`). A trailing slash adds nothing
-            // element-wise (Gateway API: `/abc/` ≡ `/abc`), so it is trimmed; what is left of `/` (or
-            // `//`) is every path, which is the plain prefix `/`.
-            let trimmed = p.trim_end_matches('/');
-            if trimmed.is_empty() {
-                PathSpecifier::Prefix("/".to_string())
-            } else {
-                PathSpecifier::PathSeparatedPrefix(trimmed.to_string())
-            }
-        }
-    }
-}
-
 fn action(a: &ir::RouteAction) -> route::route::Action {
     match a {
         ir::RouteAction::DirectResponse { status } => direct_response(*status),
@@ -300,7 +281,6 @@ pub(crate) fn action_clusters(action: &route::route::Action) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use route::route_match::PathSpecifier;
 
     fn wb(cluster: Option<&str>, weight: u32) -> ir::WeightedBackend {
         ir::WeightedBackend {
@@ -314,20 +294,6 @@ mod tests {
             route::route::Action::Route(r) => r,
             other => panic!("expected a route action, got {other:?}"),
         }
-    }
-
-    #[test]
-    fn prefixes_are_element_wise_without_trailing_slash() {
-        let p = |s: &str| path_specifier(&ir::PathMatch::Prefix(s.to_string()));
-        assert_eq!(p("/"), PathSpecifier::Prefix("/".into()));
-        assert_eq!(p("//"), PathSpecifier::Prefix("/".into()));
-        assert_eq!(p("/abc"), PathSpecifier::PathSeparatedPrefix("/abc".into()));
-        assert_eq!(p("/abc/"), PathSpecifier::PathSeparatedPrefix("/abc".into()));
-        assert_eq!(
-            path_specifier(&ir::PathMatch::Exact("/abc/".into())),
-            PathSpecifier::Path("/abc/".into()),
-            "exact paths are taken verbatim"
-        );
     }
 
     #[test]

@@ -305,12 +305,7 @@ fn virtual_hosts(listeners: &[ListenerInfo], idx: &[usize], entries: &[Entry]) -
                     .filter(|&i| hostnames::serves(&mine[i].hostnames, h)),
             );
             let mut routes: Vec<&Entry> = found.into_iter().map(|i| mine[i]).collect();
-            routes.sort_by(|a, b| {
-                order::route_host_rank(&a.hostnames, h)
-                    .cmp(&order::route_host_rank(&b.hostnames, h))
-                    .then_with(|| order::path_precedence(&a.route.path, &b.route.path))
-                    .then(a.tie.cmp(&b.tie))
-            });
+            routes.sort_by(|a, b| order::route_precedence(h, a, b));
             let vh = ir::VirtualHost {
                 name: names::virtual_host(&l.name, h),
                 domains: vec![h.clone()],

@@ -20,17 +20,42 @@ pub fn oldest_first(a: &ObjectMeta, b: &ObjectMeta) -> Ordering {
     .then_with(|| a.name.cmp(&b.name))
 }
 
-/// Order of route entries within a virtual host (Envoy takes the first match): exact paths first,
-/// then prefixes by length (longest first), then the routes' own order (oldest, namespace/name, rule
-/// index, match index), which the caller encodes in `tie`.
-/// <https://gateway-api.sigs.k8s.io/reference/spec/#httprouterule> (`Matches`).
+/// Gateway API route precedence on one listener, for requests to `host` (Envoy takes the first match
+/// of a virtual host, so this is the order of its routes). Across all routes: the route hostname that
+/// serves `host` most specifically ([`route_host_rank`]), then the path ([`path_precedence`]: exact
+/// paths, regular expressions, then the longest prefix), then a method match, then the most header
+/// matches, then the most query parameter matches, then the routes' own order — oldest route, then
+/// `{namespace}/{name}`, then rule index, then match index — which the caller encodes in `tie`.
+/// <https://gateway-api.sigs.k8s.io/reference/spec/#httprouterule> (`Matches`) and
+/// <https://gateway-api.sigs.k8s.io/reference/spec/#httproutespec> (`Hostnames`).
+pub fn route_precedence(host: &str, a: &super::routes::Entry, b: &super::routes::Entry) -> Ordering {
+    let (ra, rb) = (&a.route, &b.route);
+    route_host_rank(&a.hostnames, host)
+        .cmp(&route_host_rank(&b.hostnames, host))
+        .then_with(|| path_precedence(&ra.path, &rb.path))
+        .then_with(|| rb.method.is_some().cmp(&ra.method.is_some()))
+        .then_with(|| rb.headers.len().cmp(&ra.headers.len()))
+        .then_with(|| rb.query_params.len().cmp(&ra.query_params.len()))
+        .then_with(|| a.tie.cmp(&b.tie))
+}
+
+/// Path part of [`route_precedence`]: exact paths first, then regular expressions by length (longest
+/// first), then prefixes by length (longest first). Gateway API leaves regex precedence to the
+/// implementation; placing regexes before prefixes (as Envoy Gateway does) keeps a catch-all
+/// `PathPrefix /` from making every regex route unreachable. Distinct exact paths or equal-length prefixes never match the same request, so their
+/// alphabetical order only makes the output stable; equal-length regexes may overlap and stay equal
+/// here, leaving the decision to the remaining criteria.
 pub fn path_precedence(a: &crate::ir::PathMatch, b: &crate::ir::PathMatch) -> Ordering {
-    use crate::ir::PathMatch::{Exact, Prefix};
+    use crate::ir::PathMatch::{Exact, Prefix, Regex};
+    let rank = |p: &crate::ir::PathMatch| match p {
+        Exact(_) => 0,
+        Regex(_) => 1,
+        Prefix(_) => 2,
+    };
     match (a, b) {
-        (Exact(_), Prefix(_)) => Ordering::Less,
-        (Prefix(_), Exact(_)) => Ordering::Greater,
-        (Exact(x), Exact(y)) => y.len().cmp(&x.len()).then_with(|| x.cmp(y)),
-        (Prefix(x), Prefix(y)) => y.len().cmp(&x.len()).then_with(|| x.cmp(y)),
+        (Exact(x), Exact(y)) | (Prefix(x), Prefix(y)) => y.len().cmp(&x.len()).then_with(|| x.cmp(y)),
+        (Regex(x), Regex(y)) => y.len().cmp(&x.len()),
+        _ => rank(a).cmp(&rank(b)),
     }
 }
 
@@ -66,7 +91,9 @@ pub fn route_host_rank(route_hosts: &[String], host: &str) -> (u8, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::PathMatch::{Exact, Prefix};
+    use crate::gateway::routes::Entry;
+    use crate::ir::PathMatch::{Exact, Prefix, Regex};
+    use crate::ir::{HeaderMatch, PathMatch, QueryMatch, Route, RouteAction, ValueMatch};
 
     fn meta(ns: &str, name: &str, ts: Option<&str>) -> ObjectMeta {
         ObjectMeta {
@@ -114,6 +141,113 @@ mod tests {
                 Prefix("/".into())
             ]
         );
+    }
+
+    #[test]
+    fn regex_paths_between_exact_and_prefixes_by_length() {
+        let mut v = vec![
+            Regex("/a.*".into()),
+            Prefix("/".into()),
+            Regex("/abc/.*".into()),
+            Exact("/x".into()),
+        ];
+        v.sort_by(path_precedence);
+        assert_eq!(
+            v,
+            vec![
+                Exact("/x".into()),
+                Regex("/abc/.*".into()),
+                Regex("/a.*".into()),
+                Prefix("/".into())
+            ]
+        );
+    }
+
+    /// A route entry for the precedence table: path, method?, header count, query count, tie.
+    fn entry(hosts: &[&str], path: PathMatch, method: bool, headers: usize, query: usize, tie: usize) -> Entry {
+        let value = ValueMatch::Exact("v".into());
+        Entry {
+            listener: 0,
+            hostnames: hosts.iter().map(|h| h.to_string()).collect(),
+            route: Route {
+                name: format!("r{tie}"),
+                path,
+                headers: (0..headers)
+                    .map(|i| HeaderMatch {
+                        name: format!("h{i}"),
+                        value: value.clone(),
+                    })
+                    .collect(),
+                query_params: (0..query)
+                    .map(|i| QueryMatch {
+                        name: format!("q{i}"),
+                        value: value.clone(),
+                    })
+                    .collect(),
+                method: method.then(|| "GET".to_string()),
+                action: RouteAction::DirectResponse { status: 500 },
+            },
+            tie: (tie, 0, 0),
+        }
+    }
+
+    #[test]
+    fn route_precedence_table() {
+        let host = "a.example.com";
+        let p = |s: &str| Prefix(s.into());
+        // (case, higher-precedence entry, lower-precedence entry)
+        let table = [
+            (
+                "exact hostname before wildcard, whatever the matches",
+                entry(&["a.example.com"], p("/"), false, 0, 0, 9),
+                entry(&["*.example.com"], Exact("/x".into()), true, 3, 3, 0),
+            ),
+            (
+                "exact path before any prefix",
+                entry(&["*"], Exact("/a".into()), false, 0, 0, 9),
+                entry(&["*"], p("/a"), true, 2, 2, 0),
+            ),
+            (
+                "longest prefix",
+                entry(&["*"], p("/abc"), false, 0, 0, 9),
+                entry(&["*"], p("/ab"), true, 2, 2, 0),
+            ),
+            (
+                "regex before any prefix (a catch-all must not shadow it)",
+                entry(&["*"], Regex("/abc/.*".into()), false, 0, 0, 9),
+                entry(&["*"], p("/"), true, 2, 2, 0),
+            ),
+            (
+                "longer regex first",
+                entry(&["*"], Regex("/abc/.*".into()), false, 0, 0, 9),
+                entry(&["*"], Regex("/a.*".into()), true, 2, 2, 0),
+            ),
+            (
+                "method beats headers",
+                entry(&["*"], p("/"), true, 0, 0, 9),
+                entry(&["*"], p("/"), false, 3, 3, 0),
+            ),
+            (
+                "more headers beats more query params",
+                entry(&["*"], p("/"), false, 2, 0, 9),
+                entry(&["*"], p("/"), false, 1, 5, 0),
+            ),
+            (
+                "more query params",
+                entry(&["*"], p("/"), false, 1, 2, 9),
+                entry(&["*"], p("/"), false, 1, 1, 0),
+            ),
+            (
+                "equal matches: route order (oldest, ns/name, rule, match)",
+                entry(&["*"], p("/"), true, 1, 1, 0),
+                entry(&["*"], p("/"), true, 1, 1, 1),
+            ),
+        ];
+        for (case, hi, lo) in &table {
+            assert_eq!(route_precedence(host, hi, lo), Ordering::Less, "{case}");
+            assert_eq!(route_precedence(host, lo, hi), Ordering::Greater, "{case} (reversed)");
+            assert_eq!(route_precedence(host, hi, hi), Ordering::Equal, "{case} (self)");
+        }
     }
 
     #[test]

@@ -2,13 +2,16 @@
 //!
 //! Attachment follows Gateway API: a parentRef selects listeners by `sectionName` and `port`; each
 //! listener admits it by namespace (`allowedRoutes`) and kind; hostnames must intersect. The route is
-//! accepted by a parent when at least one listener takes it. Rules use path matches (`Exact`,
-//! `PathPrefix`) and weighted backendRefs; a rule that needs a feature not built yet (header, query
-//! and method matches, regular expressions, filters) is dropped whole — serving it without that part
-//! would match or modify traffic differently than written — and the route says so with
-//! `PartiallyInvalid` (or `Accepted=False/UnsupportedValue` if nothing is left).
+//! accepted by a parent when at least one listener takes it. Rules use matches (path `Exact`,
+//! `PathPrefix`, `RegularExpression`; headers and query parameters, `Exact` or `RegularExpression`;
+//! method) and weighted backendRefs; a rule that needs a feature not built yet (filters) is dropped
+//! whole — serving it without that part would modify traffic differently than written — and the route
+//! says so with `PartiallyInvalid` (or `Accepted=False/UnsupportedValue` if nothing is left).
 
-use gateway_api::apis::standard::httproutes::{HttpRoute, HttpRouteRules, HttpRouteRulesMatchesPathType as PathType};
+use gateway_api::apis::standard::httproutes::{
+    HttpRoute, HttpRouteRules, HttpRouteRulesMatches, HttpRouteRulesMatchesHeadersType as HeaderType,
+    HttpRouteRulesMatchesPathType as PathType, HttpRouteRulesMatchesQueryParamsType as QueryType,
+};
 use serde_json::{Value, json};
 
 use super::backends::{Backends, GatewaySide, RefSpec, RouteSide};
@@ -27,7 +30,7 @@ pub struct Entry {
     /// Effective hostnames (`*` = any).
     pub hostnames: Vec<String>,
     pub route: ir::Route,
-    /// Tie-break among equal path precedence: (route age/ns/name order, rule, match).
+    /// Tie-break among equal match precedence: (route age/ns/name order, rule, match).
     pub tie: (usize, usize, usize),
 }
 
@@ -281,21 +284,13 @@ fn rules(
             .filter(|m| !m.is_empty())
             .unwrap_or(&default_match);
         for (mi, m) in matches.iter().enumerate() {
-            let path = m.path.clone().unwrap_or_default();
-            let value = path.value.unwrap_or_else(|| "/".into());
-            let pm = match path.r#type.unwrap_or(PathType::PathPrefix) {
-                PathType::Exact => ir::PathMatch::Exact(value),
-                _ => ir::PathMatch::Prefix(value),
-            };
+            let name = crate::envoy::names::route("httproute", &key.namespace, &key.name, ri, mi);
+            let route = route_for_match(name, m, action.clone());
             for (li, hosts) in attached {
                 sink.entries.push(Entry {
                     listener: *li,
                     hostnames: hosts.clone(),
-                    route: ir::Route {
-                        name: crate::envoy::names::route("httproute", &key.namespace, &key.name, ri, mi),
-                        path: pm.clone(),
-                        action: action.clone(),
-                    },
+                    route: route.clone(),
                     tie: (order, ri, mi),
                 });
             }
@@ -381,29 +376,168 @@ fn with_failover(resolved: Vec<(Option<super::backends::Target>, u32)>, sink: &m
     out
 }
 
+/// The route entry of one `HTTPRouteMatch`: path (default PathPrefix `/`), headers, query parameters
+/// and method, all ANDed. Header names compare case-insensitively and query parameter names exactly;
+/// of several entries with an equivalent name only the first counts, later ones are ignored
+/// (<https://gateway-api.sigs.k8s.io/reference/spec/#httpheadermatch>, `Name`).
+fn route_for_match(name: String, m: &HttpRouteRulesMatches, action: ir::RouteAction) -> ir::Route {
+    let path = m.path.clone().unwrap_or_default();
+    let value = path.value.unwrap_or_else(|| "/".into());
+    let path = match path.r#type.unwrap_or(PathType::PathPrefix) {
+        PathType::Exact => ir::PathMatch::Exact(value),
+        PathType::PathPrefix => ir::PathMatch::Prefix(value),
+        PathType::RegularExpression => ir::PathMatch::Regex(value),
+    };
+    let mut headers: Vec<ir::HeaderMatch> = Vec::new();
+    for h in m.headers.iter().flatten() {
+        let name = h.name.to_ascii_lowercase();
+        if headers.iter().any(|seen| seen.name == name) {
+            continue;
+        }
+        let value = match h.r#type {
+            Some(HeaderType::RegularExpression) => ir::ValueMatch::Regex(h.value.clone()),
+            _ => ir::ValueMatch::Exact(h.value.clone()),
+        };
+        headers.push(ir::HeaderMatch { name, value });
+    }
+    let mut query_params: Vec<ir::QueryMatch> = Vec::new();
+    for q in m.query_params.iter().flatten() {
+        if query_params.iter().any(|seen| seen.name == q.name) {
+            continue;
+        }
+        let value = match q.r#type {
+            Some(QueryType::RegularExpression) => ir::ValueMatch::Regex(q.value.clone()),
+            _ => ir::ValueMatch::Exact(q.value.clone()),
+        };
+        query_params.push(ir::QueryMatch {
+            name: q.name.clone(),
+            value,
+        });
+    }
+    let method = m.method.as_ref().map(|m| {
+        serde_json::to_value(m)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| format!("{m:?}").to_ascii_uppercase())
+    });
+    ir::Route {
+        name,
+        path,
+        headers,
+        query_params,
+        method,
+        action,
+    }
+}
+
 /// Why a rule cannot be served as written yet, if it cannot.
 fn unsupported(rule: &HttpRouteRules) -> Option<String> {
     if rule.filters.as_ref().is_some_and(|f| !f.is_empty()) {
         return Some("filters are not implemented yet".into());
     }
     for m in rule.matches.iter().flatten() {
-        if m.headers.as_ref().is_some_and(|h| !h.is_empty()) {
-            return Some("header matches are not implemented yet".into());
-        }
-        if m.query_params.as_ref().is_some_and(|q| !q.is_empty()) {
-            return Some("query parameter matches are not implemented yet".into());
-        }
-        if m.method.is_some() {
-            return Some("method matches are not implemented yet".into());
-        }
-        if m.path.as_ref().and_then(|p| p.r#type.clone()) == Some(PathType::RegularExpression) {
-            return Some("RegularExpression path matches are not implemented yet".into());
-        }
-        if let Some(v) = m.path.as_ref().and_then(|p| p.value.as_deref())
+        let path = m.path.as_ref();
+        let regex = path.and_then(|p| p.r#type.clone()) == Some(PathType::RegularExpression);
+        if let Some(v) = path.and_then(|p| p.value.as_deref())
+            && !regex
             && !v.starts_with('/')
         {
             return Some(format!("path {v:?} must start with '/'"));
         }
+        let mut regexes: Vec<(&str, &str)> = Vec::new();
+        if regex && let Some(v) = path.and_then(|p| p.value.as_deref()) {
+            regexes.push(("path", v));
+        }
+        for h in m.headers.iter().flatten() {
+            if h.r#type == Some(HeaderType::RegularExpression) {
+                regexes.push(("header", &h.value));
+            }
+        }
+        for q in m.query_params.iter().flatten() {
+            if q.r#type == Some(QueryType::RegularExpression) {
+                regexes.push(("query parameter", &q.value));
+            }
+        }
+        for (what, re) in regexes {
+            if let Err(e) = regex::Regex::new(re) {
+                return Some(format!("{what} regular expression {re:?} is not valid RE2 syntax: {e}"));
+            }
+        }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(yaml: &str) -> HttpRouteRulesMatches {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn first_entry_per_equivalent_name_wins() {
+        let m = parse(
+            "{path: {type: RegularExpression, value: '/v[0-9]+'}, method: PATCH,
+              headers: [{name: X-Env, value: a}, {name: x-env, value: b}, {name: X-Re, type: RegularExpression, value: 'x.*'}],
+              queryParams: [{name: q, value: '1'}, {name: q, value: '2'}, {name: Q, value: '3'}]}",
+        );
+        let r = route_for_match("r".into(), &m, ir::RouteAction::DirectResponse { status: 500 });
+        assert_eq!(r.path, ir::PathMatch::Regex("/v[0-9]+".into()));
+        assert_eq!(r.method.as_deref(), Some("PATCH"));
+        let headers: Vec<(&str, &ir::ValueMatch)> = r.headers.iter().map(|h| (h.name.as_str(), &h.value)).collect();
+        assert_eq!(
+            headers,
+            vec![
+                ("x-env", &ir::ValueMatch::Exact("a".into())),
+                ("x-re", &ir::ValueMatch::Regex("x.*".into()))
+            ]
+        );
+        let query: Vec<(&str, &ir::ValueMatch)> = r.query_params.iter().map(|q| (q.name.as_str(), &q.value)).collect();
+        assert_eq!(
+            query,
+            vec![
+                ("q", &ir::ValueMatch::Exact("1".into())),
+                ("Q", &ir::ValueMatch::Exact("3".into()))
+            ],
+            "query parameter names are exact"
+        );
+    }
+
+    #[test]
+    fn default_match_is_prefix_root() {
+        let r = route_for_match(
+            "r".into(),
+            &parse("{}"),
+            ir::RouteAction::DirectResponse { status: 500 },
+        );
+        assert_eq!(r.path, ir::PathMatch::Prefix("/".into()));
+        assert!(r.headers.is_empty() && r.query_params.is_empty() && r.method.is_none());
+    }
+
+    #[test]
+    fn invalid_regular_expressions_drop_the_rule() {
+        let rule = |m: &str| HttpRouteRules {
+            matches: Some(vec![parse(m)]),
+            ..Default::default()
+        };
+        for (m, what) in [
+            ("{path: {type: RegularExpression, value: '/(unclosed'}}", "path"),
+            (
+                "{headers: [{name: x, type: RegularExpression, value: '[z-a]'}]}",
+                "header",
+            ),
+            (
+                "{queryParams: [{name: q, type: RegularExpression, value: '*x'}]}",
+                "query parameter",
+            ),
+        ] {
+            let why = unsupported(&rule(m)).unwrap_or_else(|| panic!("{m} should be refused"));
+            assert!(why.starts_with(what) && why.contains("not valid"), "{why}");
+        }
+        assert_eq!(
+            unsupported(&rule("{path: {type: RegularExpression, value: '/v[0-9]+/.*'}}")),
+            None
+        );
+    }
 }

@@ -98,6 +98,9 @@ pub fn route(name: &str, path: PathMatch, action: RouteAction) -> Route {
     Route {
         name: name.into(),
         path,
+        headers: vec![],
+        query_params: vec![],
+        method: None,
         action,
     }
 }
