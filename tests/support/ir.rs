@@ -116,3 +116,25 @@ pub fn vhost(name: &str, domains: &[&str], routes: Vec<Route>) -> VirtualHost {
 pub fn prefix(p: &str) -> PathMatch {
     PathMatch::Prefix(p.into())
 }
+
+/// A dynamic forward proxy carrying the authority guard of `g`.
+pub fn dfp(dns: DnsSettings, g: &pier::options::Guardrails) -> Discovery {
+    Discovery::DynamicForwardProxy {
+        dns,
+        deny_authorities: pier::gateway::policy::authority_deny_regexes(g),
+        allow_authorities: pier::gateway::policy::authority_allow_regexes(g),
+    }
+}
+
+/// Guardrails with loopback allowed and a hostname allow-list.
+pub fn allow_listed() -> pier::options::Guardrails {
+    pier::options::Guardrails {
+        allow_loopback: true,
+        allowed_hostnames: Some(vec![
+            "api.example.com".into(),
+            "*.svc.example.org".into(),
+            "localhost".into(),
+        ]),
+        ..Default::default()
+    }
+}
