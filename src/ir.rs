@@ -85,6 +85,64 @@ pub struct Route {
     /// HTTP method (`GET`, `POST`, ...), if the match names one.
     pub method: Option<String>,
     pub action: RouteAction,
+    /// Header changes and URL rewrite applied around the action (HTTPRoute rule filters).
+    pub filters: RouteFilters,
+}
+
+/// What a rule's filters change, besides the action itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RouteFilters {
+    /// Changes to the request before it goes upstream.
+    pub request_headers: HeaderModifier,
+    /// Changes to the response before it goes back to the client.
+    pub response_headers: HeaderModifier,
+    /// URL rewrite of a forwarded request (ignored by other actions).
+    pub rewrite: Option<Rewrite>,
+}
+
+/// Gateway API `HTTPHeaderFilter`: names as written (HTTP compares them case-insensitively).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeaderModifier {
+    /// Appended to any existing value.
+    pub add: Vec<(String, String)>,
+    /// Replaces any existing value.
+    pub set: Vec<(String, String)>,
+    pub remove: Vec<String>,
+}
+
+impl HeaderModifier {
+    pub fn is_empty(&self) -> bool {
+        self.add.is_empty() && self.set.is_empty() && self.remove.is_empty()
+    }
+}
+
+/// Gateway API `HTTPURLRewriteFilter`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rewrite {
+    /// Replaces the Host / :authority sent upstream.
+    pub hostname: Option<String>,
+    pub path: Option<PathRewrite>,
+}
+
+/// How a rewrite or a redirect changes the path (the query string is kept).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathRewrite {
+    /// The whole path becomes this value.
+    Full(String),
+    /// The element-wise prefix `matched` (the route's PathPrefix match) is replaced by `replacement`.
+    Prefix { matched: String, replacement: String },
+}
+
+/// Gateway API `HTTPRequestRedirectFilter`: unset parts keep the request's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// `http` or `https`.
+    pub scheme: Option<String>,
+    pub hostname: Option<String>,
+    pub port: Option<u16>,
+    pub path: Option<PathRewrite>,
+    /// 301, 302, 303, 307 or 308.
+    pub status: u16,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -125,6 +183,8 @@ pub enum RouteAction {
     Forward(Vec<WeightedBackend>),
     /// Fixed answer, e.g. 500 when a rule has no valid backend at all.
     DirectResponse { status: u32 },
+    /// Answer with a redirect instead of forwarding.
+    Redirect(Redirect),
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -51,6 +51,7 @@ fn route(name: &str, path: PathMatch, action: RouteAction) -> Route {
         query_params: vec![],
         method: None,
         action,
+        filters: Default::default(),
     }
 }
 

@@ -1,8 +1,10 @@
 //! RDS: one `RouteConfiguration` per `ir::RouteConfig` (an HTTP port, or one HTTPS filter chain). Owns
-//! request matching (in `matching`) and the forward / direct-response actions, including the HTTP 500
+//! request matching (in `matching`), rule filters (in `filters`: header changes, URL rewrite, redirect)
+//! and the forward / direct-response actions, including the HTTP 500
 //! share of invalid backendRefs that the Gateway API requires, and the authority guard of routes to a
 //! dynamic forward proxy.
 
+mod filters;
 mod matching;
 
 use std::collections::{BTreeMap, HashMap};
@@ -42,16 +44,21 @@ fn virtual_host(vh: &ir::VirtualHost, clusters: &BTreeMap<String, ir::Cluster>) 
 }
 
 fn route_entry(r: &ir::Route, clusters: &BTreeMap<String, ir::Cluster>) -> route::Route {
-    let action = action(&r.action);
+    let mut action = action(&r.action);
+    if let (route::route::Action::Route(forward), Some(rewrite)) = (&mut action, &r.filters.rewrite) {
+        filters::apply_rewrite(forward, rewrite);
+    }
     let guard =
         authority_guard(&action, clusters).map(|g| (ext::RBAC_FILTER.to_string(), envoy_types::util::pack_any(g)));
-    route::Route {
+    let mut out = route::Route {
         name: r.name.clone(),
         r#match: Some(matching::route_match(r)),
         action: Some(action),
         typed_per_filter_config: guard.into_iter().collect(),
         ..Default::default()
-    }
+    };
+    filters::apply_headers(&mut out, &r.filters);
+    out
 }
 
 /// A dynamic forward proxy connects wherever the request's authority says, so a route forwarding to one
@@ -174,6 +181,7 @@ fn action(a: &ir::RouteAction) -> route::route::Action {
     match a {
         ir::RouteAction::DirectResponse { status } => direct_response(*status),
         ir::RouteAction::Forward(backends) => forward(backends),
+        ir::RouteAction::Redirect(r) => filters::redirect(r),
     }
 }
 

@@ -16,6 +16,7 @@ pub mod backend_tls;
 pub mod backends;
 pub mod classes;
 pub mod conditions;
+pub mod filters;
 pub mod hostnames;
 pub mod listeners;
 pub mod order;

@@ -186,6 +186,7 @@ mod tests {
                     .collect(),
                 method: method.then(|| "GET".to_string()),
                 action: RouteAction::DirectResponse { status: 500 },
+                filters: Default::default(),
             },
             tie: (tie, 0, 0),
         }

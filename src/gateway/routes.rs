@@ -4,9 +4,10 @@
 //! listener admits it by namespace (`allowedRoutes`) and kind; hostnames must intersect. The route is
 //! accepted by a parent when at least one listener takes it. Rules use matches (path `Exact`,
 //! `PathPrefix`, `RegularExpression`; headers and query parameters, `Exact` or `RegularExpression`;
-//! method) and weighted backendRefs; a rule that needs a feature not built yet (filters) is dropped
-//! whole — serving it without that part would modify traffic differently than written — and the route
-//! says so with `PartiallyInvalid` (or `Accepted=False/UnsupportedValue` if nothing is left).
+//! method), weighted backendRefs and the filters of `filters`; a rule that needs a feature not built yet
+//! (other filters) or that the Gateway API forbids is dropped whole — serving it without that part would
+//! modify traffic differently than written — and the route says so with `PartiallyInvalid` (or
+//! `Accepted=False/UnsupportedValue` if nothing is left).
 
 use gateway_api::apis::standard::httproutes::{
     HttpRoute, HttpRouteRules, HttpRouteRulesMatches, HttpRouteRulesMatchesHeadersType as HeaderType,
@@ -229,12 +230,21 @@ fn rules(
     let mut dropped: Vec<String> = Vec::new();
     let rules = route.spec.rules.clone().unwrap_or_default();
     for (ri, rule) in rules.iter().enumerate() {
-        if let Some(why) = unsupported(rule) {
-            dropped.push(format!("Dropped Rule {ri}: {why}"));
-            continue;
-        }
+        let filters = match unsupported(rule).map_or_else(|| super::filters::parse(rule), Err) {
+            Ok(f) => f,
+            Err(why) => {
+                dropped.push(format!("Dropped Rule {ri}: {why}"));
+                continue;
+            }
+        };
         let mut resolved: Vec<(Option<super::backends::Target>, u32)> = Vec::new();
-        for br in rule.backend_refs.iter().flatten() {
+        // A redirect rule answers the redirect and never forwards: its backendRefs are not used.
+        let refs = if filters.redirects() {
+            None
+        } else {
+            rule.backend_refs.as_ref()
+        };
+        for br in refs.into_iter().flatten() {
             let weight = u32::try_from(br.weight.unwrap_or(1)).unwrap_or(0);
             let r = RefSpec {
                 group: br.group.as_deref().unwrap_or(""),
@@ -285,7 +295,12 @@ fn rules(
             .unwrap_or(&default_match);
         for (mi, m) in matches.iter().enumerate() {
             let name = crate::envoy::names::route("httproute", &key.namespace, &key.name, ri, mi);
-            let route = route_for_match(name, m, action.clone());
+            let mut route = route_for_match(name, m, action.clone());
+            let (route_filters, redirect) = filters.for_match(&route.path);
+            route.filters = route_filters;
+            if let Some(redirect) = redirect {
+                route.action = ir::RouteAction::Redirect(redirect);
+            }
             for (li, hosts) in attached {
                 sink.entries.push(Entry {
                     listener: *li,
@@ -427,14 +442,12 @@ fn route_for_match(name: String, m: &HttpRouteRulesMatches, action: ir::RouteAct
         query_params,
         method,
         action,
+        filters: Default::default(),
     }
 }
 
-/// Why a rule cannot be served as written yet, if it cannot.
+/// Why a rule's matches cannot be served as written, if they cannot (filters: `filters::parse`).
 fn unsupported(rule: &HttpRouteRules) -> Option<String> {
-    if rule.filters.as_ref().is_some_and(|f| !f.is_empty()) {
-        return Some("filters are not implemented yet".into());
-    }
     for m in rule.matches.iter().flatten() {
         let path = m.path.as_ref();
         let regex = path.and_then(|p| p.r#type.clone()) == Some(PathType::RegularExpression);

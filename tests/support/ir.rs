@@ -102,6 +102,7 @@ pub fn route(name: &str, path: PathMatch, action: RouteAction) -> Route {
         query_params: vec![],
         method: None,
         action,
+        filters: Default::default(),
     }
 }
 

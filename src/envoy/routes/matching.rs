@@ -126,6 +126,7 @@ mod tests {
             }],
             method: Some("POST".into()),
             action: ir::RouteAction::DirectResponse { status: 500 },
+            filters: Default::default(),
         };
         let m = route_match(&r);
         let names: Vec<&str> = m.headers.iter().map(|h| h.name.as_str()).collect();
