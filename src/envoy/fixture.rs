@@ -4,6 +4,11 @@
 use std::collections::BTreeMap;
 
 use crate::ir::*;
+use crate::testkit::ir::{route, to as forward};
+
+fn dns() -> DnsSettings {
+    crate::testkit::ir::dns(30_000, LookupFamily::V4Preferred)
+}
 
 pub const WEB: &str = "service/default/web/8080";
 pub const API: &str = "xbackend/default/api/443";
@@ -20,38 +25,6 @@ fn origin(kind: &str, name: &str, port: u16) -> Origin {
         namespace: "default".into(),
         name: name.into(),
         port,
-    }
-}
-
-fn dns() -> DnsSettings {
-    DnsSettings {
-        refresh_rate_ms: 30_000,
-        respect_ttl: true,
-        lookup_family: LookupFamily::V4Preferred,
-    }
-}
-
-fn forward(backends: &[(Option<&str>, u32)]) -> RouteAction {
-    RouteAction::Forward(
-        backends
-            .iter()
-            .map(|(c, w)| WeightedBackend {
-                cluster: c.map(str::to_string),
-                weight: *w,
-            })
-            .collect(),
-    )
-}
-
-fn route(name: &str, path: PathMatch, action: RouteAction) -> Route {
-    Route {
-        name: name.into(),
-        path,
-        headers: vec![],
-        query_params: vec![],
-        method: None,
-        action,
-        filters: Default::default(),
     }
 }
 

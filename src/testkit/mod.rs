@@ -12,6 +12,7 @@
 pub mod dns;
 pub mod envoy;
 pub mod http;
+pub mod ir;
 pub mod pki;
 pub mod upstream;
 
