@@ -313,18 +313,22 @@ mod tests {
         );
     }
 
+    /// (cluster, weight) of a weighted-clusters action.
+    fn weighted(r: &route::RouteAction) -> Vec<(&str, u32)> {
+        let Some(route::route_action::ClusterSpecifier::WeightedClusters(w)) = &r.cluster_specifier else {
+            panic!("weighted expected")
+        };
+        w.clusters
+            .iter()
+            .map(|c| (c.name.as_str(), c.weight.unwrap().value))
+            .collect()
+    }
+
     #[test]
     fn invalid_share_gets_500_from_a_missing_cluster() {
         let r = route_action(forward(&[wb(Some("a"), 3), wb(None, 1)]));
         assert_eq!(r.cluster_not_found_response_code, 2, "INTERNAL_SERVER_ERROR");
-        let Some(route::route_action::ClusterSpecifier::WeightedClusters(w)) = r.cluster_specifier else {
-            panic!("weighted expected")
-        };
-        let entries: Vec<_> = w
-            .clusters
-            .iter()
-            .map(|c| (c.name.as_str(), c.weight.unwrap().value))
-            .collect();
+        let entries = weighted(&r);
         assert_eq!(entries, vec![("a", 3), (names::INVALID_BACKEND_CLUSTER, 1)]);
     }
 
@@ -336,14 +340,7 @@ mod tests {
             wb(Some("a"), 2),
             wb(Some("c"), 1),
         ]));
-        let Some(route::route_action::ClusterSpecifier::WeightedClusters(w)) = r.cluster_specifier else {
-            panic!("weighted expected")
-        };
-        let entries: Vec<_> = w
-            .clusters
-            .iter()
-            .map(|c| (c.name.as_str(), c.weight.unwrap().value))
-            .collect();
+        let entries = weighted(&r);
         assert_eq!(entries, vec![("a", 3), ("c", 1)]);
     }
 
