@@ -17,6 +17,7 @@ pub mod backends;
 pub mod classes;
 pub mod conditions;
 pub mod filters;
+pub mod gateways;
 pub mod hostnames;
 pub mod listeners;
 pub mod order;
@@ -187,47 +188,7 @@ fn gateway_client_cert(
 }
 
 fn gateway_status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], refs: Condition) -> ObjectStatus {
-    let g = gw.metadata.generation.unwrap_or(0);
-    let programmed = listeners.iter().filter(|l| l.programmable).count();
-    let invalid: Vec<&str> = listeners
-        .iter()
-        .filter(|l| !l.programmable)
-        .map(|l| l.name.as_str())
-        .collect();
-    let accepted = if invalid.is_empty() {
-        Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Gateway accepted", g)
-    } else {
-        let msg = format!("listeners not valid: {}", invalid.join(", "));
-        if programmed > 0 || listeners.is_empty() {
-            Condition::ok(conditions::ACCEPTED, reason::LISTENERS_NOT_VALID, msg, g)
-        } else {
-            Condition::fail(conditions::ACCEPTED, reason::LISTENERS_NOT_VALID, msg, g)
-        }
-    };
-    let prog = if programmed > 0 || listeners.is_empty() {
-        Condition::ok(
-            conditions::PROGRAMMED,
-            reason::PROGRAMMED,
-            "Configuration is served to the Gateway's proxies",
-            g,
-        )
-    } else {
-        Condition::fail(
-            conditions::PROGRAMMED,
-            reason::INVALID,
-            "no listener can be programmed",
-            g,
-        )
-    };
-    ObjectStatus::new(
-        "gateway.networking.k8s.io/v1",
-        KIND_GATEWAY,
-        key,
-        json!({
-            "conditions": status::conditions(&[accepted, prog, refs]),
-            "listeners": listeners.iter().map(listeners::status).collect::<Vec<_>>(),
-        }),
-    )
+    gateways::status(key, gw, listeners, refs)
 }
 
 /// Groups programmable listeners by port into Envoy listeners with their virtual hosts.
@@ -252,7 +213,7 @@ fn envoy_listeners(opts: &Options, gw: &ObjectKey, listeners: &[ListenerInfo], e
                             certificates: l.certificates.clone(),
                             route_config: ir::RouteConfig {
                                 name: names::https_route_config(&gw.namespace, &gw.name, port, &l.name),
-                                virtual_hosts: virtual_hosts(listeners, &[i], entries),
+                                virtual_hosts: virtual_hosts(listeners, &idx, &[i], entries),
                             },
                         }
                     })
@@ -262,7 +223,7 @@ fn envoy_listeners(opts: &Options, gw: &ObjectKey, listeners: &[ListenerInfo], e
             ir::ListenerKind::Http {
                 route_config: ir::RouteConfig {
                     name: names::http_route_config(&gw.namespace, &gw.name, port),
-                    virtual_hosts: virtual_hosts(listeners, &idx, entries),
+                    virtual_hosts: virtual_hosts(listeners, &idx, &idx, entries),
                 },
             }
         };
@@ -276,12 +237,23 @@ fn envoy_listeners(opts: &Options, gw: &ObjectKey, listeners: &[ListenerInfo], e
     out
 }
 
-/// One virtual host per (listener, effective hostname). A request matches at most one listener
-/// (listener isolation): when two listeners on a port would claim the same domain, the listener with
-/// the more specific hostname keeps it.
-fn virtual_hosts(listeners: &[ListenerInfo], idx: &[usize], entries: &[Entry]) -> Vec<ir::VirtualHost> {
-    let mut by_domain: BTreeMap<String, (usize, ir::VirtualHost)> = BTreeMap::new();
-    for &li in idx {
+/// Virtual hosts of the listeners `build` (of the listeners `port` on one port): one per (listener,
+/// effective hostname). Listener isolation — a request matches at most one listener — holds because
+/// a listener keeps only the hostnames it owns among the port's listeners (`hostnames::owner`), and a
+/// listener whose hostname a less specific listener's domains would otherwise catch gets a virtual
+/// host of its own even without routes (Envoy answers 404 there). Envoy's domain matching (exact,
+/// then the longest wildcard suffix, then `*`) agrees with Gateway API's listener precedence, so the
+/// owner's domain always wins.
+fn virtual_hosts(
+    listeners: &[ListenerInfo],
+    port: &[usize],
+    build: &[usize],
+    entries: &[Entry],
+) -> Vec<ir::VirtualHost> {
+    let port_hosts: Vec<Option<&str>> = port.iter().map(|&i| listeners[i].hostname.as_deref()).collect();
+    let owns = |li: usize, h: &str| hostnames::owner(&port_hosts, h).map(|o| port[o]) == Some(li);
+    let mut by_domain: BTreeMap<String, ir::VirtualHost> = BTreeMap::new();
+    for &li in build {
         let l = &listeners[li];
         let mine: Vec<&Entry> = entries.iter().filter(|e| e.listener == li).collect();
         // Index entries by exact hostname; the (few) wildcard and catch-all entries are checked
@@ -298,7 +270,7 @@ fn virtual_hosts(listeners: &[ListenerInfo], idx: &[usize], entries: &[Entry]) -
             }
         }
         let hosts: BTreeSet<&String> = mine.iter().flat_map(|e| e.hostnames.iter()).collect();
-        for h in hosts {
+        for h in hosts.into_iter().filter(|h| owns(li, h)) {
             let mut found: BTreeSet<usize> = exact.get(h.as_str()).cloned().unwrap_or_default();
             found.extend(
                 wild.iter()
@@ -307,21 +279,41 @@ fn virtual_hosts(listeners: &[ListenerInfo], idx: &[usize], entries: &[Entry]) -
             );
             let mut routes: Vec<&Entry> = found.into_iter().map(|i| mine[i]).collect();
             routes.sort_by(|a, b| order::route_precedence(h, a, b));
-            let vh = ir::VirtualHost {
-                name: names::virtual_host(&l.name, h),
-                domains: vec![h.clone()],
-                routes: routes.into_iter().map(|e| e.route.clone()).collect(),
-            };
-            let specificity = |i: usize| listeners[i].hostname.clone().unwrap_or_else(|| "*".into());
-            match by_domain.get(h) {
-                Some((other, _)) if order::hostname_specificity(&specificity(*other), &specificity(li)).is_le() => {}
-                _ => {
-                    by_domain.insert(h.clone(), (li, vh));
-                }
-            }
+            by_domain.insert(
+                h.clone(),
+                ir::VirtualHost {
+                    name: names::virtual_host(&l.name, h),
+                    domains: vec![h.clone()],
+                    routes: routes.into_iter().map(|e| e.route.clone()).collect(),
+                },
+            );
         }
     }
-    let mut v: Vec<ir::VirtualHost> = by_domain.into_values().map(|(_, vh)| vh).collect();
+    for &li in build {
+        let l = &listeners[li];
+        // HTTPS listeners have route configurations of their own, chosen by SNI: nothing to shadow.
+        let Some(h) = l.hostname.as_deref().filter(|_| l.protocol == Protocol::Http) else {
+            continue;
+        };
+        let shadowed = port.iter().any(|&o| {
+            o != li
+                && listeners[o]
+                    .hostname
+                    .as_deref()
+                    .is_none_or(|oh| oh != h && hostnames::intersect(oh, h).as_deref() == Some(h))
+        });
+        if shadowed && !by_domain.contains_key(h) {
+            by_domain.insert(
+                h.to_string(),
+                ir::VirtualHost {
+                    name: names::virtual_host(&l.name, h),
+                    domains: vec![h.to_string()],
+                    routes: Vec::new(),
+                },
+            );
+        }
+    }
+    let mut v: Vec<ir::VirtualHost> = by_domain.into_values().collect();
     v.sort_by(|a, b| order::hostname_specificity(&a.domains[0], &b.domains[0]));
     v
 }
