@@ -154,3 +154,62 @@ pub fn status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], refs: C
         }),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal_of(spec_extra: &str) -> Option<(&'static str, &'static str)> {
+        let gw: Gateway = serde_yaml::from_str(&format!(
+            "
+metadata: {{name: gw, namespace: ns}}
+spec:
+  gatewayClassName: pier
+  listeners: [{{name: http, port: 80, protocol: HTTP}}]
+{spec_extra}"
+        ))
+        .unwrap();
+        refusal(&gw).map(|r| (r.type_, r.reason))
+    }
+
+    #[test]
+    fn refusal_table() {
+        let accepted = conditions::ACCEPTED;
+        let programmed = conditions::PROGRAMMED;
+        let table = [
+            ("", None),
+            ("  addresses: []", None),
+            (
+                "  infrastructure: {parametersRef: {group: invalid.io, kind: InvalidParameters, name: x}}",
+                Some((accepted, reason::INVALID_PARAMETERS)),
+            ),
+            // Infrastructure labels alone are no parameters.
+            ("  infrastructure: {labels: {a: b}}", None),
+            (
+                "  addresses: [{type: test/fake-invalid-type, value: x}, {type: IPAddress, value: 192.0.2.1}]",
+                Some((accepted, reason::UNSUPPORTED_ADDRESS)),
+            ),
+            // GatewayStaticAddresses, later steps: IP addresses pier cannot bind.
+            (
+                "  addresses: [{type: IPAddress, value: 198.51.100.7}, {type: IPAddress, value: 192.0.2.7}]",
+                Some((programmed, reason::ADDRESS_NOT_USABLE)),
+            ),
+            (
+                "  addresses: [{value: 192.0.2.7}]",
+                Some((programmed, reason::ADDRESS_NOT_USABLE)),
+            ),
+            (
+                "  addresses: [{type: Hostname, value: gw.example.com}]",
+                Some((programmed, reason::ADDRESS_NOT_USABLE)),
+            ),
+            // GatewayOptionalAddressValue: nothing pier could assign.
+            (
+                "  addresses: [{type: IPAddress}]",
+                Some((programmed, reason::ADDRESS_NOT_ASSIGNED)),
+            ),
+        ];
+        for (extra, want) in table {
+            assert_eq!(refusal_of(extra), want, "{extra}");
+        }
+    }
+}

@@ -27,12 +27,14 @@ pub mod routes;
 pub mod selector;
 pub mod status;
 pub mod tls;
+mod vhosts;
 
 use backends::{Backends, Ctx};
 use conditions::{Condition, reason};
 use listeners::{ListenerInfo, Protocol};
 use routes::Entry;
 use status::ObjectStatus;
+use vhosts::virtual_hosts;
 
 use crate::api::consts::{CORE_GROUP, GATEWAY_GROUP, KIND_GATEWAY, KIND_SECRET};
 use crate::envoy::names::{self, BackendKind};
@@ -235,87 +237,6 @@ fn envoy_listeners(opts: &Options, gw: &ObjectKey, listeners: &[ListenerInfo], e
         });
     }
     out
-}
-
-/// Virtual hosts of the listeners `build` (of the listeners `port` on one port): one per (listener,
-/// effective hostname). Listener isolation — a request matches at most one listener — holds because
-/// a listener keeps only the hostnames it owns among the port's listeners (`hostnames::owner`), and a
-/// listener whose hostname a less specific listener's domains would otherwise catch gets a virtual
-/// host of its own even without routes (Envoy answers 404 there). Envoy's domain matching (exact,
-/// then the longest wildcard suffix, then `*`) agrees with Gateway API's listener precedence, so the
-/// owner's domain always wins.
-fn virtual_hosts(
-    listeners: &[ListenerInfo],
-    port: &[usize],
-    build: &[usize],
-    entries: &[Entry],
-) -> Vec<ir::VirtualHost> {
-    let port_hosts: Vec<Option<&str>> = port.iter().map(|&i| listeners[i].hostname.as_deref()).collect();
-    let owns = |li: usize, h: &str| hostnames::owner(&port_hosts, h).map(|o| port[o]) == Some(li);
-    let mut by_domain: BTreeMap<String, ir::VirtualHost> = BTreeMap::new();
-    for &li in build {
-        let l = &listeners[li];
-        let mine: Vec<&Entry> = entries.iter().filter(|e| e.listener == li).collect();
-        // Index entries by exact hostname; the (few) wildcard and catch-all entries are checked
-        // against every host. Linear in entries rather than hosts × entries.
-        let mut exact: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
-        let mut wild: BTreeSet<usize> = BTreeSet::new();
-        for (i, e) in mine.iter().enumerate() {
-            for h in &e.hostnames {
-                if h.starts_with('*') {
-                    wild.insert(i);
-                } else {
-                    exact.entry(h.as_str()).or_default().insert(i);
-                }
-            }
-        }
-        let hosts: BTreeSet<&String> = mine.iter().flat_map(|e| e.hostnames.iter()).collect();
-        for h in hosts.into_iter().filter(|h| owns(li, h)) {
-            let mut found: BTreeSet<usize> = exact.get(h.as_str()).cloned().unwrap_or_default();
-            found.extend(
-                wild.iter()
-                    .copied()
-                    .filter(|&i| hostnames::serves(&mine[i].hostnames, h)),
-            );
-            let mut routes: Vec<&Entry> = found.into_iter().map(|i| mine[i]).collect();
-            routes.sort_by(|a, b| order::route_precedence(h, a, b));
-            by_domain.insert(
-                h.clone(),
-                ir::VirtualHost {
-                    name: names::virtual_host(&l.name, h),
-                    domains: vec![h.clone()],
-                    routes: routes.into_iter().map(|e| e.route.clone()).collect(),
-                },
-            );
-        }
-    }
-    for &li in build {
-        let l = &listeners[li];
-        // HTTPS listeners have route configurations of their own, chosen by SNI: nothing to shadow.
-        let Some(h) = l.hostname.as_deref().filter(|_| l.protocol == Protocol::Http) else {
-            continue;
-        };
-        let shadowed = port.iter().any(|&o| {
-            o != li
-                && listeners[o]
-                    .hostname
-                    .as_deref()
-                    .is_none_or(|oh| oh != h && hostnames::intersect(oh, h).as_deref() == Some(h))
-        });
-        if shadowed && !by_domain.contains_key(h) {
-            by_domain.insert(
-                h.to_string(),
-                ir::VirtualHost {
-                    name: names::virtual_host(&l.name, h),
-                    domains: vec![h.to_string()],
-                    routes: Vec::new(),
-                },
-            );
-        }
-    }
-    let mut v: Vec<ir::VirtualHost> = by_domain.into_values().collect();
-    v.sort_by(|a, b| order::hostname_specificity(&a.domains[0], &b.domains[0]));
-    v
 }
 
 fn used_secrets(g: &ir::GatewayIr) -> BTreeSet<String> {

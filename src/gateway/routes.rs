@@ -155,7 +155,7 @@ fn accept_on_listeners(
     let route_ns = &r.key.namespace;
     let allowed: Vec<usize> = selected
         .into_iter()
-        .filter(|&i| listeners[i].programmable)
+        .filter(|&i| listeners[i].attachable)
         .filter(|&i| listeners[i].kinds.iter().any(|k| k == KIND_HTTPROUTE))
         .filter(|&i| namespace_allowed(scope.model, &listeners[i].allowed, route_ns, &scope.gateway.namespace))
         .collect();
@@ -197,11 +197,15 @@ fn namespace_allowed(model: &Model, allowed: &AllowedNamespaces, route_ns: &str,
     match allowed {
         AllowedNamespaces::All => true,
         AllowedNamespaces::Same => route_ns == gateway_ns,
-        AllowedNamespaces::Selector(sel) => model
-            .namespaces
-            .get(&ObjectKey::cluster(route_ns))
-            .map(|ns| selector::matches(sel, &ns.metadata.labels.clone().unwrap_or_default()))
-            .unwrap_or(false),
+        AllowedNamespaces::Selector(sel) => model.namespaces.get(&ObjectKey::cluster(route_ns)).is_some_and(|ns| {
+            // Kubernetes labels every Namespace with its own name; a Namespace written in a file may
+            // omit the label, and selectors on it (upstream conformance uses them) must still match.
+            let mut labels = ns.metadata.labels.clone().unwrap_or_default();
+            labels
+                .entry("kubernetes.io/metadata.name".to_string())
+                .or_insert_with(|| route_ns.to_string());
+            selector::matches(sel, &labels)
+        }),
     }
 }
 

@@ -51,6 +51,10 @@ pub struct ListenerInfo {
     pub certificates: Vec<String>,
     /// Accepted, not conflicted, and (for HTTPS) has a certificate: Envoy gets config for it.
     pub programmable: bool,
+    /// Routes may attach: the listener is accepted (supported protocol, not conflicted) in an
+    /// accepted Gateway. Unlike `programmable`, a missing certificate does not stop attachment:
+    /// upstream counts such routes in `attachedRoutes` (GatewayWithAttachedRoutes).
+    pub attachable: bool,
     pub conditions: Vec<Condition>,
     pub attached_routes: i32,
 }
@@ -65,13 +69,36 @@ pub fn process(model: &Model, key: &ObjectKey, gw: &Gateway, secrets: &mut Secre
         .iter()
         .map(|l| listener(model, key, l, g, secrets))
         .collect();
-    if super::gateways::refusal(gw).is_some() {
+    if gw.spec.tls.as_ref().is_some_and(|t| t.frontend.is_some()) {
+        refuse_client_validation(&mut out, g);
+    }
+    let refusal = super::gateways::refusal(gw);
+    if refusal.is_some() {
         for l in &mut out {
             l.programmable = false;
         }
     }
     conflicts::mark(&mut out, g);
+    let gateway_accepted = refusal.is_none_or(|r| r.type_ != conditions::ACCEPTED);
+    for l in &mut out {
+        l.attachable = gateway_accepted && l.conditions[0].status == conditions::Status::True;
+    }
     out
+}
+
+/// `spec.tls.frontend` (client certificate validation) is not implemented. Serving its HTTPS listeners
+/// without it would admit clients the Gateway means to refuse, so they are refused instead:
+/// `Accepted=False/UnsupportedValue`. HTTP listeners are unaffected, as upstream specifies.
+fn refuse_client_validation(ls: &mut [ListenerInfo], g: i64) {
+    for l in ls.iter_mut().filter(|l| l.protocol == Protocol::Https) {
+        l.programmable = false;
+        l.conditions[0] = Condition::fail(
+            conditions::ACCEPTED,
+            reason::UNSUPPORTED_VALUE,
+            "spec.tls.frontend: client certificate validation is not supported by pier",
+            g,
+        );
+    }
 }
 
 /// `allowedRoutes.kinds` → the kinds the listener supports, and `ResolvedRefs=False/InvalidRouteKinds`
@@ -196,6 +223,7 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
         kinds,
         certificates,
         programmable,
+        attachable: false,
         conditions: vec![accepted, resolved],
         attached_routes: 0,
     }
