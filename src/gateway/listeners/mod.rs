@@ -1,8 +1,13 @@
-//! Gateway listeners: validation, certificate references, conflicts, and their status.
+//! Gateway listeners: validation, route kinds, certificate references (`certs`), conflicts
+//! (`conflicts`), and their status.
 //!
 //! Supported: `HTTP` and `HTTPS` (TLS termination; certificateRefs to `kubernetes.io/tls` Secrets,
-//! across namespaces only with a ReferenceGrant from the Gateway). Listeners sharing a port must
-//! share a protocol and differ by hostname; otherwise they are `Conflicted` and not programmed.
+//! across namespaces only with a ReferenceGrant from the Gateway), each taking HTTPRoutes and
+//! GRPCRoutes. Listeners sharing a port must share a protocol and differ by hostname; otherwise they
+//! are `Conflicted`, refused and not programmed. A listener is *programmed* (Envoy gets configuration
+//! for it) when it is accepted, not conflicted and, for HTTPS, has a valid certificate; routes
+//! *attach* to every accepted listener, programmed or not, as upstream counts them in
+//! `attachedRoutes`.
 
 mod certs;
 mod conflicts;

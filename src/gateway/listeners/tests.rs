@@ -157,3 +157,66 @@ spec:
         assert_eq!(ls[0].kinds, vec!["HTTPRoute", "GRPCRoute"], "{r}: kinds stay listed");
     }
 }
+
+#[test]
+fn attachment_needs_an_accepted_listener_not_a_programmed_one() {
+    let gw = gateway(
+        "
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: pier
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: missing}]}}
+  - {name: tcp, port: 9000, protocol: TCP}
+",
+    );
+    let ls = run(&Model::default(), &gw);
+    let got: Vec<(bool, bool)> = ls.iter().map(|l| (l.programmable, l.attachable)).collect();
+    // Upstream GatewayWithAttachedRoutes: a route on the HTTPS listener without its certificate is
+    // attached (and counted) though nothing is served for it.
+    assert_eq!(got, vec![(true, true), (false, true), (false, false)]);
+
+    let refused = gateway(
+        "
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: pier
+  infrastructure: {parametersRef: {group: invalid.io, kind: InvalidParameters, name: x}}
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+",
+    );
+    let ls = run(&Model::default(), &refused);
+    assert!(
+        !ls[0].programmable && !ls[0].attachable,
+        "nothing attaches to a Gateway pier refuses"
+    );
+}
+
+#[test]
+fn client_certificate_validation_refuses_https_listeners_only() {
+    let gw = gateway(
+        "
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: pier
+  tls:
+    frontend:
+      default:
+        validation:
+          caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}]
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: missing}]}}
+",
+    );
+    let ls = run(&Model::default(), &gw);
+    assert!(ls[0].programmable, "HTTP listeners are unaffected");
+    let c = cond(&ls[1], conditions::ACCEPTED);
+    assert_eq!(
+        (c.status, c.reason),
+        (conditions::Status::False, reason::UNSUPPORTED_VALUE)
+    );
+    assert!(!ls[1].programmable && !ls[1].attachable);
+}
