@@ -130,6 +130,7 @@ fn misdirected(
                 query_params: Vec::new(),
                 method: None,
                 action: ir::RouteAction::DirectResponse { status: 421 },
+                grpc: false,
                 filters: Default::default(),
             }],
         });
