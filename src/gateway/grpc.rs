@@ -52,7 +52,6 @@ pub fn to_http(route: &GrpcRoute) -> (HttpRoute, GrpcInfo) {
         hostnames: route.spec.hostnames.clone(),
         parent_refs: route.spec.parent_refs.as_ref().and_then(|p| convert(p).ok()),
         rules: Some(rules),
-        ..Default::default()
     };
     let http = HttpRoute {
         metadata: route.metadata.clone(),
@@ -73,7 +72,10 @@ fn rule_to_http(rule: &GrpcRouteRules) -> Result<(HttpRouteRules, Vec<(usize, us
                 let name = method.method.as_deref().filter(|s| !s.is_empty());
                 let regex = method.r#type == Some(GrpcRouteRulesMatchesMethodType::RegularExpression);
                 let rank = (service.map_or(0, str::len), name.map_or(0, str::len));
-                (method_path(service, name, regex).map_err(|e| format!("matches[{mi}].method.{e}"))?, rank)
+                (
+                    method_path(service, name, regex).map_err(|e| format!("matches[{mi}].method.{e}"))?,
+                    rank,
+                )
             }
         };
         let mut http = json!({});
@@ -202,7 +204,10 @@ spec:
             path(&http, 0, 3),
             ("RegularExpression".into(), "/(?:pkg\\..*)/(?:Get|List)".into())
         );
-        assert_eq!(path(&http, 0, 4), ("RegularExpression".into(), "/[^/]+/(?:Li.*)".into()));
+        assert_eq!(
+            path(&http, 0, 4),
+            ("RegularExpression".into(), "/[^/]+/(?:Li.*)".into())
+        );
         let m5 = &http.spec.rules.as_ref().unwrap()[0].matches.as_ref().unwrap()[5];
         assert!(m5.path.is_none(), "a header-only match matches every call");
         assert_eq!(m5.headers.as_ref().unwrap()[0].name, "X-Env");

@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use gateway_api::apis::standard::gateways::Gateway;
+use gateway_api::apis::standard::httproutes::HttpRoute;
 use serde_json::json;
 
 pub mod backend_tls;
@@ -18,10 +19,12 @@ pub mod classes;
 pub mod conditions;
 pub mod filters;
 pub mod gateways;
+pub mod grpc;
 pub mod hostnames;
 pub mod listeners;
 pub mod order;
 pub mod policy;
+pub mod re2;
 pub mod refs;
 pub mod routes;
 pub mod selector;
@@ -32,7 +35,7 @@ mod vhosts;
 use backends::{Backends, Ctx};
 use conditions::{Condition, reason};
 use listeners::{ListenerInfo, Protocol};
-use routes::Entry;
+use routes::{Entry, RouteKind};
 use status::ObjectStatus;
 use vhosts::virtual_hosts;
 
@@ -52,12 +55,24 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
     let (classes, mut statuses) = classes::process(model, opts);
     let mut backends = Backends::new(ctx);
 
-    // Routes in Gateway API precedence order (oldest first, then namespace/name).
-    let mut route_keys: Vec<&ObjectKey> = model.http_routes.keys().collect();
-    route_keys.sort_by(|a, b| order::oldest_first(&model.http_routes[*a].metadata, &model.http_routes[*b].metadata));
+    // Routes of both kinds in Gateway API precedence order (oldest first, then namespace/name): the
+    // order also decides which of an HTTPRoute and a GRPCRoute keeps a shared hostname.
+    let grpc_forms: BTreeMap<&ObjectKey, (HttpRoute, grpc::GrpcInfo)> =
+        model.grpc_routes.iter().map(|(k, r)| (k, grpc::to_http(r))).collect();
+    let mut all_routes: Vec<(RouteKind, &ObjectKey, &HttpRoute, Option<&grpc::GrpcInfo>)> = model
+        .http_routes
+        .iter()
+        .map(|(k, r)| (RouteKind::Http, k, r.as_ref(), None))
+        .chain(
+            grpc_forms
+                .iter()
+                .map(|(k, (r, info))| (RouteKind::Grpc, *k, r, Some(info))),
+        )
+        .collect();
+    all_routes.sort_by(|a, b| order::oldest_first(&a.2.metadata, &b.2.metadata).then(a.0.cmp(&b.0)));
 
     let mut out = ir::Ir::default();
-    let mut route_parents: BTreeMap<ObjectKey, Vec<serde_json::Value>> = BTreeMap::new();
+    let mut route_parents: BTreeMap<(RouteKind, ObjectKey), Vec<serde_json::Value>> = BTreeMap::new();
     for (gw_key, gw) in &model.gateways {
         if !classes.contains(&gw.spec.gateway_class_name) {
             continue;
@@ -72,14 +87,19 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
             controller: &opts.controller_name,
         };
         let mut sink = routes::Sink::default();
-        for (order, rkey) in route_keys.iter().enumerate() {
+        for (order, (kind, key, route, grpc)) in all_routes.iter().enumerate() {
             let r = routes::RouteRef {
-                key: rkey,
-                route: &model.http_routes[*rkey],
+                key,
+                kind: *kind,
+                route,
+                grpc: *grpc,
                 order,
             };
             let parents = routes::attach(&scope, &mut backends, r, &mut listeners, &mut sink);
-            route_parents.entry((*rkey).clone()).or_default().extend(parents);
+            route_parents
+                .entry((*kind, (*key).clone()))
+                .or_default()
+                .extend(parents);
         }
         let mut gir = ir::GatewayIr {
             namespace: gw_key.namespace.clone(),
@@ -99,14 +119,14 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
         out.gateways.insert(gw_key.to_string(), gir);
     }
 
-    for (key, mut parents) in route_parents {
+    for ((kind, key), mut parents) in route_parents {
         if parents.is_empty() {
             continue;
         }
         parents.truncate(MAX_ROUTE_PARENTS);
         statuses.push(ObjectStatus::new(
             "gateway.networking.k8s.io/v1",
-            "HTTPRoute",
+            kind.name(),
             &key,
             json!({ "parents": parents }),
         ));

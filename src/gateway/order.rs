@@ -273,7 +273,11 @@ mod tests {
             e
         };
         let table = [
-            ("exact hostname first", g(&["a.example.com"], 0, 0, 0, 9), g(&["*.example.com"], 20, 20, 5, 0)),
+            (
+                "exact hostname first",
+                g(&["a.example.com"], 0, 0, 0, 9),
+                g(&["*.example.com"], 20, 20, 5, 0),
+            ),
             ("longer service", g(&["*"], 12, 0, 0, 9), g(&["*"], 11, 30, 5, 0)),
             ("then longer method", g(&["*"], 7, 4, 0, 9), g(&["*"], 7, 3, 5, 0)),
             ("then more headers", g(&["*"], 7, 3, 2, 9), g(&["*"], 7, 3, 1, 0)),

@@ -6,7 +6,12 @@
 pub fn problem(re: &str) -> Option<String> {
     let e = regex::Regex::new(re).err()?.to_string();
     // The crate's message draws a caret under the pattern over several lines; its last line says why.
-    let why = e.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+    let why = e
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
     let why = why.strip_prefix("error: ").unwrap_or(why);
     Some(format!("regular expression {re:?} is not valid RE2 syntax: {why}"))
 }

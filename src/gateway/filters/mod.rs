@@ -1,12 +1,42 @@
-//! HTTPRoute rule filters → `ir::RouteFilters` and redirects.
+//! HTTPRoute rule filters, timeouts, retry and name → `ir::RouteFilters`, redirects and mirrors.
 //!
-//! Implemented: `RequestHeaderModifier`, `ResponseHeaderModifier`, `RequestRedirect` and `URLRewrite`.
-//! A rule with any other filter (`RequestMirror`, `CORS`, `ExtensionRef`) is dropped whole, as is a rule
-//! the Gateway API forbids: `RequestRedirect` together with `URLRewrite`, a `ReplacePrefixMatch` path
-//! without a `PathPrefix` match, the same core filter twice, or a header modifier on `Host` (or a
-//! pseudo-header), which Envoy cannot modify. A redirect rule answers the redirect and never forwards,
-//! so its backendRefs are not used.
+//! Served: `RequestHeaderModifier`, `ResponseHeaderModifier`, `RequestRedirect`, `URLRewrite`,
+//! `RequestMirror` (`mirror`; several per rule), `CORS` (`cors`), per-backendRef filters (`backend`), and
+//! the rule's `timeouts` and `retry` (`timing`).
+//!
+//! Refused, in two ways:
+//! - A rule the Gateway API forbids, or that pier cannot serve as written, is dropped whole (serving it
+//!   without that part would modify traffic differently than written) and the route says so with
+//!   `PartiallyInvalid` (`Accepted=False/UnsupportedValue` if no rule is left): `RequestRedirect`
+//!   together with `URLRewrite`, a `ReplacePrefixMatch` path without a `PathPrefix` match, the same core
+//!   filter twice, a header modifier on `Host` (or a pseudo-header), which Envoy cannot modify, invalid
+//!   values (a mirror fraction above 1, a CORS origin that is not one, a malformed duration,
+//!   `backendRequest` longer than `request`), and a redirect, rewrite, mirror or CORS filter on one of
+//!   several backendRefs.
+//! - A filter that must not be skipped fails closed: the rule stays, and every request it matches gets
+//!   HTTP 500. `ExtensionRef`: "If a reference to a custom filter type cannot be resolved, the filter MUST
+//!   NOT be skipped. Instead, requests that would have been processed by that filter MUST receive a HTTP
+//!   error response" (`HTTPRouteFilter`); pier resolves no extension kind, so the route gets
+//!   `ResolvedRefs=False/InvalidKind` (the reason Gateway API gives for "a reference to an unknown or
+//!   unsupported Group and/or Kind") and stays `Accepted`. A filter `type` pier does not know (the parser
+//!   sets it aside, `model::HttpRouteExtras`): "Unknown values here must result in the implementation
+//!   setting the Accepted Condition for the Route to `status: False`, with a Reason of
+//!   `UnsupportedValue`" — pier sets that reason, on `PartiallyInvalid` when other rules are served, and
+//!   answers 500 rather than let the rule's requests fall through to another route.
+//!
+//! A redirect rule answers the redirect and never forwards, so its backendRefs, mirrors, timeouts and
+//! retry are not used (the mirrors are not even resolved: nothing of them reaches Envoy or status). A
+//! redirect with `scheme` and no `port` goes to the scheme's well-known port (80, 443), as
+//! `HTTPRequestRedirectFilter.port` requires.
 
+pub mod backend;
+pub mod cors;
+pub mod mirror;
+#[cfg(test)]
+mod tests;
+pub mod timing;
+
+use crate::model::HttpRouteRetry as HttpRouteRulesRetry;
 use gateway_api::apis::standard::httproutes::{
     HttpRouteRules, HttpRouteRulesFilters, HttpRouteRulesFiltersRequestRedirectPathType as RedirectPathType,
     HttpRouteRulesFiltersRequestRedirectScheme as Scheme, HttpRouteRulesFiltersType as FilterType,
@@ -22,13 +52,24 @@ enum PathModifier {
     Prefix(String),
 }
 
-/// The filters of one rule, validated.
+/// The filters (and timeouts, retry, name) of one rule, validated.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuleFilters {
     request_headers: ir::HeaderModifier,
     response_headers: ir::HeaderModifier,
     rewrite: Option<(Option<String>, Option<PathModifier>)>,
     redirect: Option<(ir::Redirect, Option<PathModifier>)>,
+    /// Mirrors as written; `gateway::routes` resolves their backendRefs.
+    pub mirrors: Vec<mirror::MirrorSpec>,
+    cors: Option<ir::Cors>,
+    timeouts: ir::Timeouts,
+    retry: Option<ir::Retry>,
+    name: Option<String>,
+    /// Header changes per backendRef, in backendRef order.
+    pub per_backend: Vec<ir::BackendFilters>,
+    /// Why the rule must answer 500 instead (a filter that must not be skipped), with the condition
+    /// reason to report it under.
+    pub fail_closed: Option<(&'static str, String)>,
 }
 
 impl RuleFilters {
@@ -38,7 +79,8 @@ impl RuleFilters {
     }
 
     /// The filters of the route entry of one match, and the redirect replacing its action, if any.
-    pub fn for_match(&self, path: &ir::PathMatch) -> (ir::RouteFilters, Option<ir::Redirect>) {
+    /// `mirrors` are this rule's mirrors that resolved.
+    pub fn for_match(&self, path: &ir::PathMatch, mirrors: &[ir::Mirror]) -> (ir::RouteFilters, Option<ir::Redirect>) {
         let resolve = |p: &PathModifier| match (p, path) {
             (PathModifier::Full(full), _) => Some(ir::PathRewrite::Full(full.clone())),
             (PathModifier::Prefix(replacement), ir::PathMatch::Prefix(matched)) => Some(ir::PathRewrite::Prefix {
@@ -55,6 +97,11 @@ impl RuleFilters {
                 hostname: hostname.clone(),
                 path: p.as_ref().and_then(resolve),
             }),
+            mirrors: mirrors.to_vec(),
+            cors: self.cors.clone(),
+            timeouts: self.timeouts,
+            retry: self.retry.clone(),
+            rule_name: self.name.clone(),
         };
         let redirect = self.redirect.as_ref().map(|(r, p)| ir::Redirect {
             path: p.as_ref().and_then(resolve),
@@ -64,16 +111,32 @@ impl RuleFilters {
     }
 }
 
-/// The rule's filters, or why the rule cannot be served.
-pub fn parse(rule: &HttpRouteRules) -> Result<RuleFilters, String> {
-    let mut out = RuleFilters::default();
+/// The rule's filters, timeouts, retry (`model::HttpRouteExtras`) and name, or why the rule cannot be
+/// served. `unknown` are filter types the parser did not know (set aside from the rule).
+pub fn parse(
+    rule: &HttpRouteRules,
+    retry: Option<&HttpRouteRulesRetry>,
+    unknown: &[String],
+) -> Result<RuleFilters, String> {
+    let backends = backend::split(rule)?;
+    let mut out = RuleFilters {
+        per_backend: backends.per_backend,
+        timeouts: timing::timeouts(rule.timeouts.as_ref())?,
+        retry: timing::retry(retry)?,
+        name: rule.name.clone(),
+        ..Default::default()
+    };
     let mut seen: Vec<&FilterType> = Vec::new();
-    for f in rule.filters.iter().flatten() {
+    for f in rule.filters.iter().flatten().chain(&backends.lifted) {
         if seen.contains(&&f.r#type) && !matches!(f.r#type, FilterType::ExtensionRef | FilterType::RequestMirror) {
             return Err(format!("filter {} is given more than once", name(&f.r#type)));
         }
         seen.push(&f.r#type);
         apply(f, &mut out)?;
+    }
+    if let Some(t) = unknown.first() {
+        let why = format!("filter type {t} is not supported; the rule answers 500");
+        out.fail_closed = Some((super::conditions::reason::UNSUPPORTED_VALUE, why));
     }
     if out.redirect.is_some() && out.rewrite.is_some() {
         return Err("RequestRedirect and URLRewrite filters are mutually exclusive".into());
@@ -96,7 +159,10 @@ pub fn parse(rule: &HttpRouteRules) -> Result<RuleFilters, String> {
     Ok(out)
 }
 
-fn apply(f: &HttpRouteRulesFilters, out: &mut RuleFilters) -> Result<(), String> {
+/// The request and response header changes of a header-modifier filter (the other one `None`).
+pub(super) fn header_modifiers(
+    f: &HttpRouteRulesFilters,
+) -> Result<(Option<ir::HeaderModifier>, Option<ir::HeaderModifier>), String> {
     let missing = |field: &str| format!("filter {} has no {field}", name(&f.r#type));
     match f.r#type {
         FilterType::RequestHeaderModifier => {
@@ -104,22 +170,40 @@ fn apply(f: &HttpRouteRulesFilters, out: &mut RuleFilters) -> Result<(), String>
                 .request_header_modifier
                 .as_ref()
                 .ok_or_else(|| missing("requestHeaderModifier"))?;
-            out.request_headers = headers(
+            let h = headers(
                 m.add.iter().flatten().map(|h| (&h.name, &h.value)),
                 m.set.iter().flatten().map(|h| (&h.name, &h.value)),
                 m.remove.iter().flatten(),
             )?;
+            Ok((Some(h), None))
         }
         FilterType::ResponseHeaderModifier => {
             let m = f
                 .response_header_modifier
                 .as_ref()
                 .ok_or_else(|| missing("responseHeaderModifier"))?;
-            out.response_headers = headers(
+            let h = headers(
                 m.add.iter().flatten().map(|h| (&h.name, &h.value)),
                 m.set.iter().flatten().map(|h| (&h.name, &h.value)),
                 m.remove.iter().flatten(),
             )?;
+            Ok((None, Some(h)))
+        }
+        _ => Ok((None, None)),
+    }
+}
+
+fn apply(f: &HttpRouteRulesFilters, out: &mut RuleFilters) -> Result<(), String> {
+    let missing = |field: &str| format!("filter {} has no {field}", name(&f.r#type));
+    match f.r#type {
+        FilterType::RequestHeaderModifier | FilterType::ResponseHeaderModifier => {
+            let (request, response) = header_modifiers(f)?;
+            if let Some(m) = request {
+                out.request_headers = m;
+            }
+            if let Some(m) = response {
+                out.response_headers = m;
+            }
         }
         FilterType::RequestRedirect => {
             let r = f.request_redirect.as_ref().ok_or_else(|| missing("requestRedirect"))?;
@@ -144,13 +228,17 @@ fn apply(f: &HttpRouteRulesFilters, out: &mut RuleFilters) -> Result<(), String>
                     p.replace_prefix_match.as_deref(),
                 )?),
             };
+            // `HTTPRequestRedirectFilter.port`: "If redirect scheme is not-empty, the redirect port MUST
+            // be the well-known port associated with the redirect scheme" (the request's port otherwise).
+            let (scheme, well_known) = match r.scheme {
+                Some(Scheme::Http) => (Some("http".to_string()), Some(80)),
+                Some(Scheme::Https) => (Some("https".to_string()), Some(443)),
+                None => (None, None),
+            };
             let redirect = ir::Redirect {
-                scheme: r.scheme.as_ref().map(|s| match s {
-                    Scheme::Http => "http".to_string(),
-                    Scheme::Https => "https".to_string(),
-                }),
+                scheme,
                 hostname: r.hostname.clone(),
-                port,
+                port: port.or(well_known),
                 path: None,
                 status,
             };
@@ -168,9 +256,23 @@ fn apply(f: &HttpRouteRulesFilters, out: &mut RuleFilters) -> Result<(), String>
             };
             out.rewrite = Some((r.hostname.clone(), path));
         }
-        FilterType::ExtensionRef => return Err("ExtensionRef filters are not supported".into()),
-        FilterType::RequestMirror | FilterType::Cors => {
-            return Err(format!("filter {} is not implemented yet", name(&f.r#type)));
+        FilterType::RequestMirror => {
+            let m = f.request_mirror.as_ref().ok_or_else(|| missing("requestMirror"))?;
+            out.mirrors.push(mirror::parse(m)?);
+        }
+        FilterType::Cors => {
+            let c = f.cors.as_ref().ok_or_else(|| missing("cors"))?;
+            out.cors = Some(cors::parse(c)?);
+        }
+        FilterType::ExtensionRef => {
+            let e = f.extension_ref.as_ref().ok_or_else(|| missing("extensionRef"))?;
+            if out.fail_closed.is_none() {
+                let why = format!(
+                    "filter ExtensionRef {}/{} {:?}: pier implements no extension filters; the rule answers 500",
+                    e.group, e.kind, e.name
+                );
+                out.fail_closed = Some((super::conditions::reason::INVALID_KIND, why));
+            }
         }
     }
     Ok(())
@@ -223,63 +325,4 @@ fn name(t: &FilterType) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_else(|| format!("{t:?}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rule(yaml: &str) -> HttpRouteRules {
-        serde_yaml::from_str(yaml).unwrap()
-    }
-
-    #[test]
-    fn refusals() {
-        for (yaml, why) in [
-            (
-                "{filters: [{type: RequestRedirect, requestRedirect: {scheme: https}}, {type: URLRewrite, urlRewrite: {hostname: a.example}}]}",
-                "mutually exclusive",
-            ),
-            (
-                "{matches: [{path: {type: Exact, value: /a}}], filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /b}}}]}",
-                "requires a PathPrefix match",
-            ),
-            ("{filters: [{type: CORS, cors: {}}]}", "CORS is not implemented"),
-            (
-                "{filters: [{type: ExtensionRef, extensionRef: {group: x, kind: Y, name: z}}]}",
-                "not supported",
-            ),
-            (
-                "{filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: Host, value: x}]}}]}",
-                "cannot be modified",
-            ),
-            (
-                "{filters: [{type: RequestRedirect, requestRedirect: {statusCode: 304}}]}",
-                "statusCode",
-            ),
-        ] {
-            let err = parse(&rule(yaml)).expect_err(yaml);
-            assert!(err.contains(why), "{yaml}: {err}");
-        }
-    }
-
-    #[test]
-    fn prefix_replacement_takes_the_match_prefix() {
-        let f = parse(&rule(
-            "{filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /new}, statusCode: 301}}]}",
-        ))
-        .unwrap();
-        assert!(f.redirects());
-        let (filters, redirect) = f.for_match(&ir::PathMatch::Prefix("/old".into()));
-        assert_eq!(filters, ir::RouteFilters::default());
-        let redirect = redirect.unwrap();
-        assert_eq!(redirect.status, 301);
-        assert_eq!(
-            redirect.path,
-            Some(ir::PathRewrite::Prefix {
-                matched: "/old".into(),
-                replacement: "/new".into()
-            })
-        );
-    }
 }
