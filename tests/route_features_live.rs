@@ -4,7 +4,8 @@
 //! answer to preflights (wildcard origins, `*` methods with credentials), and the 500 of a rule whose
 //! ExtensionRef cannot be resolved; and, against tiny loopback upstreams written here (one request per
 //! connection; `/hang` never answers, `/reset-once/<key>` closes the first connection for `<key>` without
-//! answering), mirrors, request and per-try timeouts, and retries on connection resets.
+//! answering), mirrors, request and per-try timeouts, retries on connection resets, and a backendRef's own
+//! header changes next to the rule's.
 
 mod support;
 
@@ -156,29 +157,39 @@ fn static_bootstrap(res: &pier::envoy::Resources) -> serde_json::Value {
     boot
 }
 
-/// A loopback upstream that records the path of every request it reads.
+/// A loopback upstream that records the head (request line and headers) of every request it reads.
 struct Upstream {
     port: u16,
-    paths: Arc<Mutex<Vec<String>>>,
+    heads: Arc<Mutex<Vec<String>>>,
 }
 
 impl Upstream {
     fn start() -> Upstream {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let paths = Arc::new(Mutex::new(Vec::new()));
-        let (seen, reset) = (paths.clone(), Arc::new(Mutex::new(BTreeSet::new())));
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let (seen, reset) = (heads.clone(), Arc::new(Mutex::new(BTreeSet::new())));
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
                 let (seen, reset) = (seen.clone(), reset.clone());
                 std::thread::spawn(move || serve(conn, &seen, &reset));
             }
         });
-        Upstream { port, paths }
+        Upstream { port, heads }
     }
 
     fn paths(&self) -> Vec<String> {
-        self.paths.lock().unwrap().clone()
+        let heads = self.heads.lock().unwrap();
+        heads
+            .iter()
+            .map(|h| h.split(' ').nth(1).unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// The head of the first request to `path`.
+    fn head(&self, path: &str) -> Option<String> {
+        let heads = self.heads.lock().unwrap();
+        heads.iter().find(|h| h.split(' ').nth(1) == Some(path)).cloned()
     }
 }
 
@@ -191,12 +202,9 @@ fn serve(mut conn: TcpStream, seen: &Mutex<Vec<String>>, reset: &Mutex<BTreeSet<
             _ => return,
         }
     }
-    let path = String::from_utf8_lossy(&head)
-        .split(' ')
-        .nth(1)
-        .unwrap_or_default()
-        .to_string();
-    seen.lock().unwrap().push(path.clone());
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let path = head.split(' ').nth(1).unwrap_or_default().to_string();
+    seen.lock().unwrap().push(head);
     if path.contains("/hang") {
         std::thread::sleep(Duration::from_secs(5));
         return;
@@ -265,6 +273,16 @@ spec:
     backendRefs: [{{name: primary, port: 80}}]
   - matches: [{{path: {{type: PathPrefix, value: /no-retry}}}}]
     backendRefs: [{{name: primary, port: 80}}]
+  - matches: [{{path: {{type: PathPrefix, value: /headers}}}}]
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier: {{set: [{{name: x-who, value: rule}}]}}
+    backendRefs:
+    - name: primary
+      port: 80
+      filters:
+      - type: RequestHeaderModifier
+        requestHeaderModifier: {{set: [{{name: x-who, value: backend}}, {{name: x-backend, value: primary}}]}}
 "#,
         primary_svc = service("primary", primary),
         shadow_svc = service("shadow", shadow),
@@ -316,6 +334,17 @@ async fn envoy_mirrors_times_out_and_retries_as_configured() {
         get("/no-retry/reset-once/b"),
         503,
         "no retry policy: the reset is the answer"
+    );
+
+    assert_eq!(get("/headers"), 200);
+    let head = primary.head("/headers").expect("request seen").to_ascii_lowercase();
+    assert!(
+        head.contains("x-backend: primary"),
+        "the backendRef's own header: {head}"
+    );
+    assert!(
+        head.contains("x-who: rule") && !head.contains("x-who: backend"),
+        "the rule's value wins over the backend's: {head}"
     );
 }
 
