@@ -3,9 +3,9 @@
 //! against Envoy's `port_redirect` and the connection manager's port stripping), the CORS filter's
 //! answer to preflights (wildcard origins, `*` methods with credentials), and the 500 of a rule whose
 //! ExtensionRef cannot be resolved; and, against tiny loopback upstreams written here (one request per
-//! connection; `/hang` never answers, `/reset-once/<key>` closes the first connection for `<key>` without
-//! answering), mirrors, request and per-try timeouts, retries on connection resets, and a backendRef's own
-//! header changes next to the rule's.
+//! connection; `/hang` never answers, `/reset-once/<key>` closes the first connection for `<key>`
+//! without answering, `/503-once/<key>` answers it 503): mirrors, request and per-try timeouts, retries
+//! on resets and on listed status codes, and a backendRef's own header changes next to the rule's.
 
 mod support;
 
@@ -214,6 +214,12 @@ fn serve(mut conn: TcpStream, seen: &Mutex<Vec<String>>, reset: &Mutex<BTreeSet<
     {
         return; // dropped: the connection closes with no response
     }
+    if let Some(key) = path.split("/503-once/").nth(1)
+        && reset.lock().unwrap().insert(key.to_string())
+    {
+        let _ = conn.write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        return;
+    }
     let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
 }
 
@@ -270,6 +276,9 @@ spec:
     backendRefs: [{{name: primary, port: 80}}]
   - matches: [{{path: {{type: PathPrefix, value: /retry}}}}]
     retry: {{attempts: 2}}
+    backendRefs: [{{name: primary, port: 80}}]
+  - matches: [{{path: {{type: PathPrefix, value: /codes}}}}]
+    retry: {{attempts: 1, codes: [503]}}
     backendRefs: [{{name: primary, port: 80}}]
   - matches: [{{path: {{type: PathPrefix, value: /no-retry}}}}]
     backendRefs: [{{name: primary, port: 80}}]
@@ -335,6 +344,9 @@ async fn envoy_mirrors_times_out_and_retries_as_configured() {
         503,
         "no retry policy: the reset is the answer"
     );
+
+    assert_eq!(get("/codes/503-once/c"), 200, "a listed status code is retried");
+    assert_eq!(get("/retry/503-once/d"), 503, "an unlisted one is not");
 
     assert_eq!(get("/headers"), 200);
     let head = primary.head("/headers").expect("request seen").to_ascii_lowercase();
