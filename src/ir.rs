@@ -8,6 +8,9 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+mod filters;
+pub use filters::*;
+
 /// Everything pier serves, per Gateway (`namespace/name`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ir {
@@ -103,135 +106,6 @@ pub struct Route {
     pub grpc: bool,
     /// Filters, timeouts, retries and the rule name (HTTPRoute rule fields besides matches and backendRefs).
     pub filters: RouteFilters,
-}
-
-/// What a rule adds around its action: its filters, timeouts, retry policy and name.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RouteFilters {
-    /// Changes to the request before it goes upstream.
-    pub request_headers: HeaderModifier,
-    /// Changes to the response before it goes back to the client.
-    pub response_headers: HeaderModifier,
-    /// URL rewrite of a forwarded request (ignored by other actions).
-    pub rewrite: Option<Rewrite>,
-    /// Copies of each forwarded request sent elsewhere, their responses ignored (`RequestMirror`).
-    pub mirrors: Vec<Mirror>,
-    /// Cross-origin policy answered by the proxy (`CORS`).
-    pub cors: Option<Cors>,
-    /// Rule `timeouts` (forwarded requests only).
-    pub timeouts: Timeouts,
-    /// Rule `retry` (forwarded requests only).
-    pub retry: Option<Retry>,
-    /// The rule's `name`, so an Envoy route can be traced back to the rule that made it.
-    pub rule_name: Option<String>,
-}
-
-/// One `RequestMirror`: a resolved cluster and the share of requests copied to it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mirror {
-    pub cluster: String,
-    /// `None`: every request.
-    pub fraction: Option<Fraction>,
-}
-
-/// `numerator / denominator` of requests; `0 < denominator`, `numerator <= denominator`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fraction {
-    pub numerator: u32,
-    pub denominator: u32,
-}
-
-/// Gateway API `HTTPCORSFilter`, validated.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Cors {
-    /// `*`, an exact origin (`https://a.example.com`), or one whose host has a left-hand `*`
-    /// (`https://*.example.com`: any number of labels).
-    pub allow_origins: Vec<String>,
-    /// Methods, or just `*` (the proxy echoes the requested method).
-    pub allow_methods: Vec<String>,
-    /// Header names, or just `*` (the proxy echoes the requested headers).
-    pub allow_headers: Vec<String>,
-    pub expose_headers: Vec<String>,
-    pub allow_credentials: bool,
-    pub max_age_seconds: u32,
-}
-
-/// Gateway API `HTTPRouteTimeouts` in milliseconds; `Some(0)` disables that timeout.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Timeouts {
-    /// The whole request, retries included.
-    pub request_ms: Option<u64>,
-    /// Each request to a backend (each try).
-    pub backend_request_ms: Option<u64>,
-}
-
-/// Gateway API `HTTPRouteRetry`: connection failures and resets are always retried; `codes` adds
-/// response status codes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Retry {
-    /// Retries after the first try; `None`: the proxy's default.
-    pub attempts: Option<u32>,
-    pub codes: Vec<u16>,
-    /// Minimum wait before a retry.
-    pub backoff_ms: Option<u64>,
-}
-
-/// Per-backendRef filters that stay per backend (a weighted cluster's own header changes).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BackendFilters {
-    pub request_headers: HeaderModifier,
-    pub response_headers: HeaderModifier,
-}
-
-impl BackendFilters {
-    pub fn is_empty(&self) -> bool {
-        self.request_headers.is_empty() && self.response_headers.is_empty()
-    }
-}
-
-/// Gateway API `HTTPHeaderFilter`: names as written (HTTP compares them case-insensitively).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HeaderModifier {
-    /// Appended to any existing value.
-    pub add: Vec<(String, String)>,
-    /// Replaces any existing value.
-    pub set: Vec<(String, String)>,
-    pub remove: Vec<String>,
-}
-
-impl HeaderModifier {
-    pub fn is_empty(&self) -> bool {
-        self.add.is_empty() && self.set.is_empty() && self.remove.is_empty()
-    }
-}
-
-/// Gateway API `HTTPURLRewriteFilter`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Rewrite {
-    /// Replaces the Host / :authority sent upstream.
-    pub hostname: Option<String>,
-    pub path: Option<PathRewrite>,
-}
-
-/// How a rewrite or a redirect changes the path (the query string is kept).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PathRewrite {
-    /// The whole path becomes this value.
-    Full(String),
-    /// The element-wise prefix `matched` (the route's PathPrefix match) is replaced by `replacement`.
-    Prefix { matched: String, replacement: String },
-}
-
-/// Gateway API `HTTPRequestRedirectFilter`: unset parts keep the request's value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Redirect {
-    /// `http` or `https`.
-    pub scheme: Option<String>,
-    pub hostname: Option<String>,
-    pub port: Option<u16>,
-    pub path: Option<PathRewrite>,
-    /// 301, 302, 303, 307 or 308.
-    pub status: u16,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
