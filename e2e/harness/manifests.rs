@@ -49,6 +49,18 @@ pub fn http_route(name: &str, gateway: &str, rules: Vec<Value>) -> Value {
         "spec": {"parentRefs": [{"name": gateway}], "rules": rules}})
 }
 
+/// A GRPCRoute attached to `gateway`.
+pub fn grpc_route(name: &str, gateway: &str, rules: Vec<Value>) -> Value {
+    json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GRPCRoute", "metadata": meta(name),
+        "spec": {"parentRefs": [{"name": gateway}], "rules": rules}})
+}
+
+/// Sets an object's `metadata.creationTimestamp` (RFC 3339), which route precedence breaks ties with.
+pub fn created(mut object: Value, timestamp: &str) -> Value {
+    object["metadata"]["creationTimestamp"] = json!(timestamp);
+    object
+}
+
 /// A rule matching the path prefix `prefix`.
 pub fn rule(prefix: &str, backend_refs: Vec<Value>) -> Value {
     json!({"matches": [{"path": {"type": "PathPrefix", "value": prefix}}], "backendRefs": backend_refs})
@@ -113,6 +125,15 @@ pub fn xbackend_selector(name: &str, service: &str, port: u16) -> Value {
 pub fn service(name: &str, port_name: &str, port: u16) -> Value {
     json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": NS},
         "spec": {"ports": [{"name": port_name, "port": port, "targetPort": port}]}})
+}
+
+/// Service `name` (port 80, named `http`, no `appProtocol`) and the EndpointSlice that puts its one ready
+/// endpoint at `ip:port` — the usual way a scenario puts one upstream behind a Service.
+pub fn service_at(name: &str, ip: &str, port: u16) -> [Value; 2] {
+    [
+        service(name, "http", 80),
+        endpoint_slice(&format!("{name}-1"), name, "http", port, &[(ip, true)]),
+    ]
 }
 
 /// An IPv4 EndpointSlice of Service `service` whose port `port_name` is `port`; `endpoints` are

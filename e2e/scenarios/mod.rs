@@ -1,4 +1,4 @@
-//! The ten scenarios of issue 3, one module each. Every module states its claim in its `//!` doc, builds its
+//! The ten scenarios of issue 3 and the route-traffic scenarios of issue 4 (s11–s13), one module each. Every module states its claim in its `//!` doc, builds its
 //! world with [`crate::harness::scene::Scene`], and runs twice — `sotw` and `delta` — through
 //! [`both_modes!`], so a behaviour that only one ADS flavour gets right fails by name.
 
@@ -34,6 +34,10 @@ mod s07_hot_reload;
 mod s08_two_gateways;
 mod s09_pier_restart;
 mod s10_malformed_file;
+mod s11_route_filters;
+mod s11_route_matching;
+mod s12_grpc;
+mod s13_mirror_cors_timeouts;
 
 use crate::harness::PierOptions;
 

@@ -30,34 +30,97 @@ impl Response {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Every value of header `name` (case-insensitive), in order.
+    pub fn header_all(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
     /// The name of the upstream that answered (its `x-upstream` header), if one did.
     pub fn upstream(&self) -> Option<&str> {
         self.header("x-upstream")
     }
 }
 
+/// One request: method, Host, path and extra headers (sent in order, repeats kept). Bodies are not needed
+/// by any test and are not supported.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    pub host: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Request {
+    pub fn get(host: &str, path: &str) -> Request {
+        Request {
+            method: "GET".to_string(),
+            host: host.to_string(),
+            path: path.to_string(),
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn method(mut self, method: &str) -> Request {
+        self.method = method.to_string();
+        self
+    }
+
+    /// Adds a header (a name given twice is sent twice).
+    pub fn header(mut self, name: &str, value: &str) -> Request {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+}
+
 /// `GET path` with `Host: host` to `addr`.
 pub async fn get(addr: SocketAddr, host: &str, path: &str) -> Result<Response, String> {
+    send(addr, &Request::get(host, path)).await
+}
+
+/// Sends `request` to `addr` on a new connection and reads the whole response.
+pub async fn send(addr: SocketAddr, request: &Request) -> Result<Response, String> {
     let attempt = async {
         let stream = TcpStream::connect(addr)
             .await
             .map_err(|e| format!("connect {addr}: {e}"))?;
-        request_over(stream, host, path).await
+        send_over(stream, request).await
     };
-    tokio::time::timeout(REQUEST_TIMEOUT, attempt)
-        .await
-        .map_err(|_| format!("GET {path} via {addr}: no response within {REQUEST_TIMEOUT:?}"))?
+    tokio::time::timeout(REQUEST_TIMEOUT, attempt).await.map_err(|_| {
+        format!(
+            "{} {} via {addr}: no response within {REQUEST_TIMEOUT:?}",
+            request.method, request.path
+        )
+    })?
 }
 
 /// Sends one GET over an established stream (plain or TLS) and reads the whole response.
-pub async fn request_over<S>(mut stream: S, host: &str, path: &str) -> Result<Response, String>
+pub async fn request_over<S>(stream: S, host: &str, path: &str) -> Result<Response, String>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let request =
-        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: pier-testkit\r\nConnection: close\r\n\r\n");
+    send_over(stream, &Request::get(host, path)).await
+}
+
+/// Sends `request` over an established stream (plain or TLS) and reads the whole response.
+pub async fn send_over<S>(mut stream: S, request: &Request) -> Result<Response, String>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut head = format!(
+        "{} {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: pier-testkit\r\nConnection: close\r\n",
+        request.method, request.path, request.host
+    );
+    for (name, value) in &request.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
     stream
-        .write_all(request.as_bytes())
+        .write_all(head.as_bytes())
         .await
         .map_err(|e| format!("write: {e}"))?;
     let mut raw = Vec::new();

@@ -7,15 +7,22 @@
 //! spoke plaintext to a TLS-only port, and every request (path, HTTP version, whether it arrived over TLS, the
 //! SNI of its connection, the client certificate's subject). A TLS upstream can also require a client
 //! certificate and verify it against a CA.
+//!
+//! Two behaviours, chosen by the request path so that a test needs nothing but a URL (and a route prefix in
+//! front of them still works): a segment `delay/<ms>` anywhere in the path holds the answer back that long
+//! (at most [`MAX_DELAY`]; for timeouts), and `fail-once/<key>` answers 503 the first time this server sees
+//! `<key>` and 200 from then on (for retries). Either is recorded in [`Upstream::requests`] on arrival.
 
+use std::collections::HashSet;
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper::{Request, Response};
+use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -92,15 +99,42 @@ impl ServerTls {
     }
 }
 
+/// The longest `delay/<ms>` an upstream honours (a typo must not hang a test).
+pub const MAX_DELAY: Duration = Duration::from_secs(30);
+
 /// One request as the upstream saw it.
 #[derive(Debug, Clone)]
 pub struct Seen {
+    pub method: String,
+    /// Path and query.
     pub path: String,
+    /// The authority: the URI's (HTTP/2 `:authority`), else the `Host` header.
+    pub host: Option<String>,
+    /// Every request header in arrival order, names lowercase; a repeated header is repeated here.
+    pub headers: Vec<(String, String)>,
+    /// Length of the request body.
+    pub body_len: usize,
     pub version: String,
     pub tls: bool,
     pub sni: Option<String>,
     /// Subject CN of the client certificate the connection presented, if any.
     pub client_cn: Option<String>,
+}
+
+impl Seen {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.header_all(name).into_iter().next()
+    }
+
+    /// Every value of header `name` (case-insensitive), in arrival order.
+    pub fn header_all(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
 }
 
 /// One TLS handshake attempt: the SNI offered and, if it failed, why.
@@ -116,6 +150,8 @@ struct State {
     handshakes: Mutex<Vec<Handshake>>,
     connections: AtomicUsize,
     plaintext_on_tls: AtomicUsize,
+    /// `fail-once` keys already failed.
+    failed_once: Mutex<HashSet<String>>,
 }
 
 #[derive(Clone)]
@@ -280,127 +316,72 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-        let seen = Seen {
-            path: req.uri().path_and_query().map(|p| p.to_string()).unwrap_or_default(),
-            version: format!("{:?}", req.version()),
-            tls: info.tls,
-            sni: info.sni.clone(),
-            client_cn: info.client_cn.clone(),
-        };
-        state.requests.lock().unwrap().push(seen);
-        let response = Response::builder()
-            .header("x-upstream", name.as_str())
-            .header("content-type", "text/plain")
-            .body(Full::new(Bytes::from(format!("{name}\n"))))
-            .expect("response");
-        async move { Ok::<_, Infallible>(response) }
+        let (name, info, state) = (name.clone(), info.clone(), state.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            // Read the whole body before answering: an HTTP/2 peer (Envoy) would otherwise see the stream
+            // reset under a request it is still sending (the gRPC frames of the suite's calls).
+            let body_len = body.collect().await.map(|b| b.to_bytes().len()).unwrap_or(0);
+            let host = parts.uri.authority().map(|a| a.to_string()).or_else(|| {
+                let host = parts.headers.get(hyper::header::HOST)?;
+                Some(String::from_utf8_lossy(host.as_bytes()).into_owned())
+            });
+            let headers = parts
+                .headers
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.as_str().to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect();
+            let seen = Seen {
+                method: parts.method.to_string(),
+                path: parts.uri.path_and_query().map(|p| p.to_string()).unwrap_or_default(),
+                host,
+                headers,
+                body_len,
+                version: format!("{:?}", parts.version),
+                tls: info.tls,
+                sni: info.sni,
+                client_cn: info.client_cn,
+            };
+            let status = match path_arg(&seen.path, "fail-once") {
+                Some(key) if state.failed_once.lock().unwrap().insert(key.to_string()) => {
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
+                _ => StatusCode::OK,
+            };
+            let delay = path_arg(&seen.path, "delay")
+                .and_then(|ms| ms.parse().ok())
+                .map(|ms| Duration::from_millis(ms).min(MAX_DELAY));
+            state.requests.lock().unwrap().push(seen);
+            if let Some(delay) = delay {
+                tokio::time::sleep(delay).await;
+            }
+            let response = Response::builder()
+                .status(status)
+                .header("x-upstream", name.as_str())
+                .header("content-type", "text/plain")
+                .body(Full::new(Bytes::from(format!("{name}\n"))))
+                .expect("response");
+            Ok::<_, Infallible>(response)
+        }
     });
     let _ = auto::Builder::new(TokioExecutor::new())
         .serve_connection(TokioIo::new(io), service)
         .await;
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testkit::{eventually, http, lo, pki::Ca};
-    use rustls::ClientConfig;
-    use rustls::pki_types::ServerName;
-    use std::time::Duration;
-    use tokio::io::AsyncWriteExt;
-    use tokio_rustls::TlsConnector;
-
-    fn connector(ca: &Ca, client: Option<&Leaf>) -> TlsConnector {
-        let mut roots = RootCertStore::empty();
-        roots.add(ca.cert_der()).unwrap();
-        let builder = ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots);
-        let config = match client {
-            Some(leaf) => builder
-                .with_client_auth_cert(vec![leaf.cert_der.clone()], leaf.key_der())
-                .unwrap(),
-            None => builder.with_no_client_auth(),
-        };
-        TlsConnector::from(Arc::new(config))
-    }
-
-    #[tokio::test]
-    async fn plain_upstream_names_itself_and_records_requests() {
-        let up = Upstream::http("plain", lo(2)).await;
-        let response = http::get(up.addr, "x.e2e.test", "/hello?q=1").await.unwrap();
-        assert_eq!(
-            (response.status, response.upstream(), response.body.as_str()),
-            (200, Some("plain"), "plain\n")
-        );
-        let seen = up.requests();
-        assert_eq!(seen.len(), 1);
-        assert_eq!(
-            (seen[0].path.as_str(), seen[0].tls, seen[0].version.as_str()),
-            ("/hello?q=1", false, "HTTP/1.1")
-        );
-        assert_eq!(up.connections(), 1);
-    }
-
-    #[tokio::test]
-    async fn tls_upstream_records_sni_and_client_certificate_and_refuses_the_rest() {
-        let ca = Ca::new("e2e test CA");
-        let server = ca.server(&["api.e2e.test"], &[]);
-        let client = ca.client("pier-e2e-client");
-        let up = Upstream::https(
-            "secure",
-            lo(2),
-            ServerTls::requiring_client_cert(&server, ca.cert_der()),
-        )
-        .await;
-        let name = ServerName::try_from("api.e2e.test").unwrap();
-
-        let tcp = TcpStream::connect(up.addr).await.unwrap();
-        let tls = connector(&ca, Some(&client)).connect(name.clone(), tcp).await.unwrap();
-        let response = http::request_over(tls, "api.e2e.test", "/mtls").await.unwrap();
-        assert_eq!((response.status, response.upstream()), (200, Some("secure")));
-        let seen = up.requests();
-        assert_eq!(seen.len(), 1);
-        assert!(seen[0].tls);
-        assert_eq!(seen[0].sni.as_deref(), Some("api.e2e.test"));
-        assert_eq!(seen[0].client_cn.as_deref(), Some("pier-e2e-client"));
-
-        // Without a client certificate the handshake fails server-side and no request is recorded.
-        let tcp = TcpStream::connect(up.addr).await.unwrap();
-        if let Ok(tls) = connector(&ca, None).connect(name, tcp).await {
-            // TLS 1.3 clients finish before the server has checked their (missing) certificate.
-            let _ = http::request_over(tls, "api.e2e.test", "/anon").await;
-        }
-        let failed = eventually("the refused handshake", Duration::from_secs(5), || async {
-            let hs = up.handshakes();
-            if hs.iter().any(|h| h.error.is_some()) {
-                Ok(hs)
-            } else {
-                Err(format!("{hs:?}"))
-            }
-        })
-        .await
-        .unwrap();
-        assert_eq!(failed.len(), 2);
-        assert_eq!(
-            up.requests().len(),
-            1,
-            "the anonymous request never reached the service"
-        );
-
-        // Plaintext to the TLS port is counted, never served.
-        let mut tcp = TcpStream::connect(up.addr).await.unwrap();
-        tcp.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
-        eventually("the plaintext attempt", Duration::from_secs(5), || async {
-            if up.plaintext_attempts() == 1 {
-                Ok(())
-            } else {
-                Err("not yet".into())
-            }
-        })
-        .await
-        .unwrap();
-        assert_eq!(up.requests().len(), 1);
-    }
+/// The path segment after the segment `word` (query left out): `path_arg("/a/delay/500?x", "delay")` is
+/// `Some("500")`.
+fn path_arg<'a>(path: &'a str, word: &str) -> Option<&'a str> {
+    let mut segments = path.split('?').next()?.split('/');
+    segments.find(|s| *s == word)?;
+    segments.next().filter(|s| !s.is_empty())
 }
+
+#[cfg(test)]
+#[path = "upstream_tests.rs"]
+mod tests;
