@@ -48,7 +48,16 @@ pub(super) fn rules(
         let rule_error = r.grpc.and_then(|g| g.rule_errors.get(ri).cloned().flatten());
         let extras = rule_extras(scope, r, ri);
         let parse = || super::filters::parse(rule, extras.retry.as_ref(), &extras.unknown_filters);
-        let filters = match rule_error.or_else(|| unsupported(rule)).map_or_else(parse, Err) {
+        // Rule fields the standard HTTPRoute type drops (`model::HttpRouteExtras`) that pier does not serve.
+        let unserved = || {
+            let fields = &extras.unsupported_fields;
+            (!fields.is_empty()).then(|| format!("{} is not supported", fields.join(", ")))
+        };
+        let filters = match rule_error
+            .or_else(|| unsupported(rule))
+            .or_else(unserved)
+            .map_or_else(parse, Err)
+        {
             Ok(f) => f,
             Err(why) => {
                 dropped.push(format!("Dropped Rule {ri}: {why}"));

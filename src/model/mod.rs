@@ -19,9 +19,10 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use crate::api::{backend::Backend, eg::EgBackend, xbackend::XBackend};
 
 /// What the parser keeps of an HTTPRoute beside the standard-channel type pier reads it with, which
-/// would otherwise drop or refuse it: per rule (by index), the experimental `retry`, and the `type` of
+/// would otherwise drop or refuse it: per rule (by index), the experimental `retry`, the `type` of
 /// every filter the standard type does not know (such a filter is taken out of the route so the rest
-/// still loads; the translator refuses its rule). Empty when there is nothing to keep.
+/// still loads; the translator refuses its rule), and experimental fields pier does not serve. Empty
+/// when there is nothing to keep.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HttpRouteExtras {
     pub rules: Vec<RuleExtras>,
@@ -32,6 +33,9 @@ pub struct RuleExtras {
     pub retry: Option<HttpRouteRetry>,
     /// Unknown filter types, rule filters first, then backendRef filters (`ExternalAuth on backendRefs[1]`).
     pub unknown_filters: Vec<String>,
+    /// Experimental rule fields pier does not serve (`sessionPersistence`): the rule is refused rather
+    /// than served without them.
+    pub unsupported_fields: Vec<String>,
 }
 
 /// Gateway API `HTTPRouteRetry` (experimental channel, GEP-1731); the `gateway-api` crate has it only
@@ -48,7 +52,7 @@ impl HttpRouteExtras {
     pub fn is_empty(&self) -> bool {
         self.rules
             .iter()
-            .all(|r| r.retry.is_none() && r.unknown_filters.is_empty())
+            .all(|r| r.retry.is_none() && r.unknown_filters.is_empty() && r.unsupported_fields.is_empty())
     }
 }
 

@@ -208,6 +208,9 @@ fn backend(mut value: Value, at: &Location) -> Result<Backend, ParseError> {
 }
 
 /// Deserializes `value` (found at `prefix` in the document) with the failing field's path in the error.
+/// Experimental HTTPRoute rule fields pier does not serve (the standard type would drop them silently).
+const UNSERVED_RULE_FIELDS: [&str; 1] = ["sessionPersistence"];
+
 /// Takes out of an HTTPRoute what its standard-channel type cannot hold (`model::HttpRouteExtras`):
 /// each rule's `retry`, and filters whose `type` that type does not know (removed from `value`).
 fn http_route_extras(value: &mut Value, at: &Location) -> Result<crate::model::HttpRouteExtras, ParseError> {
@@ -241,6 +244,11 @@ fn http_route_extras(value: &mut Value, at: &Location) -> Result<crate::model::H
             extras.retry = Some(typed(retry.clone(), at, &format!("spec.rules[{i}].retry"))?);
         }
         unknown(rule.get_mut("filters"), "", &mut extras.unknown_filters);
+        for field in UNSERVED_RULE_FIELDS {
+            if rule.get(field).is_some_and(|v| !v.is_null()) {
+                extras.unsupported_fields.push(field.to_string());
+            }
+        }
         if let Some(refs) = rule.get_mut("backendRefs").and_then(Value::as_array_mut) {
             for (j, r) in refs.iter_mut().enumerate() {
                 unknown(

@@ -359,6 +359,7 @@ metadata: {name: r}
 spec:
   rules:
   - retry: {attempts: 2, codes: [503], backoff: 100ms}
+    sessionPersistence: {type: Cookie, sessionName: s}
     filters:
     - {type: ExternalAuth, externalAuth: {protocol: HTTP}}
     - {type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: x, value: "1"}]}}
@@ -388,6 +389,10 @@ spec:
     assert_eq!(
         extras.rules[0].unknown_filters,
         vec!["ExternalAuth".to_string(), "FutureFilter on backendRefs[0]".to_string()]
+    );
+    assert_eq!(
+        extras.rules[0].unsupported_fields,
+        vec!["sessionPersistence".to_string()]
     );
     assert_eq!(extras.rules[1], crate::model::RuleExtras::default());
 
