@@ -1,6 +1,7 @@
-//! The ten scenarios of issue 3 and the route-traffic scenarios of issue 4 (s11–s13), one module each. Every module states its claim in its `//!` doc, builds its
-//! world with [`crate::harness::scene::Scene`], and runs twice — `sotw` and `delta` — through
-//! [`both_modes!`], so a behaviour that only one ADS flavour gets right fails by name.
+//! The ten scenarios of issue 3 and the route-traffic scenarios of issue 4 (s11–s13: what the golden cases
+//! show as configuration, proven through Envoy), one module each. Every module states its claim in its `//!`
+//! doc, builds its world with [`crate::harness::scene::Scene`], and runs twice — `sotw` and `delta` —
+//! through [`both_modes!`], so a behaviour that only one ADS flavour gets right fails by name.
 
 /// Declares `#[test]`s `sotw` and `delta` that run `$scenario(Mode)` on a multi-threaded runtime (the
 /// upstreams and the DNS responder run as tasks beside the test body).

@@ -5,8 +5,9 @@
 //!   `Location`, scheme `http` likewise even though the listener is not on 80, an explicit port kept; a
 //!   hostname-only or path-only redirect keeps the scheme `http` and carries the listener's port; a full-path
 //!   replacement keeps the query); the upstream never sees a redirected request;
-//! - `URLRewrite`: the upstream sees the rewritten path (prefix replaced, also by `/` without a doubled or
-//!   lost slash, or the full path replaced with the query kept) and the rewritten Host;
+//! - `URLRewrite`: the upstream sees the rewritten Host and path: the full path replaced (query kept), and
+//!   prefixes replaced exactly as the `ReplacePrefixMatch` table in Gateway API's `HTTPPathModifier` doc
+//!   says (trailing slashes on either side, empty and `/` replacements);
 //! - `RequestHeaderModifier`: the upstream sees the set header overwritten, the added one appended after the
 //!   client's, the removed one gone and the others untouched; `ResponseHeaderModifier`: the client sees
 //!   the upstream's header overwritten, one added and one removed;
@@ -50,40 +51,71 @@ fn header_rules() -> Value {
     r
 }
 
+/// The rows of the `ReplacePrefixMatch` table in Gateway API's `HTTPPathModifier` doc: `(match prefix,
+/// replacement)`, one rule each, `foo` spelled `p1`..`p6` so that every row has its own prefix.
+const PREFIX_TABLE: [(&str, &str); 6] = [
+    ("/p1", "/xyz"),
+    ("/p2", "/xyz/"),
+    ("/p3/", "/xyz"),
+    ("/p4/", "/xyz/"),
+    ("/p5", ""),
+    ("/p6", "/"),
+];
+
+/// `(request path, path the upstream must see)` for [`PREFIX_TABLE`], as that doc's table has them.
+const PREFIX_CASES: [(&str, &str); 12] = [
+    ("/p1/bar", "/xyz/bar"),
+    ("/p1", "/xyz"),
+    ("/p1/", "/xyz/"),
+    ("/p2/bar", "/xyz/bar"),
+    ("/p3/bar", "/xyz/bar"),
+    ("/p4/bar", "/xyz/bar"),
+    ("/p5/bar", "/bar"),
+    ("/p5/", "/"),
+    ("/p5", "/"),
+    ("/p6/", "/"),
+    ("/p6", "/"),
+    ("/p6/bar?k=v", "/bar?k=v"),
+];
+
 fn filter_route() -> Value {
+    let prefix_rewrites = PREFIX_TABLE.iter().map(|(prefix, replacement)| {
+        rewrite(
+            prefix,
+            json!({"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": replacement}}),
+        )
+    });
     http_route(
         "filters",
         "gw",
-        vec![
-            redirect("/to-https", json!({"scheme": "https", "statusCode": 301})),
-            redirect("/moved", json!({"hostname": "new.e2e.test", "statusCode": 302})),
-            redirect(
-                "/old",
-                json!({"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/landing"}}),
-            ),
-            redirect(
-                "/gone",
-                json!({"path": {"type": "ReplaceFullPath", "replaceFullPath": "/target"}, "statusCode": 301}),
-            ),
-            redirect("/to-http", json!({"scheme": "http", "statusCode": 308})),
-            redirect("/to-8443", json!({"scheme": "https", "port": 8443})),
-            rewrite(
-                "/rewrite",
-                json!({"hostname": "rewritten.e2e.test",
+        prefix_rewrites
+            .chain(vec![
+                redirect("/to-https", json!({"scheme": "https", "statusCode": 301})),
+                redirect("/moved", json!({"hostname": "new.e2e.test", "statusCode": 302})),
+                redirect(
+                    "/old",
+                    json!({"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/landing"}}),
+                ),
+                redirect(
+                    "/gone",
+                    json!({"path": {"type": "ReplaceFullPath", "replaceFullPath": "/target"}, "statusCode": 301}),
+                ),
+                redirect("/to-http", json!({"scheme": "http", "statusCode": 308})),
+                redirect("/to-8443", json!({"scheme": "https", "port": 8443})),
+                rewrite(
+                    "/rewrite",
+                    json!({"hostname": "rewritten.e2e.test",
                     "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/new"}}),
-            ),
-            rewrite(
-                "/strip",
-                json!({"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}),
-            ),
-            rewrite(
-                "/full",
-                json!({"path": {"type": "ReplaceFullPath", "replaceFullPath": "/replaced"}}),
-            ),
-            header_rules(),
-            json!({"matches": [{"path": {"type": "PathPrefix", "value": "/nobackends"}}]}),
-            rule("/", vec![service_ref("plain", 80)]),
-        ],
+                ),
+                rewrite(
+                    "/full",
+                    json!({"path": {"type": "ReplaceFullPath", "replaceFullPath": "/replaced"}}),
+                ),
+                header_rules(),
+                json!({"matches": [{"path": {"type": "PathPrefix", "value": "/nobackends"}}]}),
+                rule("/", vec![service_ref("plain", 80)]),
+            ])
+            .collect(),
     )
 }
 
@@ -131,26 +163,28 @@ async fn run(mode: Mode) {
     );
 
     // URLRewrite: the upstream sees the rewritten path and Host.
-    for (path, want_path, want_host) in [
+    let mut cases = vec![
         ("/rewrite/page?k=v", "/new/page?k=v", "rewritten.e2e.test"),
         ("/rewrite", "/new", "rewritten.e2e.test"),
-        ("/strip/page", "/page", HOST),
-        ("/strip", "/", HOST),
-        ("/strip/", "/", HOST),
         ("/full/any/thing?k=v", "/replaced?k=v", HOST),
-    ] {
+    ];
+    cases.extend(PREFIX_CASES.iter().map(|(path, want)| (*path, *want, HOST)));
+    let mut wrong = Vec::new();
+    for (path, want_path, want_host) in cases {
         let before = rewritten.requests().len();
         let r = scene.get(path).await.unwrap();
         assert_eq!((r.status, r.upstream()), (200, Some("rewrite")), "{path}: {r:?}");
         let seen = rewritten.requests();
         assert_eq!(seen.len(), before + 1, "{path}");
         let seen = &seen[before];
-        assert_eq!(
-            (seen.path.as_str(), seen.host.as_deref()),
-            (want_path, Some(want_host)),
-            "{path}: what the upstream saw"
-        );
+        if (seen.path.as_str(), seen.host.as_deref()) != (want_path, Some(want_host)) {
+            wrong.push(format!(
+                "{path}: want {want_path} on {want_host}, upstream saw {} on {:?}",
+                seen.path, seen.host
+            ));
+        }
     }
+    assert!(wrong.is_empty(), "wrong rewrites:\n{}", wrong.join("\n"));
 
     // Header modifiers: the request side at the upstream, the response side at the client.
     let request = Request::get(HOST, "/headers/x")
