@@ -4,13 +4,15 @@
 //! - `RequestRedirect`: the status code and `Location` (scheme `https` without a port → no port in
 //!   `Location`, scheme `http` likewise even though the listener is not on 80, an explicit port kept; a
 //!   hostname-only or path-only redirect keeps the scheme `http` and carries the listener's port; a full-path
-//!   replacement keeps the query); the upstream never sees a redirected request;
+//!   replacement keeps the query; prefix replacements as the URLRewrite table below); the upstream never
+//!   sees a redirected request;
 //! - `URLRewrite`: the upstream sees the rewritten Host and path: the full path replaced (query kept), and
 //!   prefixes replaced exactly as the `ReplacePrefixMatch` table in Gateway API's `HTTPPathModifier` doc
 //!   says (trailing slashes on either side, empty and `/` replacements);
 //! - `RequestHeaderModifier`: the upstream sees the set header overwritten, the added one appended after the
 //!   client's, the removed one gone and the others untouched; `ResponseHeaderModifier`: the client sees
 //!   the upstream's header overwritten, one added and one removed;
+//! - a backendRef's own RequestHeaderModifier reaches that backend;
 //! - a rule without backendRefs answers 500.
 
 use pier::testkit::http::{self, Request};
@@ -78,6 +80,11 @@ const PREFIX_CASES: [(&str, &str); 12] = [
     ("/p6/bar?k=v", "/bar?k=v"),
 ];
 
+/// [`PREFIX_TABLE`]'s prefixes for the redirect rules: `/p1` → `/r1`.
+fn redirect_prefix(path: &str) -> String {
+    path.replacen("/p", "/r", 1)
+}
+
 fn filter_route() -> Value {
     let prefix_rewrites = PREFIX_TABLE.iter().map(|(prefix, replacement)| {
         rewrite(
@@ -85,11 +92,23 @@ fn filter_route() -> Value {
             json!({"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": replacement}}),
         )
     });
+    // The same table for redirects: the Location carries the modified path.
+    let prefix_redirects = PREFIX_TABLE.iter().map(|(prefix, replacement)| {
+        redirect(
+            &redirect_prefix(prefix),
+            json!({"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": replacement}}),
+        )
+    });
+    let mut per_backend = rule("/per-backend", vec![service_ref("headers", 80)]);
+    per_backend["backendRefs"][0]["filters"] = json!([{"type": "RequestHeaderModifier",
+        "requestHeaderModifier": {"set": [{"name": "x-backend-filter", "value": "applied"}]}}]);
     http_route(
         "filters",
         "gw",
         prefix_rewrites
+            .chain(prefix_redirects)
             .chain(vec![
+                per_backend,
                 redirect("/to-https", json!({"scheme": "https", "statusCode": 301})),
                 redirect("/moved", json!({"hostname": "new.e2e.test", "statusCode": 302})),
                 redirect(
@@ -156,6 +175,20 @@ async fn run(mode: Mode) {
             "redirect {path}: {r:?}"
         );
     }
+    let mut wrong = Vec::new();
+    for (path, want) in PREFIX_CASES {
+        let path = redirect_prefix(path);
+        let location = format!("http://www.e2e.test:{port}{want}");
+        let r = scene.get(&path).await.unwrap();
+        if (r.status, r.header("location")) != (302, Some(location.as_str())) {
+            wrong.push(format!(
+                "{path}: want 302 to {location}, got {} to {:?}",
+                r.status,
+                r.header("location")
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "wrong redirects:\n{}", wrong.join("\n"));
     assert!(
         plain.requests().iter().all(|s| s.path == "/"),
         "a redirected request reached an upstream: {:?}",
@@ -205,6 +238,16 @@ async fn run(mode: Mode) {
     assert_eq!(seen.header_all("x-add").join(","), "from-client,added-by-route");
     assert_eq!(seen.header("x-remove"), None);
     assert_eq!(seen.header("x-keep"), Some("from-client"));
+
+    // A backendRef's own filter applies to the requests sent to that backend.
+    let r = scene.get("/per-backend/x").await.unwrap();
+    assert_eq!(r.body, "headers\n", "{r:?}");
+    let seen = headers.requests();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(
+        (seen[1].path.as_str(), seen[1].header("x-backend-filter")),
+        ("/per-backend/x", Some("applied"))
+    );
 
     // No backendRefs: 500 from Envoy itself.
     let r = scene.get("/nobackends/x").await.unwrap();

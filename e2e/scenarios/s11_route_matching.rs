@@ -7,7 +7,8 @@
 //! - a query-parameter match takes only the requests carrying the parameter's value;
 //! - two routes with the same match: the older (`creationTimestamp`) wins, even though its name sorts last;
 //! - a trailing `/` of a prefix is ignored (`/trail/` takes `/trail`, not `/trailer`); a RegularExpression
-//!   path must match the whole path, and a header may be matched by a RegularExpression;
+//!   path must match the whole path, and a header may be matched by a RegularExpression; of two header
+//!   matches with one name only the first counts; paths and query-parameter names are case-sensitive;
 //! - hostnames come before paths: a route for the exact request host beats one for a wildcard, which beats
 //!   one without hostnames — even when the less specific route has the longer path; a wildcard does not
 //!   take its bare domain.
@@ -28,7 +29,7 @@ use crate::harness::scene::{HOST, Scene};
 both_modes!(run);
 
 /// The rules' upstreams, in the order of their addresses (127.0.0.2 and up).
-const UPSTREAMS: [&str; 18] = [
+const UPSTREAMS: [&str; 19] = [
     "fallback",
     "exact",
     "prefix",
@@ -47,6 +48,7 @@ const UPSTREAMS: [&str; 18] = [
     "host-exact",
     "host-wild",
     "host-any",
+    "first-header",
 ];
 
 /// A rule with `matches` (a JSON list) forwarding to Service `service`.
@@ -149,6 +151,15 @@ fn routes() -> Vec<Value> {
                         )]),
                         "regex",
                     ),
+                    // Only the first entry per (case-insensitive) header name counts.
+                    rule_to(
+                        json!([with(
+                            prefix("/dup"),
+                            "headers",
+                            json!([{"name": "x-dup", "value": "1"}, {"name": "X-Dup", "value": "2"}])
+                        )]),
+                        "first-header",
+                    ),
                 ],
             ),
             "2021-01-01T00:00:00Z",
@@ -194,6 +205,8 @@ fn cases() -> Vec<(Request, &'static str)> {
     vec![
         (get("/exact"), "exact"),
         (get("/exact/sub"), "prefix"),
+        (get("/exact/"), "prefix"),
+        (get("/EXACT"), "fallback"),
         (get("/p"), "short"),
         (get("/p/other"), "short"),
         (get("/p/long"), "long"),
@@ -214,6 +227,7 @@ fn cases() -> Vec<(Request, &'static str)> {
         (get("/query?x=1&q=yes"), "query"),
         (get("/query?q=no"), "fallback"),
         (get("/query"), "fallback"),
+        (get("/query?Q=yes"), "fallback"),
         (get("/tie"), "tie-older"),
         (get("/tie/x"), "tie-older"),
         (get("/trail"), "trail"),
@@ -225,6 +239,8 @@ fn cases() -> Vec<(Request, &'static str)> {
         (get("/re/abc"), "fallback"),
         (get("/hre").header("x-env", "test"), "regex"),
         (get("/hre").header("x-env", "prod"), "fallback"),
+        (get("/dup").header("x-dup", "1"), "first-header"),
+        (get("/dup").header("x-dup", "2"), "fallback"),
         (get("/host/deep"), "host-exact"),
         (Request::get("api.e2e.test", "/host/deep"), "host-wild"),
         (Request::get("a.b.e2e.test", "/host"), "host-wild"),
