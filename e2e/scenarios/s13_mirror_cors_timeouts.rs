@@ -10,7 +10,9 @@
 //! - `timeouts.backendRequest` and `timeouts.request` against an upstream that holds its answer back (the
 //!   testkit's `delay/<ms>`, far longer than the timeout): 504 from Envoy, after the request reached it;
 //! - `retry` (codes 503): an upstream that fails the first attempt (`fail-once/<key>`) is asked again and the
-//!   client gets its 200; the same upstream without `retry` gives the client the 503.
+//!   client gets its 200; the same upstream without `retry` gives the client the 503; with `retry` and
+//!   `timeouts.backendRequest` (upstream's HTTPRouteRetryWithTimeouts), a try the timeout cuts short
+//!   (`delay-once/<key>`) is retried and the second try's 200 reaches the client.
 
 use pier::testkit::http::{self, Request};
 use pier::testkit::lo;
@@ -83,6 +85,16 @@ fn feature_route() -> Value {
                 json!({"attempts": 2, "codes": [503]}),
             ),
             rule("/no-retry", vec![service_ref("flaky", 80)]),
+            // HTTPRouteRetryWithTimeouts' first rule: a try cut by backendRequest is retried.
+            with(
+                with(
+                    rule("/retry-timeout", vec![service_ref("slow", 80)]),
+                    "retry",
+                    json!({"attempts": 2}),
+                ),
+                "timeouts",
+                json!({"backendRequest": "500ms"}),
+            ),
         ],
     )
 }
@@ -237,4 +249,14 @@ async fn run(mode: Mode) {
         .filter(|s| s.path == "/no-retry/fail-once/b")
         .count();
     assert_eq!(attempts, 1, "no retry without `retry`");
+
+    // Retry after a per-try timeout: the first try is held past backendRequest, the second is answered.
+    let path = "/retry-timeout/delay-once/c";
+    let r = scene.get(path).await.unwrap();
+    let tries = slow.requests().iter().filter(|s| s.path == path).count();
+    assert_eq!(
+        (r.status, r.upstream(), tries),
+        (200, Some("slow"), 2),
+        "a try cut by backendRequest is retried: {r:?}"
+    );
 }

@@ -8,10 +8,12 @@
 //! SNI of its connection, the client certificate's subject). A TLS upstream can also require a client
 //! certificate and verify it against a CA.
 //!
-//! Two behaviours, chosen by the request path so that a test needs nothing but a URL (and a route prefix in
+//! Three behaviours, chosen by the request path so that a test needs nothing but a URL (and a route prefix in
 //! front of them still works): a segment `delay/<ms>` anywhere in the path holds the answer back that long
-//! (at most [`MAX_DELAY`]; for timeouts), and `fail-once/<key>` answers 503 the first time this server sees
-//! `<key>` and 200 from then on (for retries). Either is recorded in [`Upstream::requests`] on arrival.
+//! (at most [`MAX_DELAY`]; for timeouts); `fail-once/<key>` answers 503 the first time this server sees
+//! `<key>` and normally from then on (for retries on status codes); `delay-once/<key>` holds the first
+//! request carrying `<key>` for [`DELAY_ONCE`] and answers later ones at once (for retries after a per-try
+//! timeout). Every request is recorded in [`Upstream::requests`] on arrival.
 
 use std::collections::HashSet;
 use std::convert::Infallible;
@@ -101,6 +103,9 @@ impl ServerTls {
 
 /// The longest `delay/<ms>` an upstream honours (a typo must not hang a test).
 pub const MAX_DELAY: Duration = Duration::from_secs(30);
+/// How long `delay-once/<key>` holds the first request: longer than any timeout a test sets, shorter than
+/// the testkit client's own.
+pub const DELAY_ONCE: Duration = Duration::from_secs(5);
 
 /// One request as the upstream saw it.
 #[derive(Debug, Clone)]
@@ -150,8 +155,8 @@ struct State {
     handshakes: Mutex<Vec<Handshake>>,
     connections: AtomicUsize,
     plaintext_on_tls: AtomicUsize,
-    /// `fail-once` keys already failed.
-    failed_once: Mutex<HashSet<String>>,
+    /// `fail-once/<key>` and `delay-once/<key>` already acted on, as `<behaviour>/<key>`.
+    once: Mutex<HashSet<String>>,
 }
 
 #[derive(Clone)]
@@ -347,15 +352,20 @@ where
                 sni: info.sni,
                 client_cn: info.client_cn,
             };
-            let status = match path_arg(&seen.path, "fail-once") {
-                Some(key) if state.failed_once.lock().unwrap().insert(key.to_string()) => {
-                    StatusCode::SERVICE_UNAVAILABLE
-                }
-                _ => StatusCode::OK,
+            // Whether this is the first request carrying `<behaviour>/<key>`.
+            let first = |behaviour: &str| {
+                path_arg(&seen.path, behaviour)
+                    .is_some_and(|key| state.once.lock().unwrap().insert(format!("{behaviour}/{key}")))
+            };
+            let status = if first("fail-once") {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::OK
             };
             let delay = path_arg(&seen.path, "delay")
                 .and_then(|ms| ms.parse().ok())
-                .map(|ms| Duration::from_millis(ms).min(MAX_DELAY));
+                .map(|ms| Duration::from_millis(ms).min(MAX_DELAY))
+                .or_else(|| first("delay-once").then_some(DELAY_ONCE));
             state.requests.lock().unwrap().push(seen);
             if let Some(delay) = delay {
                 tokio::time::sleep(delay).await;

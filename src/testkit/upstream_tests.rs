@@ -78,6 +78,29 @@ async fn fail_once_fails_each_key_once() {
 }
 
 #[tokio::test]
+async fn delay_once_holds_only_the_first_request_of_a_key() {
+    let up = Upstream::http("slow-once", lo(2)).await;
+    let addr = up.addr;
+    let held = tokio::spawn(async move { http::get(addr, "x", "/t/delay-once/k").await });
+    eventually("the first request arrived", Duration::from_secs(5), || async {
+        if up.requests().len() == 1 {
+            Ok(())
+        } else {
+            Err("not yet".to_string())
+        }
+    })
+    .await
+    .unwrap();
+    // The second request with the key is answered while the first is still held.
+    let second = http::get(addr, "x", "/t/delay-once/k").await.unwrap();
+    assert_eq!(second.status, 200);
+    assert!(!held.is_finished(), "the first request was not held");
+    held.abort();
+    // `fail-once` keys are their own.
+    assert_eq!(http::get(addr, "x", "/fail-once/k").await.unwrap().status, 503);
+}
+
+#[tokio::test]
 async fn tls_upstream_records_sni_and_client_certificate_and_refuses_the_rest() {
     let ca = Ca::new("e2e test CA");
     let server = ca.server(&["api.e2e.test"], &[]);
