@@ -5,7 +5,8 @@
 //! - prefixes match whole segments: `/abc` takes `/abc` and `/abc/d`, never `/abcd`;
 //! - a method match beats the same path without one; two header matches beat one (names case-insensitive);
 //! - a query-parameter match takes only the requests carrying the parameter's value;
-//! - two routes with the same match: the older (`creationTimestamp`) wins, even though its name sorts last;
+//! - two routes with the same match: the older (`creationTimestamp`) wins, even though its name sorts last,
+//!   and once it is deleted the other takes over;
 //! - a trailing `/` of a prefix is ignored (`/trail/` takes `/trail`, not `/trailer`); a RegularExpression
 //!   path must match the whole path, and a header may be matched by a RegularExpression; of two header
 //!   matches with one name only the first counts; paths and query-parameter names are case-sensitive;
@@ -297,4 +298,12 @@ async fn run(mode: Mode) {
     assert_eq!(paths, ["/query?q=yes", "/query?x=1&q=yes"]);
     let newer = &upstreams[UPSTREAMS.iter().position(|n| *n == "tie-newer").unwrap()];
     assert!(newer.requests().is_empty(), "the newer tied route received traffic");
+
+    // The older tied route deleted: its rival takes over once the new route configuration arrives.
+    let without_older: Vec<Value> = docs
+        .into_iter()
+        .filter(|d| d["metadata"]["name"] != "z-tie-older")
+        .collect();
+    scene.write("00-gateway.yaml", &without_older);
+    scene.wait_for_upstream("/tie", "tie-newer").await;
 }

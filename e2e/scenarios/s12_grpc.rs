@@ -7,7 +7,8 @@
 //!   whose name merely starts the same way) and a method regular expression each reach their own upstream,
 //!   which sees HTTP/2, the path, `content-type` and the 5-byte body;
 //! - a method-only match takes that method of any service, but loses to a service match (more characters of
-//!   the service); a header match takes only calls carrying the header (name case-insensitive);
+//!   the service); a header match takes only calls carrying the header (name case-insensitive), and its
+//!   rule's RequestHeaderModifier / ResponseHeaderModifier reach the upstream / the client;
 //! - an HTTPRoute on another hostname shares one of the Services over HTTP/1.1 (its plain cluster), while a
 //!   newer HTTPRoute on the GRPCRoute's hostname is refused and serves nothing (and its status says
 //!   `Accepted=False/HostnameConflict`);
@@ -126,6 +127,11 @@ fn routes() -> Vec<Value> {
             ),
             json!({"matches": [{"method": {"type": "Exact", "service": "pkg.Hdr"},
                     "headers": [{"name": "x-tenant", "value": "blue"}]}],
+                "filters": [
+                    {"type": "RequestHeaderModifier",
+                        "requestHeaderModifier": {"add": [{"name": "x-via", "value": "pier"}]}},
+                    {"type": "ResponseHeaderModifier",
+                        "responseHeaderModifier": {"set": [{"name": "x-answered-via", "value": "pier"}]}}],
                 "backendRefs": [service_ref("grpc-header", 80)]}),
             method_rule(json!({"type": "Exact", "service": "pkg.Broken"}), "missing"),
         ],
@@ -239,6 +245,14 @@ async fn run(mode: Mode) {
             "{path}: a trailers-only response has no trailers: {a:?}"
         );
     }
+    // The header rule's filters: metadata added on the way in, a header set on the way out.
+    assert!(
+        header.requests().iter().all(|s| s.header("x-via") == Some("pier")),
+        "grpc-header saw a call without the added metadata: {:?}",
+        header.requests()
+    );
+    let a = call_with(addr, "/pkg.Hdr/Call", &[("x-tenant", "blue")]).await.unwrap();
+    assert_eq!(a.header("x-answered-via"), Some("pier"), "{a:?}");
     assert!(
         header
             .requests()
