@@ -11,7 +11,8 @@
 //!   rule's RequestHeaderModifier / ResponseHeaderModifier reach the upstream / the client;
 //! - an HTTPRoute on another hostname shares one of the Services over HTTP/1.1 (its plain cluster), while a
 //!   newer HTTPRoute on the GRPCRoute's hostname is refused and serves nothing (and its status says
-//!   `Accepted=False/HostnameConflict`);
+//!   `Accepted=False/HostnameConflict`); an HTTP/1.1 request reaches a Service with `appProtocol:
+//!   kubernetes.io/h2c` over HTTP/2;
 //! - a rule whose only backendRef is a missing Service answers `grpc-status: 14` (UNAVAILABLE) and a call no
 //!   rule matches `grpc-status: 12` (UNIMPLEMENTED), both as trailers-only responses: HTTP 200 with the
 //!   status in the response headers and no body.
@@ -137,7 +138,14 @@ fn routes() -> Vec<Value> {
         ],
     );
     grpc["spec"]["hostnames"] = json!([HOST]);
-    let mut web = http_route("web", "gw", vec![rule("/", vec![service_ref("grpc-exact", 80)])]);
+    let mut web = http_route(
+        "web",
+        "gw",
+        vec![
+            rule("/", vec![service_ref("grpc-exact", 80)]),
+            rule("/h2c", vec![service_ref("h2c-web", 80)]),
+        ],
+    );
     web["spec"]["hostnames"] = json!([WEB_HOST]);
     let mut conflict = http_route("conflict", "gw", vec![rule("/", vec![service_ref("grpc-exact", 80)])]);
     conflict["spec"]["hostnames"] = json!([HOST]);
@@ -160,6 +168,11 @@ async fn run(mode: Mode) {
     for up in all {
         docs.extend(service_at(&up.name, &up.ip(), up.port()));
     }
+    // A Service that declares h2c (KEP-3726's `kubernetes.io/h2c`): an HTTPRoute reaches it over HTTP/2.
+    let h2c = Upstream::http("h2c-web", lo(7)).await;
+    let [mut h2c_service, h2c_slice] = service_at(&h2c.name, &h2c.ip(), h2c.port());
+    h2c_service["spec"]["ports"][0]["appProtocol"] = json!("kubernetes.io/h2c");
+    docs.extend([h2c_service, h2c_slice]);
     docs.extend(routes());
     scene.write("00-gateway.yaml", &docs);
     scene.start_pier(super::loopback_allowed()).await;
@@ -289,6 +302,14 @@ async fn run(mode: Mode) {
     assert_eq!((r.status, r.upstream()), (200, Some("grpc-exact")), "{r:?}");
     let seen = &exact.requests()[before];
     assert_eq!((seen.version.as_str(), seen.path.as_str()), ("HTTP/1.1", "/page"));
+    let r = http::get(addr, WEB_HOST, "/h2c/page").await.unwrap();
+    assert_eq!((r.status, r.upstream()), (200, Some("h2c-web")), "{r:?}");
+    let seen = h2c.requests();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(
+        (seen[0].version.as_str(), seen[0].path.as_str()),
+        ("HTTP/2.0", "/h2c/page")
+    );
     let r = http::get(addr, HOST, "/page").await.unwrap();
     assert_eq!(
         (r.status, r.upstream()),
