@@ -142,6 +142,61 @@ where
     parse(&raw)
 }
 
+/// A WebSocket-style upgrade on a new connection: `GET path` with `Upgrade: websocket`; on `101` writes
+/// `payload` and reads as many bytes back (the testkit upstream echoes after an upgrade). Returns the
+/// response head and the bytes read back (none when the answer was not `101`).
+pub async fn upgrade_echo(
+    addr: SocketAddr,
+    host: &str,
+    path: &str,
+    payload: &[u8],
+) -> Result<(Response, Vec<u8>), String> {
+    let attempt = async {
+        let mut stream = TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect {addr}: {e}"))?;
+        // A syntactically complete handshake (RFC 6455 §1.3's sample key), so no proxy refuses it as malformed.
+        let head = format!(
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+             Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        );
+        stream
+            .write_all(head.as_bytes())
+            .await
+            .map_err(|e| format!("write: {e}"))?;
+        let mut raw = Vec::new();
+        let mut byte = [0u8; 1];
+        // Byte by byte up to the end of the head: what follows a 101 is the echoed stream, not a body.
+        while !raw.ends_with(b"\r\n\r\n") {
+            match stream.read(&mut byte).await {
+                Ok(0) => break,
+                Ok(_) => raw.push(byte[0]),
+                Err(e) => return Err(format!("read: {e}")),
+            }
+        }
+        let mut response = parse(&raw)?;
+        if response.status != 101 {
+            // Not upgraded: read the rest, so the caller sees the whole answer.
+            let _ = stream.read_to_end(&mut raw).await;
+            response = parse(&raw)?;
+            return Ok((response, Vec::new()));
+        }
+        stream
+            .write_all(payload)
+            .await
+            .map_err(|e| format!("write after 101: {e}"))?;
+        let mut echoed = vec![0u8; payload.len()];
+        stream
+            .read_exact(&mut echoed)
+            .await
+            .map_err(|e| format!("reading the echo: {e}"))?;
+        Ok((response, echoed))
+    };
+    tokio::time::timeout(REQUEST_TIMEOUT, attempt)
+        .await
+        .map_err(|_| format!("upgrade {path} via {addr}: no answer within {REQUEST_TIMEOUT:?}"))?
+}
+
 /// Whether `raw` holds a whole response whose end is known without EOF: `parse` only succeeds on a
 /// chunked body once its last chunk arrived, and on a Content-Length body once all of it arrived.
 fn is_complete(raw: &[u8]) -> bool {

@@ -8,12 +8,14 @@
 //! SNI of its connection, the client certificate's subject). A TLS upstream can also require a client
 //! certificate and verify it against a CA.
 //!
-//! Three behaviours, chosen by the request path so that a test needs nothing but a URL (and a route prefix in
+//! Three behaviours chosen by the request path so that a test needs nothing but a URL (and a route prefix in
 //! front of them still works): a segment `delay/<ms>` anywhere in the path holds the answer back that long
 //! (at most [`MAX_DELAY`]; for timeouts); `fail-once/<key>` answers 503 the first time this server sees
 //! `<key>` and normally from then on (for retries on status codes); `delay-once/<key>` holds the first
 //! request carrying `<key>` for [`DELAY_ONCE`] and answers later ones at once (for retries after a per-try
-//! timeout). Every request is recorded in [`Upstream::requests`] on arrival.
+//! timeout). Every request is recorded in [`Upstream::requests`] on arrival. A request asking for
+//! `Upgrade: websocket` gets `101 Switching Protocols`, after which the connection echoes every byte back:
+//! enough to prove an upgrade made it through a proxy, without WebSocket framing.
 
 use std::collections::HashSet;
 use std::convert::Infallible;
@@ -320,9 +322,14 @@ async fn serve<S>(io: S, name: String, info: ConnInfo, state: Arc<State>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         let (name, info, state) = (name.clone(), info.clone(), state.clone());
         async move {
+            let upgrade = req
+                .headers()
+                .get(hyper::header::UPGRADE)
+                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"))
+                .then(|| hyper::upgrade::on(&mut req));
             let (parts, body) = req.into_parts();
             // Read the whole body before answering: an HTTP/2 peer (Envoy) would otherwise see the stream
             // reset under a request it is still sending (the gRPC frames of the suite's calls).
@@ -370,6 +377,17 @@ where
             if let Some(delay) = delay {
                 tokio::time::sleep(delay).await;
             }
+            if let Some(upgrade) = upgrade {
+                tokio::spawn(echo(upgrade));
+                let response = Response::builder()
+                    .status(StatusCode::SWITCHING_PROTOCOLS)
+                    .header(hyper::header::CONNECTION, "upgrade")
+                    .header(hyper::header::UPGRADE, "websocket")
+                    .header("x-upstream", name.as_str())
+                    .body(Full::new(Bytes::new()))
+                    .expect("response");
+                return Ok(response);
+            }
             let response = Response::builder()
                 .status(status)
                 .header("x-upstream", name.as_str())
@@ -380,8 +398,16 @@ where
         }
     });
     let _ = auto::Builder::new(TokioExecutor::new())
-        .serve_connection(TokioIo::new(io), service)
+        .serve_connection_with_upgrades(TokioIo::new(io), service)
         .await;
+}
+
+/// After a `101 Switching Protocols`: echoes every byte until the peer closes.
+async fn echo(upgrade: hyper::upgrade::OnUpgrade) {
+    if let Ok(upgraded) = upgrade.await {
+        let (mut reader, mut writer) = tokio::io::split(TokioIo::new(upgraded));
+        let _ = tokio::io::copy(&mut reader, &mut writer).await;
+    }
 }
 
 /// The path segment after the segment `word` (query left out): `path_arg("/a/delay/500?x", "delay")` is

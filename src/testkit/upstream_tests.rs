@@ -78,6 +78,15 @@ async fn fail_once_fails_each_key_once() {
 }
 
 #[tokio::test]
+async fn upgrades_to_an_echo() {
+    let up = Upstream::http("ws", lo(2)).await;
+    let (head, echoed) = http::upgrade_echo(up.addr, "x", "/ws", b"hello through").await.unwrap();
+    assert_eq!((head.status, head.upstream()), (101, Some("ws")));
+    assert_eq!(echoed, b"hello through");
+    assert_eq!(up.requests()[0].header("upgrade"), Some("websocket"));
+}
+
+#[tokio::test]
 async fn delay_once_holds_only_the_first_request_of_a_key() {
     let up = Upstream::http("slow-once", lo(2)).await;
     let addr = up.addr;
