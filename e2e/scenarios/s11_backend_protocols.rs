@@ -3,9 +3,10 @@
 //! `101 Switching Protocols` and then echoes bytes, so an echo that comes back proves Envoy both forwarded the
 //! upgrade and switched the connection to a byte stream. Checked for a Service port with `appProtocol:
 //! kubernetes.io/ws` and for one without `appProtocol`; the upstream sees an HTTP/1.1 upgrade request, and a
-//! plain request on the same route is still served normally.
+//! plain request on the same route is still served normally. Also the traffic half of HTTPRouteWeight's
+//! weight 0: a backendRef weighted 0 beside one weighted 1 receives nothing.
 
-use pier::testkit::http;
+use pier::testkit::http::{self, tally};
 use pier::testkit::lo;
 use pier::testkit::upstream::Upstream;
 use serde_json::json;
@@ -25,12 +26,21 @@ async fn run(mode: Mode) {
     ws_service["spec"]["ports"][0]["appProtocol"] = json!("kubernetes.io/ws");
     docs.extend([ws_service, ws_slice]);
     docs.extend(service_at(&undeclared.name, &undeclared.ip(), undeclared.port()));
+    let zero = Upstream::http("weight-zero", lo(4)).await;
+    docs.extend(service_at(&zero.name, &zero.ip(), zero.port()));
     docs.push(http_route(
         "ws",
         "gw",
         vec![
             rule("/declared", vec![service_ref("ws-declared", 80)]),
             rule("/undeclared", vec![service_ref("ws-undeclared", 80)]),
+            rule(
+                "/zero",
+                vec![
+                    weighted(service_ref("weight-zero", 80), 0),
+                    weighted(service_ref("ws-undeclared", 80), 1),
+                ],
+            ),
         ],
     ));
     scene.write("00-gateway.yaml", &docs);
@@ -63,4 +73,8 @@ async fn run(mode: Mode) {
             upstream.name
         );
     }
+
+    let t = tally(scene.listener(), HOST, "/zero", 20).await;
+    assert_eq!(t.get("ws-undeclared"), 20, "weight 0 beside weight 1: {t}");
+    assert!(zero.requests().is_empty(), "the weight-0 backend received traffic");
 }
