@@ -39,6 +39,7 @@ mod s11_backend_protocols;
 mod s11_route_filters;
 mod s11_route_matching;
 mod s12_grpc;
+mod s12_grpc_tls;
 mod s13_mirror_cors_timeouts;
 
 use crate::harness::PierOptions;

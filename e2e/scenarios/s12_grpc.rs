@@ -27,6 +27,7 @@ use pier::testkit::http;
 use pier::testkit::lo;
 use pier::testkit::upstream::Upstream;
 use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use crate::harness::manifests::*;
@@ -38,28 +39,28 @@ both_modes!(run);
 /// The HTTPRoute's hostname (the GRPCRoute has [`HOST`]).
 const WEB_HOST: &str = "web.e2e.test";
 /// An empty gRPC message: not compressed (flag 0), length 0.
-const EMPTY_FRAME: [u8; 5] = [0, 0, 0, 0, 0];
+pub(super) const EMPTY_FRAME: [u8; 5] = [0, 0, 0, 0, 0];
 /// Longest one call may take, connect to end of stream.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Request headers of a call, `(name, value)`.
-type Metadata<'a> = &'a [(&'a str, &'a str)];
+pub(super) type Metadata<'a> = &'a [(&'a str, &'a str)];
 
 /// What the client got back from one call.
 #[derive(Debug)]
-struct Answer {
-    status: u16,
-    headers: hyper::HeaderMap,
-    trailers: Option<hyper::HeaderMap>,
-    body_len: usize,
+pub(super) struct Answer {
+    pub(super) status: u16,
+    pub(super) headers: hyper::HeaderMap,
+    pub(super) trailers: Option<hyper::HeaderMap>,
+    pub(super) body_len: usize,
 }
 
 impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
-    fn upstream(&self) -> Option<&str> {
+    pub(super) fn upstream(&self) -> Option<&str> {
         self.header("x-upstream")
     }
 }
@@ -71,11 +72,19 @@ async fn call(addr: SocketAddr, path: &str) -> Result<Answer, String> {
 
 /// [`call`] with extra request headers (metadata).
 async fn call_with(addr: SocketAddr, path: &str, metadata: Metadata<'_>) -> Result<Answer, String> {
+    let tcp = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    call_over(tcp, path, metadata).await
+}
+
+/// One call over an established connection (TCP, or TLS that negotiated `h2`), which it then closes.
+pub(super) async fn call_over<S>(io: S, path: &str, metadata: Metadata<'_>) -> Result<Answer, String>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let attempt = async {
-        let tcp = TcpStream::connect(addr)
-            .await
-            .map_err(|e| format!("connect {addr}: {e}"))?;
-        let (mut sender, connection) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+        let (mut sender, connection) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
             .await
             .map_err(|e| format!("HTTP/2 handshake: {e}"))?;
         // The connection task ends when `sender` is dropped.
