@@ -37,6 +37,7 @@ mod s09_pier_restart;
 mod s10_malformed_file;
 mod s11_backend_protocols;
 mod s11_https_listeners;
+mod s11_listener_isolation;
 mod s11_reference_grant;
 mod s11_route_filters;
 mod s11_route_matching;
