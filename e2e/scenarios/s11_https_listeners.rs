@@ -5,7 +5,8 @@
 //!
 //! - a request whose Host is its SNI reaches that listener's route (exact hostnames and a wildcard);
 //! - a request whose Host belongs to another listener on the port than the one its SNI chose gets 421
-//!   (Misdirected Request) from Envoy, so the client can open a connection that names the right host.
+//!   (Misdirected Request) from Envoy, so the client can open a connection that names the right host;
+//! - replacing the Secret's certificate (another CA) is served without a restart, on every listener.
 
 use std::sync::Arc;
 
@@ -133,5 +134,28 @@ async fn run(mode: Mode) {
             "{} served a host its listener does not own: {foreign:?}",
             up.name
         );
+    }
+
+    // Certificate rotation: the Secret now holds a certificate from another CA, and the listeners serve it
+    // without a restart; the old CA no longer verifies them.
+    let rotated_ca = Ca::new("pier e2e rotated CA");
+    let rotated = rotated_ca.server(&["a.e2e.test", "b.e2e.test", "*.wild.e2e.test"], &[]);
+    docs[2] = tls_secret("gw-cert", &rotated);
+    scene.write("00-gateway.yaml", &docs);
+    eventually(
+        &format!("s11-https/{}: the rotated certificate served", mode.label()),
+        CONVERGE,
+        || async {
+            let r = get(&scene, &rotated_ca, "b.e2e.test", "b.e2e.test").await?;
+            match r.upstream() {
+                Some("up-b") => Ok(()),
+                other => Err(format!("status {} from {other:?}", r.status)),
+            }
+        },
+    )
+    .await;
+    for sni in ["a.e2e.test", "x.wild.e2e.test"] {
+        let old = get(&scene, &ca, sni, sni).await;
+        assert!(old.is_err(), "{sni}: the old certificate is still served: {old:?}");
     }
 }

@@ -41,6 +41,7 @@ fn gateway(port: u16) -> Value {
 
 async fn run(mode: Mode) {
     let mut scene = Scene::new("s11-isolation", mode).await;
+    // Kept until the end: dropping an upstream stops it.
     let mut upstreams = Vec::new();
     let mut docs = vec![gateway_class(), gateway(scene.port)];
     for (i, (listener, _, name)) in LISTENERS.iter().enumerate() {
