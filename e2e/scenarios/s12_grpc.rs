@@ -13,6 +13,7 @@
 //!   newer HTTPRoute on the GRPCRoute's hostname is refused and serves nothing (and its status says
 //!   `Accepted=False/HostnameConflict`); an HTTP/1.1 request reaches a Service with `appProtocol:
 //!   kubernetes.io/h2c` over HTTP/2;
+//! - a RequestMirror copy of a call reaches its Service (no `appProtocol`) over HTTP/2 as well;
 //! - a rule whose only backendRef is a missing Service answers `grpc-status: 14` (UNAVAILABLE) and a call no
 //!   rule matches `grpc-status: 12` (UNIMPLEMENTED), both as trailers-only responses: HTTP 200 with the
 //!   status in the response headers and no body.
@@ -144,6 +145,10 @@ fn routes() -> Vec<Value> {
                         "responseHeaderModifier": {"set": [{"name": "x-answered-via", "value": "pier"}]}}],
                 "backendRefs": [service_ref("grpc-header", 80)]}),
             method_rule(json!({"type": "Exact", "service": "pkg.Broken"}), "missing"),
+            json!({"matches": [{"method": {"type": "Exact", "service": "pkg.Mirror"}}],
+                "filters": [{"type": "RequestMirror",
+                    "requestMirror": {"backendRef": service_ref("grpc-shadow", 80)}}],
+                "backendRefs": [service_ref("grpc-exact", 80)]}),
         ],
     );
     grpc["spec"]["hostnames"] = json!([HOST]);
@@ -177,6 +182,8 @@ async fn run(mode: Mode) {
     for up in all {
         docs.extend(service_at(&up.name, &up.ip(), up.port()));
     }
+    let shadow = Upstream::http("grpc-shadow", lo(8)).await;
+    docs.extend(service_at(&shadow.name, &shadow.ip(), shadow.port()));
     // A Service that declares h2c (KEP-3726's `kubernetes.io/h2c`): an HTTPRoute reaches it over HTTP/2.
     let h2c = Upstream::http("h2c-web", lo(7)).await;
     let [mut h2c_service, h2c_slice] = service_at(&h2c.name, &h2c.ip(), h2c.port());
@@ -303,6 +310,28 @@ async fn run(mode: Mode) {
             up.name
         );
     }
+
+    // RequestMirror on a GRPCRoute: the copy is a gRPC call too, so it must go out over HTTP/2.
+    let a = call(addr, "/pkg.Mirror/Call").await.unwrap();
+    assert_eq!((a.status, a.upstream()), (200, Some("grpc-exact")), "{a:?}");
+    let copy = eventually("grpc-shadow saw the mirrored call", CONVERGE, || async {
+        shadow
+            .requests()
+            .into_iter()
+            .next()
+            .ok_or_else(|| "no copy yet".to_string())
+    })
+    .await;
+    assert_eq!(
+        (
+            copy.version.as_str(),
+            copy.method.as_str(),
+            copy.path.as_str(),
+            copy.body_len
+        ),
+        ("HTTP/2.0", "POST", "/pkg.Mirror/Call", EMPTY_FRAME.len()),
+        "the mirrored call as grpc-shadow saw it"
+    );
 
     // The HTTPRoute on its own hostname shares grpc-exact's Service: HTTP/1.1 there, through the plain
     // cluster. The newer HTTPRoute on the GRPCRoute's hostname was refused: nothing answers it there.
