@@ -9,7 +9,9 @@
 //!   and once it is deleted the other takes over;
 //! - a trailing `/` of a prefix is ignored (`/trail/` takes `/trail`, not `/trailer`); a RegularExpression
 //!   path must match the whole path, and a header may be matched by a RegularExpression; of two header
-//!   matches with one name only the first counts; paths and query-parameter names are case-sensitive;
+//!   matches with one name only the first counts; paths and query-parameter names are case-sensitive; a
+//!   query parameter may be matched by a RegularExpression; a method beats headers, a header beats query
+//!   parameters;
 //! - hostnames come before paths: a route for the exact request host beats one for a wildcard, which beats
 //!   one without hostnames — even when the less specific route has the longer path; a wildcard does not
 //!   take its bare domain.
@@ -161,6 +163,37 @@ fn routes() -> Vec<Value> {
                         )]),
                         "first-header",
                     ),
+                    rule_to(
+                        json!([with(
+                            prefix("/qre"),
+                            "queryParams",
+                            json!([{"type": "RegularExpression", "name": "v", "value": "[0-9]+"}])
+                        )]),
+                        "regex",
+                    ),
+                    // Across the criteria, the less decisive rule first: headers before a method, query
+                    // parameters before a header.
+                    rule_to(
+                        json!([with(
+                            prefix("/mix"),
+                            "headers",
+                            json!([{"name": "x-a", "value": "1"}, {"name": "x-b", "value": "2"}])
+                        )]),
+                        "two-headers",
+                    ),
+                    rule_to(json!([with(prefix("/mix"), "method", json!("POST"))]), "post"),
+                    rule_to(
+                        json!([with(
+                            prefix("/mix2"),
+                            "queryParams",
+                            json!([{"name": "q", "value": "1"}, {"name": "r", "value": "2"}])
+                        )]),
+                        "query",
+                    ),
+                    rule_to(
+                        json!([with(prefix("/mix2"), "headers", json!([{"name": "x-a", "value": "1"}]))]),
+                        "one-header",
+                    ),
                 ],
             ),
             "2021-01-01T00:00:00Z",
@@ -242,6 +275,12 @@ fn cases() -> Vec<(Request, &'static str)> {
         (get("/hre").header("x-env", "prod"), "fallback"),
         (get("/dup").header("x-dup", "1"), "first-header"),
         (get("/dup").header("x-dup", "2"), "fallback"),
+        (get("/qre?v=42"), "regex"),
+        (get("/qre?v=x"), "fallback"),
+        (get("/mix").method("POST").header("x-a", "1").header("x-b", "2"), "post"),
+        (get("/mix").header("x-a", "1").header("x-b", "2"), "two-headers"),
+        (get("/mix2?q=1&r=2").header("x-a", "1"), "one-header"),
+        (get("/mix2?q=1&r=2"), "query"),
         (get("/host/deep"), "host-exact"),
         (Request::get("api.e2e.test", "/host/deep"), "host-wild"),
         (Request::get("a.b.e2e.test", "/host"), "host-wild"),
@@ -290,12 +329,14 @@ async fn run(mode: Mode) {
 
     // The upstreams saw the requests as sent (matching rewrote nothing).
     let post = &upstreams[UPSTREAMS.iter().position(|n| *n == "post").unwrap()];
-    let seen = post.requests();
-    assert_eq!(seen.len(), 1, "{seen:?}");
-    assert_eq!((seen[0].method.as_str(), seen[0].path.as_str()), ("POST", "/method"));
+    let seen: Vec<(String, String)> = post.requests().into_iter().map(|s| (s.method, s.path)).collect();
+    assert_eq!(
+        seen,
+        [("POST".into(), "/method".into()), ("POST".into(), "/mix".into())]
+    );
     let query = &upstreams[UPSTREAMS.iter().position(|n| *n == "query").unwrap()];
     let paths: Vec<String> = query.requests().into_iter().map(|s| s.path).collect();
-    assert_eq!(paths, ["/query?q=yes", "/query?x=1&q=yes"]);
+    assert_eq!(paths, ["/query?q=yes", "/query?x=1&q=yes", "/mix2?q=1&r=2"]);
     let newer = &upstreams[UPSTREAMS.iter().position(|n| *n == "tie-newer").unwrap()];
     assert!(newer.requests().is_empty(), "the newer tied route received traffic");
 

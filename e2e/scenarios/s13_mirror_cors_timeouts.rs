@@ -6,6 +6,7 @@
 //!   sees it); from another origin it gets none; a simple request from an allowed origin carries the
 //!   allow-origin and expose headers on the upstream's answer; a `https://*.e2e.test` origin takes
 //!   subdomains (one label or more), not `https://e2e.test` nor `http://` origins, and allows credentials;
+//!   a preflight to a route without CORS is forwarded like any request and gets no allow headers;
 //! - a mirror to a missing Service is left out and the request still served;
 //! - `timeouts.backendRequest` and `timeouts.request` against an upstream that holds its answer back (the
 //!   testkit's `delay/<ms>`, far longer than the timeout): 504 from Envoy, after the request reached it;
@@ -215,6 +216,13 @@ async fn run(mode: Mode) {
             "{origin}: {r:?}"
         );
     }
+
+    // A route without CORS: a preflight is just another request, forwarded and answered without allow headers.
+    let mut elsewhere = preflight(ALLOWED_ORIGIN);
+    elsewhere.path = "/no-retry/preflight".to_string();
+    let r = http::send(listener, &elsewhere).await.unwrap();
+    assert_eq!((r.status, r.upstream()), (200, Some("flaky")), "{r:?}");
+    assert_eq!(r.header("access-control-allow-origin"), None, "{r:?}");
 
     // A mirror whose backend does not exist is left out; the request is still served.
     let r = scene.get("/mirror-missing/x").await.unwrap();
