@@ -3,6 +3,8 @@
 //! `abc.foo.e2e.test` — and each has its own route (attached by `sectionName`) on its own path. A request is
 //! served by the most specific listener its Host matches and only by that listener's routes: a path another
 //! listener's route would take gets 404, even when that other listener's hostname also matches the Host.
+//! A route whose hostnames reach beyond its listener's serves only the part inside (Gateway API: route
+//! hostnames that do not match the listener are ignored).
 
 use pier::testkit::http::outcome;
 use pier::testkit::lo;
@@ -52,6 +54,13 @@ async fn run(mode: Mode) {
         docs.push(route);
         upstreams.push(up);
     }
+    // A route on the `*.e2e.test` listener whose hostnames reach outside it: `outside.test` is ignored.
+    let inter = Upstream::http("inter", lo(6)).await;
+    docs.extend(service_at("inter", &inter.ip(), inter.port()));
+    let mut route = http_route("inter", "gw", vec![rule("/inter", vec![service_ref("inter", 80)])]);
+    route["spec"]["parentRefs"][0]["sectionName"] = json!("wild");
+    route["spec"]["hostnames"] = json!(["inter.e2e.test", "outside.test"]);
+    docs.push(route);
     scene.write("00-gateway.yaml", &docs);
     scene.start_pier(super::loopback_allowed()).await;
     scene.start_envoy("default/gw").await;
@@ -74,6 +83,10 @@ async fn run(mode: Mode) {
         ("abc.foo.e2e.test", "/wild", "status:404"),
         ("abc.foo.e2e.test", "/empty", "status:404"),
         ("x.e2e.test", "/abc", "status:404"),
+        // Hostname intersection: the route serves its hostname inside the listener's, and only that one.
+        ("inter.e2e.test", "/inter", "inter"),
+        ("x.e2e.test", "/inter", "status:404"),
+        ("outside.test", "/inter", "status:404"),
     ];
     let mut wrong = Vec::new();
     for (host, path, want) in cases {
