@@ -1,10 +1,11 @@
-//! Scenario 11c: WebSocket upgrades through an HTTPRoute (the traffic half of upstream's
-//! HTTPRouteBackendProtocolWebSocket). A client asks for `Upgrade: websocket`; the upstream answers
+//! Scenario 11c: how an HTTPRoute's backends are reached. First WebSocket upgrades (the traffic half of
+//! upstream's HTTPRouteBackendProtocolWebSocket). A client asks for `Upgrade: websocket`; the upstream answers
 //! `101 Switching Protocols` and then echoes bytes, so an echo that comes back proves Envoy both forwarded the
 //! upgrade and switched the connection to a byte stream. Checked for a Service port with `appProtocol:
 //! kubernetes.io/ws` and for one without `appProtocol`; the upstream sees an HTTP/1.1 upgrade request, and a
 //! plain request on the same route is still served normally. Also the traffic half of HTTPRouteWeight's
-//! weight 0: a backendRef weighted 0 beside one weighted 1 receives nothing.
+//! weight 0: a backendRef weighted 0 beside one weighted 1 receives nothing; and a Service whose only
+//! endpoint is not ready answers 503 (Gateway API's SHOULD), without reaching it.
 
 use pier::testkit::http::{self, tally};
 use pier::testkit::lo;
@@ -28,12 +29,22 @@ async fn run(mode: Mode) {
     docs.extend(service_at(&undeclared.name, &undeclared.ip(), undeclared.port()));
     let zero = Upstream::http("weight-zero", lo(4)).await;
     docs.extend(service_at(&zero.name, &zero.ip(), zero.port()));
+    let unready = Upstream::http("unready", lo(5)).await;
+    docs.push(service("unready", "http", 80));
+    docs.push(endpoint_slice(
+        "unready-1",
+        "unready",
+        "http",
+        unready.port(),
+        &[(&unready.ip(), false)],
+    ));
     docs.push(http_route(
         "ws",
         "gw",
         vec![
             rule("/declared", vec![service_ref("ws-declared", 80)]),
             rule("/undeclared", vec![service_ref("ws-undeclared", 80)]),
+            rule("/unready", vec![service_ref("unready", 80)]),
             rule(
                 "/zero",
                 vec![
@@ -77,4 +88,12 @@ async fn run(mode: Mode) {
     let t = tally(scene.listener(), HOST, "/zero", 20).await;
     assert_eq!(t.get("ws-undeclared"), 20, "weight 0 beside weight 1: {t}");
     assert!(zero.requests().is_empty(), "the weight-0 backend received traffic");
+
+    let r = scene.get("/unready").await.unwrap();
+    assert_eq!(
+        (r.status, r.upstream()),
+        (503, None),
+        "a Service without ready endpoints: {r:?}"
+    );
+    assert!(unready.requests().is_empty(), "the not-ready endpoint received traffic");
 }
