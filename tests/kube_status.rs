@@ -195,6 +195,11 @@ async fn change_to_ads_latency() {
     for quiet_ms in [100u64, 5] {
         let api = FakeApiServer::start(&[]).await;
         api.apply_yaml(&base_model());
+        // A new Service per change: each change adds a cluster, which goes out at once (removals wait
+        // for the proxy to leave the old one, and this proxy does not take routes).
+        for i in 0..20 {
+            api.apply_yaml(&service(&format!("s{i}"), &format!("10.1.0.{i}")));
+        }
         let pier = Pier::start(settings(&api, "a", &[]), Duration::from_millis(quiet_ms)).await;
         pier.wait_dump("base model", |d| d.contains("service/default/a/80")).await;
         let mut proxy = Proxy::clusters(pier.xds, GW).await;
@@ -202,13 +207,24 @@ async fn change_to_ads_latency() {
         proxy.ack().await;
         let mut samples = Vec::new();
         for i in 0..20 {
-            let backend = ["b", "c"][i % 2];
+            let backend = format!("s{i}");
             let started = Instant::now();
             api.apply_yaml(&base_model().replace("{name: a, port: 80}", &format!("{{name: {backend}, port: 80}}")));
-            let resp = proxy.recv().await;
-            samples.push(started.elapsed());
-            assert!(format!("{resp:?}").contains(&format!("service/default/{backend}/80")));
-            proxy.ack().await;
+            // Responses that only remove an older cluster may come first; the new version is the one
+            // carrying the new cluster.
+            loop {
+                let resp = proxy.recv().await;
+                let names: Vec<String> = resp
+                    .resources
+                    .iter()
+                    .map(|any| <envoy_types::pb::envoy::config::cluster::v3::Cluster as prost::Message>::decode(any.value.as_slice()).unwrap().name)
+                    .collect();
+                proxy.ack().await;
+                if names.contains(&format!("service/default/{backend}/80")) {
+                    samples.push(started.elapsed());
+                    break;
+                }
+            }
         }
         samples.sort();
         println!(

@@ -72,6 +72,10 @@ pub struct Pier {
 impl Pier {
     pub async fn start(settings: pier::runtime::KubeSettings, quiet: Duration) -> Pier {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PIER_LOG").unwrap_or_else(|_| "off".into()))
+            .with_test_writer()
+            .try_init();
         let dir = tempfile::tempdir().unwrap();
         let address_file = dir.path().join("addr.json");
         let mut options = pier::Options::default();
