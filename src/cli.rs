@@ -75,9 +75,10 @@ pub struct ServeArgs {
     #[arg(long, env = "PIER_DEBOUNCE_MAX_MS", default_value_t = 1000)]
     pub debounce_max_ms: u64,
     #[command(flatten)]
-    pub kube: KubeArgs,
-    #[command(flatten)]
     pub translator: TranslatorArgs,
+    // Last, so its help heading does not spill onto the translator options.
+    #[command(flatten)]
+    pub kube: KubeArgs,
 }
 
 /// The Kubernetes source (`pier serve --kubernetes`).
