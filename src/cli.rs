@@ -57,7 +57,13 @@ pub struct DemoArgs {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Directory of YAML/JSON manifests, watched for changes (read recursively, in sorted order).
-    #[arg(long, env = "PIER_CONFIG_DIR", value_name = "DIR", required_unless_present = "kubernetes", conflicts_with = "kubernetes")]
+    #[arg(
+        long,
+        env = "PIER_CONFIG_DIR",
+        value_name = "DIR",
+        required_unless_present = "kubernetes",
+        conflicts_with = "kubernetes"
+    )]
     pub config_dir: Option<PathBuf>,
     /// Address of the ADS gRPC server (port 0 picks a free port; see --address-file).
     #[arg(long, env = "PIER_XDS_ADDRESS", default_value = "127.0.0.1:18000")]
@@ -91,19 +97,40 @@ pub struct KubeArgs {
     pub kubernetes: bool,
     /// Watch namespaced kinds only in these namespaces (repeatable or comma-separated); default: all.
     /// Cluster-scoped kinds (GatewayClass, Namespace) are always watched.
-    #[arg(long, env = "PIER_WATCH_NAMESPACES", value_delimiter = ',', value_name = "NAMESPACE", requires = "kubernetes")]
+    #[arg(
+        long,
+        env = "PIER_WATCH_NAMESPACES",
+        value_delimiter = ',',
+        value_name = "NAMESPACE",
+        requires = "kubernetes"
+    )]
     pub watch_namespaces: Vec<String>,
     /// Name of the coordination.k8s.io/v1 Lease that elects the replica writing status.
-    #[arg(long, env = "PIER_LEASE_NAME", default_value = "pier-status-writer", requires = "kubernetes")]
+    #[arg(
+        long,
+        env = "PIER_LEASE_NAME",
+        default_value = "pier-status-writer",
+        requires = "kubernetes"
+    )]
     pub lease_name: String,
     /// Namespace of that Lease (default: the client's namespace, i.e. pier's own Pod namespace).
-    #[arg(long, env = "PIER_LEASE_NAMESPACE", value_name = "NAMESPACE", requires = "kubernetes")]
+    #[arg(
+        long,
+        env = "PIER_LEASE_NAMESPACE",
+        value_name = "NAMESPACE",
+        requires = "kubernetes"
+    )]
     pub lease_namespace: Option<String>,
     /// This replica's identity on the Lease (default: $POD_NAME, else $HOSTNAME, else a random one).
     #[arg(long, env = "PIER_LEASE_IDENTITY", requires = "kubernetes")]
     pub lease_identity: Option<String>,
     /// Upper bound on status writes per second.
-    #[arg(long, env = "PIER_STATUS_WRITES_PER_SECOND", default_value_t = 20, requires = "kubernetes")]
+    #[arg(
+        long,
+        env = "PIER_STATUS_WRITES_PER_SECOND",
+        default_value_t = 20,
+        requires = "kubernetes"
+    )]
     pub status_writes_per_second: u32,
 }
 

@@ -65,10 +65,17 @@ mod tests {
             ]
         );
         let text = serde_json::to_string(&all[0]).unwrap();
-        assert!(text.contains("EndpointSelector") && text.contains("endpointSelector"), "{text}");
+        assert!(
+            text.contains("EndpointSelector") && text.contains("endpointSelector"),
+            "{text}"
+        );
         for crd in &all {
             let v = &crd.spec.versions[0];
-            assert!(v.subresources.as_ref().unwrap().status.is_some(), "{:?} has a status subresource", crd.metadata.name);
+            assert!(
+                v.subresources.as_ref().unwrap().status.is_some(),
+                "{:?} has a status subresource",
+                crd.metadata.name
+            );
         }
         assert!(yaml().unwrap().matches("kind: CustomResourceDefinition").count() == 3);
     }

@@ -29,9 +29,12 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Bootstrap(args) => bootstrap(args),
         Command::Demo(args) => demo(args),
-        Command::Crds => pier::crds::yaml()
-            .context("rendering the CRDs")
-            .and_then(|text| std::io::stdout().lock().write_all(text.as_bytes()).context("writing output")),
+        Command::Crds => pier::crds::yaml().context("rendering the CRDs").and_then(|text| {
+            std::io::stdout()
+                .lock()
+                .write_all(text.as_bytes())
+                .context("writing output")
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

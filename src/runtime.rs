@@ -112,7 +112,12 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
             (None, tasks)
         }
         None => {
-            let dir = dir::run(config.config_dir.clone(), config.debounce.clone(), dir_tx, stop_rx.clone());
+            let dir = dir::run(
+                config.config_dir.clone(),
+                config.debounce.clone(),
+                dir_tx,
+                stop_rx.clone(),
+            );
             (Some(tokio::spawn(dir)), Vec::new())
         }
     };

@@ -40,7 +40,11 @@ fn documents() -> Vec<(String, Value)> {
 fn typed<T: DeserializeOwned + serde::Serialize>(file: &str, v: &Value) -> T {
     let name = format!("{file}: {} {}", v["kind"], v["metadata"]["name"]);
     let t: T = serde_path_to_error::deserialize(v.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(&serde_json::to_value(&t).unwrap(), v, "{name}: a field did not survive parsing");
+    assert_eq!(
+        &serde_json::to_value(&t).unwrap(),
+        v,
+        "{name}: a field did not survive parsing"
+    );
     t
 }
 
@@ -64,7 +68,14 @@ fn every_manifest_parses_into_its_kubernetes_type() {
         }
         kinds.insert(kind);
     }
-    for k in ["Namespace", "ServiceAccount", "ClusterRole", "Deployment", "Service", "PodDisruptionBudget"] {
+    for k in [
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+    ] {
         assert!(kinds.contains(k), "deploy/ has a {k}");
     }
     let pier: Vec<Deployment> = documents()
@@ -75,7 +86,8 @@ fn every_manifest_parses_into_its_kubernetes_type() {
     let spec = pier[0].spec.as_ref().unwrap();
     assert_eq!(spec.replicas, Some(2));
     let c = &spec.template.spec.as_ref().unwrap().containers[0];
-    let probe = |p: &Option<k8s_openapi::api::core::v1::Probe>| p.as_ref().unwrap().http_get.as_ref().unwrap().path.clone();
+    let probe =
+        |p: &Option<k8s_openapi::api::core::v1::Probe>| p.as_ref().unwrap().http_get.as_ref().unwrap().path.clone();
     assert_eq!(probe(&c.liveness_probe).as_deref(), Some("/healthz"));
     assert_eq!(probe(&c.readiness_probe).as_deref(), Some("/readyz"));
 }
@@ -113,10 +125,17 @@ fn rbac_grants_exactly_the_api_calls_pier_makes() {
     }
     let missing: Vec<_> = needed.difference(&granted).collect();
     let extra: Vec<_> = granted.difference(&needed).collect();
-    assert!(missing.is_empty(), "calls pier makes that the RBAC does not grant: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "calls pier makes that the RBAC does not grant: {missing:?}"
+    );
     assert!(extra.is_empty(), "grants pier never uses: {extra:?}");
     // The Lease is only ever touched in pier's own namespace.
-    assert!(grants(cluster.rules.as_deref().unwrap_or_default()).iter().all(|g| g.1 != "leases"));
+    assert!(
+        grants(cluster.rules.as_deref().unwrap_or_default())
+            .iter()
+            .all(|g| g.1 != "leases")
+    );
 }
 
 #[test]
@@ -160,10 +179,19 @@ fn serve_help_documents_every_kubernetes_option_and_crds_print() {
     }
     let crds = pier(&["crds"]);
     let names: Vec<String> = serde_yaml::Deserializer::from_str(&crds)
-        .map(|d| Value::deserialize(d).unwrap()["metadata"]["name"].as_str().unwrap().to_string())
+        .map(|d| {
+            Value::deserialize(d).unwrap()["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(
         names,
-        ["xbackends.gateway.networking.x-k8s.io", "backends.gateway.networking.k8s.io", "backends.gateway.envoyproxy.io"]
+        [
+            "xbackends.gateway.networking.x-k8s.io",
+            "backends.gateway.networking.k8s.io",
+            "backends.gateway.envoyproxy.io"
+        ]
     );
 }

@@ -49,7 +49,10 @@ async fn dump(admin: std::net::SocketAddr) -> String {
 async fn wait_dump(admin: std::net::SocketAddr, needle: &str) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while !dump(admin).await.contains(needle) {
-        assert!(tokio::time::Instant::now() < deadline, "{needle} not published within 60 s");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{needle} not published within 60 s"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -75,7 +78,14 @@ async fn memory_per_watched_object() {
     .unwrap();
     let address_file = dir.path().join("addr.json");
     let child = Command::new(env!("CARGO_BIN_EXE_pier"))
-        .args(["serve", "--kubernetes", "--xds-address", "127.0.0.1:0", "--admin-address", "127.0.0.1:0"])
+        .args([
+            "serve",
+            "--kubernetes",
+            "--xds-address",
+            "127.0.0.1:0",
+            "--admin-address",
+            "127.0.0.1:0",
+        ])
         .arg("--address-file")
         .arg(&address_file)
         .args(["--lease-namespace", "pier-system", "--debounce-quiet-ms", "50"])
@@ -87,7 +97,9 @@ async fn memory_per_watched_object() {
     let child = Child_(child);
     let pid = child.0.id();
     let addrs: Value = wait_for("pier's address file", || {
-        std::fs::read_to_string(&address_file).ok().and_then(|t| serde_json::from_str(&t).ok())
+        std::fs::read_to_string(&address_file)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
     })
     .await;
     let admin = addrs["admin"].as_str().unwrap().parse().unwrap();
@@ -134,7 +146,9 @@ async fn memory_per_watched_object() {
     let with_secrets = settled_rss(pid).await;
 
     let per = |after: u64, before: u64| (after.saturating_sub(before) as f64 * 1024.0) / N as f64;
-    println!("pier RSS: {base} KiB at start; +{N} Services: {with_services} KiB; +{N} unreferenced 4 KiB Secrets: {with_secrets} KiB");
+    println!(
+        "pier RSS: {base} KiB at start; +{N} Services: {with_services} KiB; +{N} unreferenced 4 KiB Secrets: {with_secrets} KiB"
+    );
     println!(
         "per watched object: Service ≈ {:.0} bytes; unreferenced Secret (4 KiB of data, dropped) ≈ {:.0} bytes",
         per(with_services, base),

@@ -21,7 +21,12 @@ const QUIET: Duration = Duration::from_millis(30);
 async fn examples_match_the_directory_source_and_wait_for_every_watch() {
     let api = FakeApiServer::start(&[]).await;
     let mut texts = Vec::new();
-    for f in ["00-gateway.yaml", "10-backends.yaml", "20-services.yaml", "30-routes.yaml"] {
+    for f in [
+        "00-gateway.yaml",
+        "10-backends.yaml",
+        "20-services.yaml",
+        "30-routes.yaml",
+    ] {
         let path = format!("{}/examples/{f}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap();
         api.apply_yaml(&text);
@@ -30,10 +35,18 @@ async fn examples_match_the_directory_source_and_wait_for_every_watch() {
     api.hold_lists("endpointslices");
     let pier = Pier::start(settings(&api, "a", &[]), QUIET).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(!pier.ready().await, "not ready while the EndpointSlice watch has not listed");
-    assert_eq!(pier.get("/debug/config_dump").await.1, serde_json::json!({}), "nothing published before sync");
+    assert!(
+        !pier.ready().await,
+        "not ready while the EndpointSlice watch has not listed"
+    );
+    assert_eq!(
+        pier.get("/debug/config_dump").await.1,
+        serde_json::json!({}),
+        "nothing published before sync"
+    );
     api.release_lists("endpointslices");
-    pier.wait_dump("the example's Gateway", |d| d.contains("demo/edge")).await;
+    pier.wait_dump("the example's Gateway", |d| d.contains("demo/edge"))
+        .await;
 
     let loaded = pier::source::files::parse_texts(&texts).unwrap();
     let mut opts = pier::Options::default();
@@ -49,7 +62,11 @@ async fn examples_match_the_directory_source_and_wait_for_every_watch() {
         .collect();
     assert!(!expected.is_empty());
     let got = pier.get("/debug/config_dump").await.1;
-    assert_eq!(got, Value::Object(expected), "Kubernetes source and files give the same resources");
+    assert_eq!(
+        got,
+        Value::Object(expected),
+        "Kubernetes source and files give the same resources"
+    );
     assert!(pier.ready().await);
     pier.stop().await;
     api.shutdown().await;
@@ -61,7 +78,8 @@ async fn changes_of_each_kind_reach_xds() {
     let api = FakeApiServer::start(&[]).await;
     api.apply_yaml(&base_model());
     // An unreferenced Secret: kept without its data until the HTTPS listener below names it.
-    let gateway_example = std::fs::read_to_string(format!("{}/examples/00-gateway.yaml", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let gateway_example =
+        std::fs::read_to_string(format!("{}/examples/00-gateway.yaml", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let cert = gateway_example
         .split("\n---\n")
         .find(|d| d.contains("kind: Secret") && d.contains("name: edge-cert"))
@@ -69,23 +87,30 @@ async fn changes_of_each_kind_reach_xds() {
         .replace("namespace: demo", "namespace: default");
     api.apply_yaml(&cert);
     let pier = Pier::start(settings(&api, "a", &[]), QUIET).await;
-    pier.wait_dump("base model", |d| d.contains("service/default/a/80")).await;
+    pier.wait_dump("base model", |d| d.contains("service/default/a/80"))
+        .await;
 
     // EndpointSlice update.
     api.apply_yaml(&service("a", "10.0.0.9"));
-    pier.wait_dump("EndpointSlice update", |d| d.contains("10.0.0.9") && !d.contains("10.0.0.1\"")).await;
+    pier.wait_dump("EndpointSlice update", |d| {
+        d.contains("10.0.0.9") && !d.contains("10.0.0.1\"")
+    })
+    .await;
     // HTTPRoute update.
     let route_b = base_model().replace(
         "    backendRefs: [{name: a, port: 80}]\n",
         "    backendRefs: [{name: a, port: 80}]\n  - matches: [{path: {type: PathPrefix, value: /b}}]\n    backendRefs: [{name: b, port: 80}]\n",
     );
     api.apply_yaml(&route_b);
-    pier.wait_dump("HTTPRoute update", |d| d.contains("service/default/b/80")).await;
+    pier.wait_dump("HTTPRoute update", |d| d.contains("service/default/b/80"))
+        .await;
     // Service delete: its backend is gone.
     api.delete("", "services", "default", "b");
-    pier.wait_dump("Service delete", |d| !d.contains("service/default/b/80")).await;
+    pier.wait_dump("Service delete", |d| !d.contains("service/default/b/80"))
+        .await;
     api.apply_yaml(&service("b", "10.0.0.2"));
-    pier.wait_dump("Service create", |d| d.contains("service/default/b/80")).await;
+    pier.wait_dump("Service create", |d| d.contains("service/default/b/80"))
+        .await;
     // Gateway update.
     api.apply_yaml(&base_model().replace("port: 8080", "port: 8081"));
     pier.wait_dump("Gateway update", |d| d.contains("8081")).await;
@@ -93,7 +118,8 @@ async fn changes_of_each_kind_reach_xds() {
     api.delete(GW_GROUP, "gatewayclasses", "", "pier");
     pier.wait_dump("GatewayClass delete", |d| d == "{}").await;
     api.apply_yaml(&base_model());
-    pier.wait_dump("GatewayClass create", |d| d.contains("default/gw")).await;
+    pier.wait_dump("GatewayClass create", |d| d.contains("default/gw"))
+        .await;
 
     // Secret: an HTTPS listener starts referencing the trimmed Secret; pier fetches its data.
     let gets_before = api.count("GET", "/secrets/edge-cert");
@@ -101,17 +127,38 @@ async fn changes_of_each_kind_reach_xds() {
         "allowedRoutes: {namespaces: {from: All}}}\n",
         "allowedRoutes: {namespaces: {from: All}}}\n  - {name: https, protocol: HTTPS, port: 8443, hostname: '*.demo.test', tls: {certificateRefs: [{name: edge-cert}]}}\n",
     ));
-    pier.wait_dump("HTTPS listener with the Secret's certificate", |d| d.contains("8443") && d.contains("BEGIN CERTIFICATE")).await;
-    assert!(api.count("GET", "/secrets/edge-cert") > gets_before, "the trimmed Secret was fetched again");
+    pier.wait_dump("HTTPS listener with the Secret's certificate", |d| {
+        d.contains("8443") && d.contains("BEGIN CERTIFICATE")
+    })
+    .await;
+    assert!(
+        api.count("GET", "/secrets/edge-cert") > gets_before,
+        "the trimmed Secret was fetched again"
+    );
 
     // XBackend, GEP-4488 Backend, Envoy Gateway Backend: create, then delete.
     let backends = [
-        ("gateway.networking.x-k8s.io", "xbackends", "XBackend", "x.example.com",
-         "apiVersion: gateway.networking.x-k8s.io/v1alpha1\nkind: XBackend\nmetadata: {name: ext, namespace: default}\nspec: {type: ExternalHostname, externalHostname: {hostname: x.example.com}, port: {port: 443}}\n"),
-        ("gateway.networking.k8s.io", "backends", "Backend", "gep.example.com",
-         "apiVersion: gateway.networking.k8s.io/v1alpha1\nkind: Backend\nmetadata: {name: ext, namespace: default}\nspec: {type: ExternalHostname, externalHostname: {hostname: gep.example.com}, port: {port: 443}}\n"),
-        ("gateway.envoyproxy.io", "backends", "Backend", "eg.example.com",
-         "apiVersion: gateway.envoyproxy.io/v1alpha1\nkind: Backend\nmetadata: {name: ext, namespace: default}\nspec: {endpoints: [{fqdn: {hostname: eg.example.com, port: 443}}]}\n"),
+        (
+            "gateway.networking.x-k8s.io",
+            "xbackends",
+            "XBackend",
+            "x.example.com",
+            "apiVersion: gateway.networking.x-k8s.io/v1alpha1\nkind: XBackend\nmetadata: {name: ext, namespace: default}\nspec: {type: ExternalHostname, externalHostname: {hostname: x.example.com}, port: {port: 443}}\n",
+        ),
+        (
+            "gateway.networking.k8s.io",
+            "backends",
+            "Backend",
+            "gep.example.com",
+            "apiVersion: gateway.networking.k8s.io/v1alpha1\nkind: Backend\nmetadata: {name: ext, namespace: default}\nspec: {type: ExternalHostname, externalHostname: {hostname: gep.example.com}, port: {port: 443}}\n",
+        ),
+        (
+            "gateway.envoyproxy.io",
+            "backends",
+            "Backend",
+            "eg.example.com",
+            "apiVersion: gateway.envoyproxy.io/v1alpha1\nkind: Backend\nmetadata: {name: ext, namespace: default}\nspec: {endpoints: [{fqdn: {hostname: eg.example.com, port: 443}}]}\n",
+        ),
     ];
     for (group, plural, kind, host, yaml) in backends {
         api.apply_yaml(yaml);
@@ -120,9 +167,11 @@ async fn changes_of_each_kind_reach_xds() {
              spec:\n  parentRefs: [{{name: gw}}]\n  rules:\n  - matches: [{{path: {{type: PathPrefix, value: /ext}}}}]\n    backendRefs: [{{group: {group}, kind: {kind}, name: ext}}]\n"
         );
         api.apply_yaml(&route);
-        pier.wait_dump(&format!("{kind} ({group}) create"), |d| d.contains(host)).await;
+        pier.wait_dump(&format!("{kind} ({group}) create"), |d| d.contains(host))
+            .await;
         api.delete(group, plural, "default", "ext");
-        pier.wait_dump(&format!("{kind} ({group}) delete"), |d| !d.contains(host)).await;
+        pier.wait_dump(&format!("{kind} ({group}) delete"), |d| !d.contains(host))
+            .await;
     }
     api.delete(GW_GROUP, "httproutes", "default", "ext");
 
@@ -131,30 +180,49 @@ async fn changes_of_each_kind_reach_xds() {
                  spec:\n  parentRefs: [{name: gw, namespace: default}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: /c}}]\n    backendRefs: [{name: c, namespace: default, port: 80}]\n";
     api.apply_yaml(cross);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!pier.dump().await.contains("service/default/c/80"), "no grant, no cluster");
+    assert!(
+        !pier.dump().await.contains("service/default/c/80"),
+        "no grant, no cluster"
+    );
     api.apply_yaml(
         "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\nmetadata: {name: grant, namespace: default}\n\
          spec: {from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: other}], to: [{group: '', kind: Service}]}\n",
     );
-    pier.wait_dump("ReferenceGrant create", |d| d.contains("service/default/c/80")).await;
+    pier.wait_dump("ReferenceGrant create", |d| d.contains("service/default/c/80"))
+        .await;
     api.delete(GW_GROUP, "referencegrants", "default", "grant");
-    pier.wait_dump("ReferenceGrant delete", |d| !d.contains("service/default/c/80")).await;
+    pier.wait_dump("ReferenceGrant delete", |d| !d.contains("service/default/c/80"))
+        .await;
 
     // BackendTLSPolicy (with a CA ConfigMap that is trimmed until referenced).
-    let ca = gateway_example.split("\n---\n").find(|d| d.contains("kind: ConfigMap")).map(str::to_string);
+    let ca = gateway_example
+        .split("\n---\n")
+        .find(|d| d.contains("kind: ConfigMap"))
+        .map(str::to_string);
     let ca = ca.unwrap_or_else(|| {
-        let backends = std::fs::read_to_string(format!("{}/examples/20-services.yaml", env!("CARGO_MANIFEST_DIR"))).unwrap();
-        backends.split("\n---\n").find(|d| d.contains("kind: ConfigMap")).expect("a CA ConfigMap in the examples").to_string()
+        let backends =
+            std::fs::read_to_string(format!("{}/examples/20-services.yaml", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        backends
+            .split("\n---\n")
+            .find(|d| d.contains("kind: ConfigMap"))
+            .expect("a CA ConfigMap in the examples")
+            .to_string()
     });
-    let ca_name = ca.lines().find_map(|l| l.trim().strip_prefix("name: ")).unwrap().to_string();
+    let ca_name = ca
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("name: "))
+        .unwrap()
+        .to_string();
     api.apply_yaml(&ca.replace("namespace: demo", "namespace: default"));
     api.apply_yaml(&format!(
         "apiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {{name: tls-a, namespace: default}}\n\
          spec: {{targetRefs: [{{group: '', kind: Service, name: a}}], validation: {{hostname: a-tls.demo.test, caCertificateRefs: [{{group: '', kind: ConfigMap, name: {ca_name}}}]}}}}\n"
     ));
-    pier.wait_dump("BackendTLSPolicy create", |d| d.contains("a-tls.demo.test")).await;
+    pier.wait_dump("BackendTLSPolicy create", |d| d.contains("a-tls.demo.test"))
+        .await;
     api.delete(GW_GROUP, "backendtlspolicies", "default", "tls-a");
-    pier.wait_dump("BackendTLSPolicy delete", |d| !d.contains("a-tls.demo.test")).await;
+    pier.wait_dump("BackendTLSPolicy delete", |d| !d.contains("a-tls.demo.test"))
+        .await;
 
     // Namespace: a listener that admits routes from labelled namespaces only.
     api.apply_yaml(&base_model().replace(
@@ -167,9 +235,13 @@ async fn changes_of_each_kind_reach_xds() {
          spec: {from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: other}], to: [{group: '', kind: Service}]}\n",
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!pier.dump().await.contains("service/default/c/80"), "namespace not selected yet");
+    assert!(
+        !pier.dump().await.contains("service/default/c/80"),
+        "namespace not selected yet"
+    );
     api.apply_yaml("apiVersion: v1\nkind: Namespace\nmetadata: {name: other, labels: {team: x}}\n");
-    pier.wait_dump("Namespace label update", |d| d.contains("service/default/c/80")).await;
+    pier.wait_dump("Namespace label update", |d| d.contains("service/default/c/80"))
+        .await;
 
     pier.stop().await;
     api.shutdown().await;
@@ -187,15 +259,20 @@ async fn watch_drop_resumes_and_410_relists_keeping_the_last_good_model() {
     let listed = lists();
 
     api.drop_watches();
-    assert!(pier.dump().await.contains("10.0.0.1"), "still served while watches reconnect");
+    assert!(
+        pier.dump().await.contains("10.0.0.1"),
+        "still served while watches reconnect"
+    );
     api.apply_yaml(&service("a", "10.0.0.7"));
-    pier.wait_dump("change after a dropped watch", |d| d.contains("10.0.0.7")).await;
+    pier.wait_dump("change after a dropped watch", |d| d.contains("10.0.0.7"))
+        .await;
     assert_eq!(lists(), listed, "a dropped watch resumes without listing again");
 
     api.expire_watches();
     assert!(pier.dump().await.contains("10.0.0.7") && pier.ready().await);
     api.apply_yaml(&service("a", "10.0.0.8"));
-    pier.wait_dump("change after 410 Gone", |d| d.contains("10.0.0.8")).await;
+    pier.wait_dump("change after 410 Gone", |d| d.contains("10.0.0.8"))
+        .await;
     assert!(lists() > listed, "410 Gone makes the watch list again");
     pier.stop().await;
     api.shutdown().await;
@@ -208,7 +285,10 @@ async fn missing_crd_is_reported_and_watched_for() {
     let api = FakeApiServer::start(&["xbackends.gateway.networking.x-k8s.io"]).await;
     api.apply_yaml(&base_model());
     let pier = Pier::start(settings(&api, "a", &["default"]), QUIET).await;
-    pier.wait_dump("served without the XBackend CRD", |d| d.contains("service/default/a/80")).await;
+    pier.wait_dump("served without the XBackend CRD", |d| {
+        d.contains("service/default/a/80")
+    })
+    .await;
     let status = pier.get("/debug/status").await.1;
     let warnings = status["source_warnings"].to_string();
     assert!(warnings.contains("XBackend") && warnings.contains("CRD"), "{warnings}");
@@ -220,9 +300,16 @@ async fn missing_crd_is_reported_and_watched_for() {
          apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: ext, namespace: default}\n\
          spec:\n  parentRefs: [{name: gw}]\n  rules:\n  - backendRefs: [{group: gateway.networking.x-k8s.io, kind: XBackend, name: ext}]\n",
     );
-    pier.wait_dump("XBackend after its CRD is installed", |d| d.contains("late.example.com")).await;
+    pier.wait_dump("XBackend after its CRD is installed", |d| {
+        d.contains("late.example.com")
+    })
+    .await;
     // Only namespace `default` is watched for namespaced kinds.
-    assert!(api.requests().iter().all(|r| !r.path.ends_with("/httproutes") || r.path.contains("/namespaces/default/")));
+    assert!(
+        api.requests()
+            .iter()
+            .all(|r| !r.path.ends_with("/httproutes") || r.path.contains("/namespaces/default/"))
+    );
     pier.stop().await;
     api.shutdown().await;
 }
@@ -240,7 +327,10 @@ async fn grpcroute_changes_reach_the_model() {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let cfg = pier::source::kube::SourceConfig {
         namespaces: vec![],
-        debounce: pier::source::dir::Debounce { quiet: QUIET, max_delay: Duration::from_secs(1) },
+        debounce: pier::source::dir::Debounce {
+            quiet: QUIET,
+            max_delay: Duration::from_secs(1),
+        },
         retry_max: Duration::from_millis(300),
     };
     let task = tokio::spawn(pier::source::kube::run(client, cfg, tx, stop_rx));
@@ -270,7 +360,9 @@ async fn grpcroute_changes_reach_the_model() {
     wait_model("GRPCRoute create", &|m| m.grpc_routes.contains_key(&key)).await;
     api.apply_yaml(&grpc("two.demo.test"));
     wait_model("GRPCRoute update", &|m| {
-        m.grpc_routes.get(&key).is_some_and(|r| r.spec.hostnames.as_deref() == Some(&["two.demo.test".to_string()][..]))
+        m.grpc_routes
+            .get(&key)
+            .is_some_and(|r| r.spec.hostnames.as_deref() == Some(&["two.demo.test".to_string()][..]))
     })
     .await;
     api.delete(GW_GROUP, "grpcroutes", "default", "g");

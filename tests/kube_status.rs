@@ -55,7 +55,10 @@ async fn status_merges_other_controllers_retries_conflicts_and_skips_noops() {
     })
     .await;
     let conds = gw["status"]["conditions"].to_string();
-    assert!(conds.contains("\"Programmed\"") && conds.contains("pier.dev/EnvoyRejected"), "{conds}");
+    assert!(
+        conds.contains("\"Programmed\"") && conds.contains("pier.dev/EnvoyRejected"),
+        "{conds}"
+    );
     wait_for("GatewayClass status", || {
         api.get(GW_GROUP, "gatewayclasses", "", "pier")
             .filter(|c| c["status"]["conditions"][0]["status"] == "True")
@@ -65,10 +68,18 @@ async fn status_merges_other_controllers_retries_conflicts_and_skips_noops() {
     // Nothing changes: no more status writes, and no reads either.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let puts = api.count("PUT", "/status");
-    let gets = api.requests().iter().filter(|r| r.method == "GET" && r.path.contains("/httproutes/")).count();
+    let gets = api
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.path.contains("/httproutes/"))
+        .count();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(api.count("PUT", "/status"), puts, "no-op writes are skipped");
-    let gets_after = api.requests().iter().filter(|r| r.method == "GET" && r.path.contains("/httproutes/")).count();
+    let gets_after = api
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.path.contains("/httproutes/"))
+        .count();
     assert_eq!(gets_after, gets, "an unchanged status is not even read again");
 
     // The route now points at a missing Service: ResolvedRefs flips, Accepted keeps its time. Another
@@ -85,11 +96,20 @@ async fn status_merges_other_controllers_retries_conflicts_and_skips_noops() {
     api.apply(r);
     let mine = wait_for("ResolvedRefs=False", || {
         parent(&route(&api), ME)
-            .filter(|p| p["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "ResolvedRefs" && c["status"] == "False"))
+            .filter(|p| {
+                p["conditions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c["type"] == "ResolvedRefs" && c["status"] == "False")
+            })
             .cloned()
     })
     .await;
-    assert_eq!(mine["conditions"][0]["lastTransitionTime"], t0, "Accepted did not change, nor did its time");
+    assert_eq!(
+        mine["conditions"][0]["lastTransitionTime"], t0,
+        "Accepted did not change, nor did its time"
+    );
     assert_eq!(mine["conditions"][0]["observedGeneration"], 2);
     assert_eq!(
         parent(&route(&api), "example.com/other"),
@@ -106,7 +126,8 @@ async fn envoy_rejection_appears_on_gateway_status() {
     let api = FakeApiServer::start(&[]).await;
     api.apply_yaml(&base_model());
     let pier = Pier::start(settings(&api, "a", &[]), QUIET).await;
-    pier.wait_dump("base model", |d| d.contains("service/default/a/80")).await;
+    pier.wait_dump("base model", |d| d.contains("service/default/a/80"))
+        .await;
     let mut proxy = Proxy::clusters(pier.xds, GW).await;
     let first = proxy.recv().await;
     proxy.ack().await;
@@ -128,7 +149,11 @@ async fn envoy_rejection_appears_on_gateway_status() {
     })
     .await;
     let message = c["message"].as_str().unwrap();
-    assert!(message.contains("envoy.config.cluster.v3.Cluster") && message.contains("service/default/b/80': invalid upstream"), "{message}");
+    assert!(
+        message.contains("envoy.config.cluster.v3.Cluster")
+            && message.contains("service/default/b/80': invalid upstream"),
+        "{message}"
+    );
 
     api.apply_yaml(&base_model().replace("{name: a, port: 80}", "{name: c, port: 80}"));
     proxy.recv().await;
@@ -157,19 +182,33 @@ async fn only_the_leader_writes_and_the_other_takes_over() {
     let b = Pier::start(settings(&api, "b", &[]), QUIET).await;
     wait_for("route status", || parent(&route(&api), ME).cloned()).await;
     b.wait_dump("b serves", |d| d.contains("service/default/a/80")).await;
-    assert_eq!(a.dump().await, b.dump().await, "both replicas serve identical resources");
+    assert_eq!(
+        a.dump().await,
+        b.dump().await,
+        "both replicas serve identical resources"
+    );
     let va = a.get("/debug/config_dump?gateway=default/gw").await.1["versions"].clone();
     let vb = b.get("/debug/config_dump?gateway=default/gw").await.1["versions"].clone();
-    assert_eq!(va, vb, "and identical versions, so a reconnecting Envoy re-applies nothing");
+    assert_eq!(
+        va, vb,
+        "and identical versions, so a reconnecting Envoy re-applies nothing"
+    );
 
     let writers = |api: &FakeApiServer| -> Vec<String> {
-        let mut w: Vec<String> = api.requests().iter().filter(|r| r.method == "PUT").map(|r| r.client.clone()).collect();
+        let mut w: Vec<String> = api
+            .requests()
+            .iter()
+            .filter(|r| r.method == "PUT")
+            .map(|r| r.client.clone())
+            .collect();
         w.dedup();
         w
     };
     api.apply_yaml(&base_model().replace("{name: a, port: 80}", "{name: missing, port: 80}"));
     wait_for("a writes the change", || {
-        parent(&route(&api), ME).filter(|p| p.to_string().contains("BackendNotFound")).cloned()
+        parent(&route(&api), ME)
+            .filter(|p| p.to_string().contains("BackendNotFound"))
+            .cloned()
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -179,7 +218,9 @@ async fn only_the_leader_writes_and_the_other_takes_over() {
     wait_for("b takes over", || holder(&api).filter(|h| h == "b")).await;
     api.apply_yaml(&base_model());
     wait_for("b writes the next change", || {
-        parent(&route(&api), ME).filter(|p| !p.to_string().contains("BackendNotFound")).cloned()
+        parent(&route(&api), ME)
+            .filter(|p| !p.to_string().contains("BackendNotFound"))
+            .cloned()
     })
     .await;
     assert_eq!(writers(&api), ["a", "b"]);
@@ -201,7 +242,8 @@ async fn change_to_ads_latency() {
             api.apply_yaml(&service(&format!("s{i}"), &format!("10.1.0.{i}")));
         }
         let pier = Pier::start(settings(&api, "a", &[]), Duration::from_millis(quiet_ms)).await;
-        pier.wait_dump("base model", |d| d.contains("service/default/a/80")).await;
+        pier.wait_dump("base model", |d| d.contains("service/default/a/80"))
+            .await;
         let mut proxy = Proxy::clusters(pier.xds, GW).await;
         proxy.recv().await;
         proxy.ack().await;
@@ -217,7 +259,13 @@ async fn change_to_ads_latency() {
                 let names: Vec<String> = resp
                     .resources
                     .iter()
-                    .map(|any| <envoy_types::pb::envoy::config::cluster::v3::Cluster as prost::Message>::decode(any.value.as_slice()).unwrap().name)
+                    .map(|any| {
+                        <envoy_types::pb::envoy::config::cluster::v3::Cluster as prost::Message>::decode(
+                            any.value.as_slice(),
+                        )
+                        .unwrap()
+                        .name
+                    })
                     .collect();
                 proxy.ack().await;
                 if names.contains(&format!("service/default/{backend}/80")) {

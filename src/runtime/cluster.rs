@@ -37,7 +37,10 @@ impl std::fmt::Debug for KubeSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // kube::Config carries credentials; never print it.
         f.debug_struct("KubeSettings")
-            .field("cluster_url", &self.client_config.as_ref().map(|c| c.cluster_url.to_string()))
+            .field(
+                "cluster_url",
+                &self.client_config.as_ref().map(|c| c.cluster_url.to_string()),
+            )
             .field("watch_namespaces", &self.watch_namespaces)
             .field("lease_name", &self.lease_name)
             .field("lease_namespace", &self.lease_namespace)
@@ -48,7 +51,12 @@ impl std::fmt::Debug for KubeSettings {
 
 impl KubeSettings {
     /// Production defaults for everything but what the command line names.
-    pub fn new(watch_namespaces: Vec<String>, lease_name: String, lease_namespace: Option<String>, identity: String) -> Self {
+    pub fn new(
+        watch_namespaces: Vec<String>,
+        lease_name: String,
+        lease_namespace: Option<String>,
+        identity: String,
+    ) -> Self {
         KubeSettings {
             client_config: None,
             watch_namespaces,
@@ -108,8 +116,25 @@ pub(super) async fn start(
         nack_poll: settings.nack_poll,
     };
     Ok(vec![
-        tokio::spawn(crate::source::kube::run(client.clone(), source_cfg, ch.source, ch.stop.clone())),
-        tokio::spawn(crate::status::leader::run(client.clone(), lease, leader_tx, ch.stop.clone())),
-        tokio::spawn(crate::status::kube::run(client, writer, ch.statuses, ch.clients, leader_rx, ch.stop)),
+        tokio::spawn(crate::source::kube::run(
+            client.clone(),
+            source_cfg,
+            ch.source,
+            ch.stop.clone(),
+        )),
+        tokio::spawn(crate::status::leader::run(
+            client.clone(),
+            lease,
+            leader_tx,
+            ch.stop.clone(),
+        )),
+        tokio::spawn(crate::status::kube::run(
+            client,
+            writer,
+            ch.statuses,
+            ch.clients,
+            leader_rx,
+            ch.stop,
+        )),
     ])
 }

@@ -71,7 +71,9 @@ pub async fn run(
             if synced.get(&key) == Some(&want) {
                 continue;
             }
-            let Some(kind) = kinds::status_kind(&key.0, &key.1) else { continue };
+            let Some(kind) = kinds::status_kind(&key.0, &key.1) else {
+                continue;
+            };
             match write(&client, kind, &key, &want, &cfg.controller_name).await {
                 Ok(Outcome::Gone) => {
                     synced.remove(&key);
@@ -80,7 +82,9 @@ pub async fn run(
                     debug!(kind = %key.1, object = %object_name(&key), ?outcome, "status");
                     synced.insert(key, want);
                 }
-                Err(e) => warn!(kind = %key.1, object = %object_name(&key), error = %e, "status write failed; retried on the next change"),
+                Err(e) => {
+                    warn!(kind = %key.1, object = %object_name(&key), error = %e, "status write failed; retried on the next change")
+                }
             }
             tokio::select! {
                 _ = stopped(&mut stop) => return,
@@ -136,7 +140,13 @@ fn desired(statuses: &[ObjectStatus], clients: &Clients, synced: &BTreeMap<Key, 
 }
 
 /// Read, merge, replace; re-read on 409 Conflict.
-pub async fn write(client: &kube::Client, kind: &WatchedKind, key: &Key, want: &Value, controller: &str) -> Result<Outcome, String> {
+pub async fn write(
+    client: &kube::Client,
+    kind: &WatchedKind,
+    key: &Key,
+    want: &Value,
+    controller: &str,
+) -> Result<Outcome, String> {
     let ar = kind.api_resource();
     let api: Api<DynamicObject> = if kind.namespaced {
         Api::namespaced_with(client.clone(), &key.2, &ar)
@@ -144,7 +154,11 @@ pub async fn write(client: &kube::Client, kind: &WatchedKind, key: &Key, want: &
         Api::all_with(client.clone(), &ar)
     };
     for _ in 0..CONFLICT_RETRIES {
-        let Some(mut obj) = api.get_opt(&key.3).await.map_err(|e| format!("reading {}: {e}", kind.describe()))? else {
+        let Some(mut obj) = api
+            .get_opt(&key.3)
+            .await
+            .map_err(|e| format!("reading {}: {e}", kind.describe()))?
+        else {
             return Ok(Outcome::Gone);
         };
         let current = obj.data.get("status").cloned().unwrap_or(Value::Null);
@@ -161,10 +175,20 @@ pub async fn write(client: &kube::Client, kind: &WatchedKind, key: &Key, want: &
                 debug!(object = %object_name(key), "status conflict; reading again");
             }
             Err(kube::Error::Api(s)) if s.code == 404 => return Ok(Outcome::Gone),
-            Err(e) => return Err(format!("replacing the status of {} {}: {e}", kind.kind, object_name(key))),
+            Err(e) => {
+                return Err(format!(
+                    "replacing the status of {} {}: {e}",
+                    kind.kind,
+                    object_name(key)
+                ));
+            }
         }
     }
-    Err(format!("{} {}: still conflicting after {CONFLICT_RETRIES} attempts", kind.kind, object_name(key)))
+    Err(format!(
+        "{} {}: still conflicting after {CONFLICT_RETRIES} attempts",
+        kind.kind,
+        object_name(key)
+    ))
 }
 
 /// `lastTransitionTime` format (RFC 3339, seconds).

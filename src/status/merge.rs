@@ -186,7 +186,10 @@ mod tests {
             {"controllerName": ME, "parentRef": gw, "conditions": [cond("Accepted", "True", None), cond("ResolvedRefs", "False", None)]},
         ]});
         let merged = merge(&current, &desired, ME, "T2");
-        assert_eq!(merged["parents"][0], current["parents"][0], "the other controller's entry is untouched");
+        assert_eq!(
+            merged["parents"][0], current["parents"][0],
+            "the other controller's entry is untouched"
+        );
         let mine = &merged["parents"][1]["conditions"];
         assert_eq!(mine[0]["lastTransitionTime"], "T1", "unchanged status keeps its time");
         assert_eq!(mine[1]["lastTransitionTime"], "T2", "changed status gets now");
@@ -203,7 +206,13 @@ mod tests {
             "listeners": [{"name": "http", "attachedRoutes": 1, "conditions": [cond("Programmed", "True", Some("T1"))]}]});
         let desired = json!({"conditions": [cond("Accepted", "True", None)],
             "listeners": [{"name": "http", "attachedRoutes": 2, "conditions": [cond("Programmed", "True", None)]}]});
-        let desired = with_rejections(desired, &[("type.googleapis.com/envoy.config.cluster.v3.Cluster".into(), "bad cluster x".into())]);
+        let desired = with_rejections(
+            desired,
+            &[(
+                "type.googleapis.com/envoy.config.cluster.v3.Cluster".into(),
+                "bad cluster x".into(),
+            )],
+        );
         let merged = merge(&current, &desired, ME, "T2");
         assert_eq!(merged["addresses"], current["addresses"]);
         assert_eq!(merged["listeners"][0]["attachedRoutes"], 2);

@@ -69,7 +69,11 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
         method: method.to_string(),
         path: uri.path().to_string(),
         query: uri.query().unwrap_or_default().to_string(),
-        client: headers.get("x-client").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string(),
+        client: headers
+            .get("x-client")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
     });
     let Some(t) = parse_path(uri.path()) else {
         return status(404, "NotFound", format!("no route {}", uri.path()));
@@ -77,14 +81,29 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
     let served = super::RESOURCES
         .iter()
         .find(|r| r.0 == t.group && r.1 == t.plural && r.4.contains(&t.version.as_str()));
-    let installed = !shared.inner.lock().unwrap().uninstalled.contains(&(t.group.clone(), t.plural.clone()));
+    let installed = !shared
+        .inner
+        .lock()
+        .unwrap()
+        .uninstalled
+        .contains(&(t.group.clone(), t.plural.clone()));
     let Some(&(_, _, kind, _, _)) = served.filter(|_| installed) else {
-        return status(404, "NotFound", format!("the server could not find the requested resource ({})", t.plural));
+        return status(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({})", t.plural),
+        );
     };
-    let api_version = if t.group.is_empty() { t.version.clone() } else { format!("{}/{}", t.group, t.version) };
+    let api_version = if t.group.is_empty() {
+        t.version.clone()
+    } else {
+        format!("{}/{}", t.group, t.version)
+    };
     let ns = t.namespace.clone().unwrap_or_default();
     match (method.as_str(), &t.name) {
-        ("GET", None) if query.get("watch").map(String::as_str) == Some("true") => watch(shared, &t, &api_version, &query),
+        ("GET", None) if query.get("watch").map(String::as_str) == Some("true") => {
+            watch(shared, &t, &api_version, &query)
+        }
         ("GET", None) => {
             for _ in 0..500 {
                 if !shared.inner.lock().unwrap().held.contains(&t.plural) {
@@ -105,7 +124,10 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
         }
         ("GET", Some(name)) => {
             let inner = shared.inner.lock().unwrap();
-            match inner.objects.get(&(t.group.clone(), t.plural.clone(), ns, name.clone())) {
+            match inner
+                .objects
+                .get(&(t.group.clone(), t.plural.clone(), ns, name.clone()))
+            {
                 Some(v) => axum::Json(with_version(v.clone(), &api_version)).into_response(),
                 None => status(404, "NotFound", format!("{} {name:?} not found", t.plural)),
             }
@@ -145,14 +167,24 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
                 return status(404, "NotFound", format!("{} {name:?} not found", t.plural));
             };
             if obj["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"] {
-                return status(409, "Conflict", format!("Operation cannot be fulfilled on {} {name:?}: the object has been modified; please apply your changes to the latest version and try again", t.plural));
+                return status(
+                    409,
+                    "Conflict",
+                    format!(
+                        "Operation cannot be fulfilled on {} {name:?}: the object has been modified; please apply your changes to the latest version and try again",
+                        t.plural
+                    ),
+                );
             }
             current["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
             inner.store(key.clone(), current, kind, "MODIFIED", &shared.events);
             axum::Json(with_version(inner.objects[&key].clone(), &api_version)).into_response()
         }
         ("PATCH", Some(name)) => {
-            let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            let content_type = headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
             let patch: Value = match serde_json::from_slice(&body) {
                 Ok(v) => v,
                 Err(_) => match serde_yaml::from_slice(&body) {
@@ -168,13 +200,24 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
             if let Some(rv) = patch["metadata"].get("resourceVersion")
                 && rv != &current["metadata"]["resourceVersion"]
             {
-                return status(409, "Conflict", format!("{} {name:?}: resourceVersion mismatch", t.plural));
+                return status(
+                    409,
+                    "Conflict",
+                    format!("{} {name:?}: resourceVersion mismatch", t.plural),
+                );
             }
             if content_type.starts_with("application/apply-patch") && t.plural == "leases" {
-                let held = current["spec"]["holderIdentity"].as_str().unwrap_or_default().to_string();
+                let held = current["spec"]["holderIdentity"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
                 let wanted = patch["spec"]["holderIdentity"].as_str();
                 if !held.is_empty() && wanted.is_some_and(|w| w != held) {
-                    return status(409, "Conflict", format!("Apply failed with 1 conflict: conflict with {held:?}: .spec.holderIdentity"));
+                    return status(
+                        409,
+                        "Conflict",
+                        format!("Apply failed with 1 conflict: conflict with {held:?}: .spec.holderIdentity"),
+                    );
                 }
             }
             if t.status {
@@ -230,14 +273,20 @@ fn watch(shared: Arc<Shared>, t: &Target, api_version: &str, query: &BTreeMap<St
         .map_or(Duration::from_secs(290), Duration::from_secs);
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(256);
     let (group, plural, ns) = (t.group.clone(), t.plural.clone(), t.namespace.clone());
-    let matches = move |e: &Event| e.group == group && e.plural == plural && ns.as_ref().is_none_or(|n| *n == e.namespace);
+    let matches =
+        move |e: &Event| e.group == group && e.plural == plural && ns.as_ref().is_none_or(|n| *n == e.namespace);
     let mut live = shared.events.subscribe();
     let mut epoch = shared.epoch.subscribe();
     epoch.borrow_and_update();
     let (backlog, gone) = {
         let inner = shared.inner.lock().unwrap();
         let gone = from < inner.compacted;
-        let backlog: Vec<Event> = inner.log.iter().filter(|e| e.rv > from && matches(e)).cloned().collect();
+        let backlog: Vec<Event> = inner
+            .log
+            .iter()
+            .filter(|e| e.rv > from && matches(e))
+            .cloned()
+            .collect();
         (backlog, gone)
     };
     let api_version = api_version.to_string();

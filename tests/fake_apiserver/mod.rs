@@ -30,14 +30,38 @@ pub const RESOURCES: &[(&str, &str, &str, bool, &[&str])] = &[
     ("", "namespaces", "Namespace", false, &["v1"]),
     ("discovery.k8s.io", "endpointslices", "EndpointSlice", true, &["v1"]),
     ("coordination.k8s.io", "leases", "Lease", true, &["v1"]),
-    ("gateway.networking.k8s.io", "gatewayclasses", "GatewayClass", false, &["v1"]),
+    (
+        "gateway.networking.k8s.io",
+        "gatewayclasses",
+        "GatewayClass",
+        false,
+        &["v1"],
+    ),
     ("gateway.networking.k8s.io", "gateways", "Gateway", true, &["v1"]),
     ("gateway.networking.k8s.io", "httproutes", "HTTPRoute", true, &["v1"]),
     ("gateway.networking.k8s.io", "grpcroutes", "GRPCRoute", true, &["v1"]),
-    ("gateway.networking.k8s.io", "referencegrants", "ReferenceGrant", true, &["v1", "v1beta1"]),
-    ("gateway.networking.k8s.io", "backendtlspolicies", "BackendTLSPolicy", true, &["v1"]),
+    (
+        "gateway.networking.k8s.io",
+        "referencegrants",
+        "ReferenceGrant",
+        true,
+        &["v1", "v1beta1"],
+    ),
+    (
+        "gateway.networking.k8s.io",
+        "backendtlspolicies",
+        "BackendTLSPolicy",
+        true,
+        &["v1"],
+    ),
     ("gateway.networking.k8s.io", "backends", "Backend", true, &["v1alpha1"]),
-    ("gateway.networking.x-k8s.io", "xbackends", "XBackend", true, &["v1alpha1"]),
+    (
+        "gateway.networking.x-k8s.io",
+        "xbackends",
+        "XBackend",
+        true,
+        &["v1alpha1"],
+    ),
     ("gateway.envoyproxy.io", "backends", "Backend", true, &["v1alpha1"]),
 ];
 
@@ -192,7 +216,13 @@ impl FakeApiServer {
             obj["status"] = status.clone();
         }
         let created = previous.is_none();
-        inner.store(key, obj, kind, if created { "ADDED" } else { "MODIFIED" }, &self.shared.events)
+        inner.store(
+            key,
+            obj,
+            kind,
+            if created { "ADDED" } else { "MODIFIED" },
+            &self.shared.events,
+        )
     }
 
     /// Parses YAML (one or more documents) and applies each.
@@ -208,7 +238,12 @@ impl FakeApiServer {
 
     pub fn delete(&self, group: &str, plural: &str, namespace: &str, name: &str) {
         let mut inner = self.shared.inner.lock().unwrap();
-        let key = (group.to_string(), plural.to_string(), namespace.to_string(), name.to_string());
+        let key = (
+            group.to_string(),
+            plural.to_string(),
+            namespace.to_string(),
+            name.to_string(),
+        );
         if let Some(mut obj) = inner.objects.remove(&key) {
             inner.rv += 1;
             let rv = inner.rv;
@@ -249,13 +284,23 @@ impl FakeApiServer {
     }
 
     pub fn install(&self, plural_group: &str) {
-        self.shared.inner.lock().unwrap().uninstalled.remove(&split(plural_group));
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .uninstalled
+            .remove(&split(plural_group));
     }
 
     /// Before the next status write to this object is checked, `f` changes it (as another controller
     /// writing in between would), so pier's write conflicts.
     pub fn interfere_next_status_write(&self, group: &str, plural: &str, namespace: &str, name: &str, f: Interference) {
-        let key = (group.to_string(), plural.to_string(), namespace.to_string(), name.to_string());
+        let key = (
+            group.to_string(),
+            plural.to_string(),
+            namespace.to_string(),
+            name.to_string(),
+        );
         self.shared.inner.lock().unwrap().interfere.insert(key, f);
     }
 
@@ -292,7 +337,14 @@ impl Drop for FakeApiServer {
 
 impl Inner {
     /// Stores `obj` at a new resourceVersion and records the event.
-    pub fn store(&mut self, key: ObjKey, mut obj: Value, kind: &'static str, ty: &'static str, tx: &broadcast::Sender<Event>) -> u64 {
+    pub fn store(
+        &mut self,
+        key: ObjKey,
+        mut obj: Value,
+        kind: &'static str,
+        ty: &'static str,
+        tx: &broadcast::Sender<Event>,
+    ) -> u64 {
         self.rv += 1;
         let rv = self.rv;
         obj["metadata"]["resourceVersion"] = json!(rv.to_string());

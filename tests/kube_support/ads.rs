@@ -28,11 +28,14 @@ impl Proxy {
             .expect("connect in time")
             .expect("connect");
         let (tx, rx) = mpsc::channel(8);
-        let rx = tokio::time::timeout(WAIT, client.stream_aggregated_resources(tokio_stream::wrappers::ReceiverStream::new(rx)))
-            .await
-            .expect("stream opens in time")
-            .expect("stream opens")
-            .into_inner();
+        let rx = tokio::time::timeout(
+            WAIT,
+            client.stream_aggregated_resources(tokio_stream::wrappers::ReceiverStream::new(rx)),
+        )
+        .await
+        .expect("stream opens in time")
+        .expect("stream opens")
+        .into_inner();
         let node = Node {
             id: format!("proxy-for-{gateway}"),
             cluster: gateway.to_string(),

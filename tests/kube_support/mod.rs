@@ -112,7 +112,9 @@ impl Pier {
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let r = pier::testkit::http::get(self.admin, "pier-admin", path).await.expect("admin API answers");
+        let r = pier::testkit::http::get(self.admin, "pier-admin", path)
+            .await
+            .expect("admin API answers");
         (r.status, serde_json::from_str(&r.body).unwrap_or(Value::Null))
     }
 
@@ -129,7 +131,10 @@ impl Pier {
             if pred(&d) {
                 return d;
             }
-            assert!(tokio::time::Instant::now() < deadline, "{what}: not within {WAIT:?}; published: {d}");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{what}: not within {WAIT:?}; published: {d}"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }

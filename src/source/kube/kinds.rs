@@ -16,8 +16,6 @@ pub struct WatchedKind {
     pub namespaced: bool,
     /// The status pier computes for this kind is written back.
     pub status: bool,
-    /// Served only by a CRD that may not be installed (a 404 on list means "not yet", never fatal).
-    pub crd: bool,
 }
 
 impl WatchedKind {
@@ -57,7 +55,6 @@ const fn kind(
     plural: &'static str,
     namespaced: bool,
     status: bool,
-    crd: bool,
 ) -> WatchedKind {
     WatchedKind {
         name,
@@ -67,28 +64,29 @@ const fn kind(
         plural,
         namespaced,
         status,
-        crd,
     }
 }
 
-/// Every kind the model holds, at the version pier reads. ReferenceGrant is watched at v1 and v1beta1:
-/// clusters carry either (v1 arrived in Gateway API v1.5), and the v1 watch wins when both are served.
+/// Every kind the model holds, at the version pier reads. ReferenceGrant is watched at v1 and v1beta1,
+/// because a cluster's Gateway API install may serve either; the v1 watch wins when both are served.
+#[rustfmt::skip]
 pub const WATCHED: &[WatchedKind] = &[
-    kind("GatewayClass", GW, "v1", "GatewayClass", "gatewayclasses", false, true, true),
-    kind("Gateway", GW, "v1", "Gateway", "gateways", true, true, true),
-    kind("HTTPRoute", GW, "v1", "HTTPRoute", "httproutes", true, true, true),
-    kind("GRPCRoute", GW, "v1", "GRPCRoute", "grpcroutes", true, true, true),
-    kind("ReferenceGrant", GW, "v1", "ReferenceGrant", "referencegrants", true, false, true),
-    kind("ReferenceGrant", GW, "v1beta1", "ReferenceGrant", "referencegrants", true, false, true),
-    kind("BackendTLSPolicy", GW, "v1", "BackendTLSPolicy", "backendtlspolicies", true, true, true),
-    kind("XBackend", XGW, "v1alpha1", "XBackend", "xbackends", true, true, true),
-    kind("Backend", GW, "v1alpha1", "Backend", "backends", true, true, true),
-    kind("Backend.gateway.envoyproxy.io", EG, "v1alpha1", "Backend", "backends", true, true, true),
-    kind("Service", "", "v1", "Service", "services", true, false, false),
-    kind("EndpointSlice", "discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true, false, false),
-    kind("Secret", "", "v1", "Secret", "secrets", true, false, false),
-    kind("ConfigMap", "", "v1", "ConfigMap", "configmaps", true, false, false),
-    kind("Namespace", "", "v1", "Namespace", "namespaces", false, false, false),
+    //   model name,                     group,              version,    kind,               plural,               namespaced, status
+    kind("GatewayClass",                 GW,                 "v1",       "GatewayClass",     "gatewayclasses",     false,      true),
+    kind("Gateway",                      GW,                 "v1",       "Gateway",          "gateways",           true,       true),
+    kind("HTTPRoute",                    GW,                 "v1",       "HTTPRoute",        "httproutes",         true,       true),
+    kind("GRPCRoute",                    GW,                 "v1",       "GRPCRoute",        "grpcroutes",         true,       true),
+    kind("ReferenceGrant",               GW,                 "v1",       "ReferenceGrant",   "referencegrants",    true,       false),
+    kind("ReferenceGrant",               GW,                 "v1beta1",  "ReferenceGrant",   "referencegrants",    true,       false),
+    kind("BackendTLSPolicy",             GW,                 "v1",       "BackendTLSPolicy", "backendtlspolicies", true,       true),
+    kind("XBackend",                     XGW,                "v1alpha1", "XBackend",         "xbackends",          true,       true),
+    kind("Backend",                      GW,                 "v1alpha1", "Backend",          "backends",           true,       true),
+    kind("Backend.gateway.envoyproxy.io", EG,                "v1alpha1", "Backend",          "backends",           true,       true),
+    kind("Service",                      "",                 "v1",       "Service",          "services",           true,       false),
+    kind("EndpointSlice",                "discovery.k8s.io", "v1",       "EndpointSlice",    "endpointslices",     true,       false),
+    kind("Secret",                       "",                 "v1",       "Secret",           "secrets",            true,       false),
+    kind("ConfigMap",                    "",                 "v1",       "ConfigMap",        "configmaps",         true,       false),
+    kind("Namespace",                    "",                 "v1",       "Namespace",        "namespaces",         false,      false),
 ];
 
 /// The kind whose status pier writes for an `ObjectStatus` of `api_version` and `kind`.
@@ -163,6 +161,10 @@ mod tests {
         let calls = api_calls();
         let lease = calls.iter().find(|c| c.resource == "leases").unwrap();
         assert_eq!(lease.verbs, ["create", "get", "patch"]);
-        assert!(calls.iter().any(|c| c.resource == "httproutes/status" && c.verbs == ["update"]));
+        assert!(
+            calls
+                .iter()
+                .any(|c| c.resource == "httproutes/status" && c.verbs == ["update"])
+        );
     }
 }

@@ -45,7 +45,12 @@ pub struct SourceConfig {
 type Fetched = (Ref, Result<Option<DynamicObject>, String>);
 
 /// Watches until `stop` fires, publishing each settled burst of changes on `tx`.
-pub async fn run(client: kube::Client, cfg: SourceConfig, tx: latest::Sender<DirState>, mut stop: latest::Receiver<bool>) {
+pub async fn run(
+    client: kube::Client,
+    cfg: SourceConfig,
+    tx: latest::Sender<DirState>,
+    mut stop: latest::Receiver<bool>,
+) {
     let mut src = Source::new(&cfg);
     let streams = src
         .parts
@@ -268,7 +273,10 @@ impl Source {
             let shadowed = p.kind.name == "ReferenceGrant"
                 && p.kind.version != "v1"
                 && self.parts.iter().any(|q| {
-                    q.kind.name == p.kind.name && q.kind.version == "v1" && q.namespace == p.namespace && q.sync == Sync::Synced
+                    q.kind.name == p.kind.name
+                        && q.kind.version == "v1"
+                        && q.namespace == p.namespace
+                        && q.sync == Sync::Synced
                 });
             if p.sync == Sync::Synced && !shadowed {
                 store::merge_into(&mut model, &p.objects);
@@ -277,7 +285,12 @@ impl Source {
         model
     }
 
-    fn flush(&mut self, client: &kube::Client, fetch_tx: &mpsc::UnboundedSender<Fetched>, tx: &latest::Sender<DirState>) {
+    fn flush(
+        &mut self,
+        client: &kube::Client,
+        fetch_tx: &mpsc::UnboundedSender<Fetched>,
+        tx: &latest::Sender<DirState>,
+    ) {
         if !self.parts.iter().all(Partition::ready) {
             return;
         }
@@ -297,7 +310,10 @@ impl Source {
             spawn_fetch(client.clone(), r, fetch_tx.clone());
         }
         if !self.fetching.is_empty() {
-            debug!(fetching = self.fetching.len(), "waiting for newly referenced Secrets/ConfigMaps");
+            debug!(
+                fetching = self.fetching.len(),
+                "waiting for newly referenced Secrets/ConfigMaps"
+            );
             return;
         }
         let model = Arc::new(self.build());
@@ -306,7 +322,12 @@ impl Source {
             .parts
             .iter()
             .filter(|p| p.sync == Sync::Missing)
-            .map(|p| format!("{} is not served by the API server (CRD not installed?); watching for it", p.describe()))
+            .map(|p| {
+                format!(
+                    "{} is not served by the API server (CRD not installed?); watching for it",
+                    p.describe()
+                )
+            })
             .collect();
         warnings.extend(self.rejected.values().cloned());
         self.published = true;
@@ -330,7 +351,10 @@ fn key_of(kind: &kinds::WatchedKind, obj: &DynamicObject) -> ObjectKey {
 }
 
 fn spawn_fetch(client: kube::Client, r: Ref, tx: mpsc::UnboundedSender<Fetched>) {
-    let kind = kinds::WATCHED.iter().find(|k| k.name == r.0).expect("Secret and ConfigMap are watched");
+    let kind = kinds::WATCHED
+        .iter()
+        .find(|k| k.name == r.0)
+        .expect("Secret and ConfigMap are watched");
     let api: Api<DynamicObject> = Api::namespaced_with(client, &r.1.namespace, &kind.api_resource());
     tokio::spawn(async move {
         let result = match api.get_opt(&r.1.name).await {

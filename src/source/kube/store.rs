@@ -247,7 +247,9 @@ spec:
   targetRefs: [{group: '', kind: Service, name: web}]
   validation: {hostname: web.shop, caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}]}
 ";
-        let model = crate::source::files::parse_texts(&[("t".into(), text.into())]).unwrap().model;
+        let model = crate::source::files::parse_texts(&[("t".into(), text.into())])
+            .unwrap()
+            .model;
         let refs: Vec<Ref> = referenced(&model).into_iter().collect();
         assert_eq!(
             refs,

@@ -136,8 +136,14 @@ mod tests {
         .unwrap();
         slim(&mut obj);
         assert!(obj.metadata.managed_fields.is_none() && obj.metadata.annotations.is_none());
-        let svc = crate::source::kube::kinds::WATCHED.iter().find(|k| k.name == "Service").unwrap();
+        let svc = crate::source::kube::kinds::WATCHED
+            .iter()
+            .find(|k| k.name == "Service")
+            .unwrap();
         let err = decode(svc, obj).unwrap_err();
-        assert!(err.contains("Service shop/web") && err.contains("spec.ports[0].port"), "{err}");
+        assert!(
+            err.contains("Service shop/web") && err.contains("spec.ports[0].port"),
+            "{err}"
+        );
     }
 }
