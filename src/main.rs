@@ -82,8 +82,13 @@ fn serve(args: ServeArgs) -> Result<()> {
         k.status_writes_per_second = args.kube.status_writes_per_second;
         k
     });
+    // clap counts PIER_KUBERNETES=false as "present", so the either-or is checked here as well.
+    let config_dir = match (&kubernetes, args.config_dir) {
+        (None, None) => bail!("--config-dir (PIER_CONFIG_DIR) is required unless --kubernetes is set"),
+        (_, dir) => dir.unwrap_or_default(),
+    };
     let config = pier::runtime::ServeConfig {
-        config_dir: args.config_dir.unwrap_or_default(),
+        config_dir,
         kubernetes,
         xds_address: args.xds_address,
         admin_address: args.admin_address,

@@ -177,6 +177,21 @@ fn serve_help_documents_every_kubernetes_option_and_crds_print() {
     ] {
         assert!(help.contains(flag) && help.contains(env), "{flag} / {env} in:\n{help}");
     }
+    let out = Command::new(env!("CARGO_BIN_EXE_pier"))
+        .args([
+            "serve",
+            "--admin-address",
+            "127.0.0.1:0",
+            "--xds-address",
+            "127.0.0.1:0",
+        ])
+        .env("PIER_KUBERNETES", "false")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--config-dir (PIER_CONFIG_DIR) is required unless --kubernetes")
+    );
     let crds = pier(&["crds"]);
     let names: Vec<String> = serde_yaml::Deserializer::from_str(&crds)
         .map(|d| {

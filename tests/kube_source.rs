@@ -371,3 +371,31 @@ async fn grpcroute_changes_reach_the_model() {
     tokio::time::timeout(kube_support::WAIT, task).await.unwrap().unwrap();
     api.shutdown().await;
 }
+
+/// The API server going away: the last good configuration stays served and ready, and the failing
+/// watches are reported in `/debug/status`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_server_outage_keeps_serving_and_is_reported() {
+    let api = FakeApiServer::start(&[]).await;
+    api.apply_yaml(&base_model());
+    let pier = Pier::start(settings(&api, "a", &[]), QUIET).await;
+    let before = pier
+        .wait_dump("base model", |d| d.contains("service/default/a/80"))
+        .await;
+    api.shutdown().await;
+    let deadline = tokio::time::Instant::now() + kube_support::WAIT;
+    loop {
+        let status = pier.get("/debug/status").await.1;
+        if status["source_error"].as_str().is_some_and(|e| e.contains("watch of")) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "watch errors not reported: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(pier.dump().await, before, "the last good configuration stays served");
+    assert!(pier.ready().await);
+    pier.stop().await;
+}

@@ -30,6 +30,8 @@ pub struct KubeSettings {
     pub lease_grace_secs: u64,
     pub status_writes_per_second: u32,
     pub nack_poll: Duration,
+    /// Every status is read and compared again this often (repairs edits made by others).
+    pub status_resync: Duration,
     pub retry_max: Duration,
 }
 
@@ -67,6 +69,7 @@ impl KubeSettings {
             lease_grace_secs: 5,
             status_writes_per_second: 20,
             nack_poll: Duration::from_secs(2),
+            status_resync: Duration::from_secs(600),
             retry_max: Duration::from_secs(30),
         }
     }
@@ -114,6 +117,7 @@ pub(super) async fn start(
         controller_name,
         writes_per_second: settings.status_writes_per_second,
         nack_poll: settings.nack_poll,
+        resync: settings.status_resync,
     };
     Ok(vec![
         tokio::spawn(crate::source::kube::run(

@@ -29,6 +29,8 @@ pub struct WriterConfig {
     pub writes_per_second: u32,
     /// How often Envoy rejections are looked at again (they change without a new translation).
     pub nack_poll: Duration,
+    /// How often every status is read and compared again, repairing edits pier did not make.
+    pub resync: Duration,
 }
 
 /// (apiVersion, kind, namespace, name).
@@ -57,7 +59,12 @@ pub async fn run(
     let spacing = Duration::from_secs(1) / cfg.writes_per_second.max(1);
     // What pier last brought each object's status to (its own part, before merging).
     let mut synced: BTreeMap<Key, Value> = BTreeMap::new();
+    let mut resync_at = tokio::time::Instant::now() + cfg.resync;
     loop {
+        if tokio::time::Instant::now() >= resync_at {
+            synced.clear();
+            resync_at = tokio::time::Instant::now() + cfg.resync;
+        }
         if !*leader.borrow_and_update() {
             synced.clear();
             tokio::select! {

@@ -6,6 +6,10 @@
 //! - [`watch`]: one kube-rs watcher per kind and namespace, slimming and decoding objects.
 //! - [`store`]: the per-watch object maps, model assembly and the Secret/ConfigMap data trimming.
 //!
+//! Stores are pier's own rather than kube-rs `reflector::Store`s: objects are decoded once into the
+//! model's typed `Arc`s (so assembling a model copies no object), Secret/ConfigMap data can be dropped
+//! in place, and a re-list is swapped in whole at `InitDone` exactly as a reflector does.
+//!
 //! Gate: nothing is published until every watch has listed once, or found its kind not served (a CRD
 //! that is not installed is reported once as a warning and retried with backoff, never fatal). After
 //! that, changes are debounced like file events and each burst publishes one model. A watch error never
@@ -138,7 +142,11 @@ impl Source {
         let kind = self.parts[i].kind;
         let ev = match ev {
             Ok(ev) => {
-                self.errors.remove(&i);
+                // A watch that recovers clears its error from the published state.
+                if self.errors.remove(&i).is_some() {
+                    self.apply(i, Ok(ev));
+                    return true;
+                }
                 ev
             }
             Err(e) if watch::is_not_found(&e) => {
@@ -153,10 +161,12 @@ impl Source {
             Err(e) => {
                 let p = &self.parts[i];
                 let message = format!("watch of {}: {e}", p.describe());
-                if self.errors.insert(i, message.clone()).as_ref() != Some(&message) {
+                // Only a new error is worth publishing (and logging); retries of the same one are not.
+                let new = self.errors.insert(i, message.clone()).as_ref() != Some(&message);
+                if new {
                     warn!(error = %message, "watch failing; retrying with backoff, the last good model stays in force");
                 }
-                return true;
+                return new;
             }
         };
         match ev {
@@ -367,4 +377,44 @@ fn spawn_fetch(client: kube::Client, r: Ref, tx: mpsc::UnboundedSender<Fetched>)
         };
         let _ = tx.send((r, result));
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> SourceConfig {
+        SourceConfig {
+            namespaces: vec![],
+            debounce: Debounce {
+                quiet: Duration::from_millis(1),
+                max_delay: Duration::from_millis(1),
+            },
+            retry_max: Duration::from_millis(1),
+        }
+    }
+
+    #[test]
+    fn reference_grant_v1beta1_counts_only_where_v1_is_not_served() {
+        let mut src = Source::new(&cfg());
+        let v1 = src
+            .parts
+            .iter()
+            .position(|p| p.kind.name == "ReferenceGrant" && p.kind.version == "v1")
+            .unwrap();
+        let beta = src
+            .parts
+            .iter()
+            .position(|p| p.kind.name == "ReferenceGrant" && p.kind.version == "v1beta1")
+            .unwrap();
+        let grant = "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\nmetadata: {name: g, namespace: a}\n\
+                     spec: {from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: b}], to: [{group: '', kind: Service}]}\n";
+        let obj = crate::model::yaml::parse("t", grant).unwrap().objects.remove(0).1;
+        src.parts[beta].objects.upsert(obj);
+        src.parts[beta].sync = Sync::Synced;
+        src.parts[v1].sync = Sync::Missing;
+        assert_eq!(src.build().reference_grants.len(), 1, "v1 not served: v1beta1 is read");
+        src.parts[v1].sync = Sync::Synced;
+        assert_eq!(src.build().reference_grants.len(), 0, "v1 served: it alone is read");
+    }
 }
