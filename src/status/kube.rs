@@ -46,6 +46,7 @@ pub enum Outcome {
 }
 
 const CONFLICT_RETRIES: usize = 5;
+const FAILED_RETRY: Duration = Duration::from_secs(30);
 
 /// Writes statuses until `stop` fires; idle while `leader` is false.
 pub async fn run(
@@ -60,6 +61,9 @@ pub async fn run(
     // What pier last brought each object's status to (its own part, before merging).
     let mut synced: BTreeMap<Key, Value> = BTreeMap::new();
     let mut resync_at = tokio::time::Instant::now() + cfg.resync;
+    // Writes that failed (other than by conflict): not retried before the deadline unless pier's part
+    // changes, so an object the API server keeps refusing costs one request per `FAILED_RETRY`.
+    let mut failed: BTreeMap<Key, (Value, tokio::time::Instant)> = BTreeMap::new();
     loop {
         if tokio::time::Instant::now() >= resync_at {
             synced.clear();
@@ -78,6 +82,12 @@ pub async fn run(
             if synced.get(&key) == Some(&want) {
                 continue;
             }
+            if failed
+                .get(&key)
+                .is_some_and(|(w, until)| *w == want && tokio::time::Instant::now() < *until)
+            {
+                continue;
+            }
             let Some(kind) = kinds::status_kind(&key.0, &key.1) else {
                 continue;
             };
@@ -87,10 +97,12 @@ pub async fn run(
                 }
                 Ok(outcome) => {
                     debug!(kind = %key.1, object = %object_name(&key), ?outcome, "status");
+                    failed.remove(&key);
                     synced.insert(key, want);
                 }
                 Err(e) => {
-                    warn!(kind = %key.1, object = %object_name(&key), error = %e, "status write failed; retried on the next change")
+                    warn!(kind = %key.1, object = %object_name(&key), error = %e, "status write failed; retried on the next change or in {FAILED_RETRY:?}");
+                    failed.insert(key, (want, tokio::time::Instant::now() + FAILED_RETRY));
                 }
             }
             tokio::select! {

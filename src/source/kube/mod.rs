@@ -5,6 +5,7 @@
 //! - [`kinds`]: the table of watched kinds and the API calls pier makes (RBAC is tested against it).
 //! - [`watch`]: one kube-rs watcher per kind and namespace, slimming and decoding objects.
 //! - [`store`]: the per-watch object maps, model assembly and the Secret/ConfigMap data trimming.
+//! - `refetch`: reads a trimmed Secret/ConfigMap again once something references it.
 //!
 //! Stores are pier's own rather than kube-rs `reflector::Store`s: objects are decoded once into the
 //! model's typed `Arc`s (so assembling a model copies no object), Secret/ConfigMap data can be dropped
@@ -17,6 +18,7 @@
 //! re-listed objects in whole) while the current model stays published.
 
 pub mod kinds;
+mod refetch;
 pub mod store;
 pub mod watch;
 
@@ -25,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject};
+use kube::api::DynamicObject;
 use kube::runtime::watcher;
 use tokio::sync::{mpsc, watch as latest};
 use tokio::time::Instant;
@@ -45,8 +47,7 @@ pub struct SourceConfig {
     pub retry_max: Duration,
 }
 
-/// A Secret/ConfigMap fetched again because something started referencing it.
-type Fetched = (Ref, Result<Option<DynamicObject>, String>);
+use refetch::{Fetched, spawn_fetch};
 
 /// Watches until `stop` fires, publishing each settled burst of changes on `tx`.
 pub async fn run(
@@ -209,7 +210,7 @@ impl Source {
                 None => true,
             },
             watcher::Event::Delete(obj) => {
-                let key = key_of(kind, &obj);
+                let key = watch::key_of(kind, &obj);
                 self.rejected.remove(&(kind.name, key.clone()));
                 let p = &mut self.parts[i];
                 p.trimmed.remove(&key);
@@ -222,7 +223,7 @@ impl Source {
     /// Secret/ConfigMap right away (`true` when it did). A refused object keeps its last good version.
     fn decode(&mut self, i: usize, obj: DynamicObject) -> Option<(Object, bool)> {
         let kind = self.parts[i].kind;
-        let key = key_of(kind, &obj);
+        let key = watch::key_of(kind, &obj);
         match watch::decode(kind, obj) {
             Ok(mut obj) => {
                 self.rejected.remove(&(kind.name, key.clone()));
@@ -349,34 +350,6 @@ impl Source {
             debug!(generation = state.generation, "Kubernetes model published");
         });
     }
-}
-
-fn key_of(kind: &kinds::WatchedKind, obj: &DynamicObject) -> ObjectKey {
-    let name = obj.metadata.name.clone().unwrap_or_default();
-    match (kind.namespaced, obj.metadata.namespace.as_deref()) {
-        (true, Some(ns)) if !ns.is_empty() => ObjectKey::new(ns, name),
-        (true, _) => ObjectKey::new(crate::model::insert::DEFAULT_NAMESPACE, name),
-        (false, _) => ObjectKey::cluster(name),
-    }
-}
-
-fn spawn_fetch(client: kube::Client, r: Ref, tx: mpsc::UnboundedSender<Fetched>) {
-    let kind = kinds::WATCHED
-        .iter()
-        .find(|k| k.name == r.0)
-        .expect("Secret and ConfigMap are watched");
-    let api: Api<DynamicObject> = Api::namespaced_with(client, &r.1.namespace, &kind.api_resource());
-    tokio::spawn(async move {
-        let result = match api.get_opt(&r.1.name).await {
-            Ok(Some(mut obj)) => {
-                watch::slim(&mut obj);
-                Ok(Some(obj))
-            }
-            Ok(None) => Ok(None),
-            Err(e) => Err(e.to_string()),
-        };
-        let _ = tx.send((r, result));
-    });
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 
 use super::kinds::WatchedKind;
-use crate::model::Object;
+use crate::model::{Object, ObjectKey};
 
 pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -109,6 +109,16 @@ pub fn is_not_found(error: &watcher::Error) -> bool {
         | watcher::Error::WatchStartFailed(kube::Error::Api(s))
         | watcher::Error::WatchFailed(kube::Error::Api(s)) => s.code == 404,
         _ => false,
+    }
+}
+
+/// The model key of a watched object (namespaced objects without a namespace land in `default`).
+pub fn key_of(kind: &WatchedKind, obj: &DynamicObject) -> ObjectKey {
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    match (kind.namespaced, obj.metadata.namespace.as_deref()) {
+        (true, Some(ns)) if !ns.is_empty() => ObjectKey::new(ns, name),
+        (true, _) => ObjectKey::new(crate::model::insert::DEFAULT_NAMESPACE, name),
+        (false, _) => ObjectKey::cluster(name),
     }
 }
 
