@@ -105,6 +105,7 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
                 source: dir_tx,
                 statuses: statuses_rx,
                 clients: clients.clone(),
+                metrics: crate::status::metrics::StatusMetrics::new(&mut registry),
                 stop: stop_rx.clone(),
             };
             let controller = config.options.controller_name.clone();

@@ -166,6 +166,57 @@ async fn envoy_rejection_appears_on_gateway_status() {
     api.shutdown().await;
 }
 
+/// Status writes are spaced to the configured rate, and counted on `/metrics`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_writes_are_rate_limited_and_counted() {
+    let api = FakeApiServer::start(&[]).await;
+    api.apply_yaml(&base_model());
+    for i in 0..5 {
+        api.apply_yaml(
+            &base_model()
+                .split("---\n")
+                .nth(2)
+                .unwrap()
+                .replace("name: route,", &format!("name: r{i},")),
+        );
+    }
+    let mut s = settings(&api, "a", &[]);
+    s.status_writes_per_second = 4;
+    let pier = Pier::start(s, QUIET).await;
+    wait_for("every route's status", || {
+        (0..5)
+            .all(|i| {
+                api.get(GW_GROUP, "httproutes", "default", &format!("r{i}"))
+                    .is_some_and(|r| r["status"]["parents"].is_array())
+            })
+            .then_some(())
+    })
+    .await;
+    let puts: Vec<Instant> = api
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PUT")
+        .map(|r| r.at)
+        .collect();
+    assert!(puts.len() >= 6, "{} writes", puts.len());
+    let min_gap = puts.windows(2).map(|w| w[1] - w[0]).min().unwrap();
+    assert!(
+        min_gap >= Duration::from_millis(240),
+        "writes 250 ms apart at 4/s, closest two were {min_gap:?}"
+    );
+    let metrics = pier::testkit::http::get(pier.admin, "pier-admin", "/metrics")
+        .await
+        .unwrap()
+        .body;
+    assert!(
+        metrics.contains("pier_status_writes_total{outcome=\"written\"}"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("pier_status_leader 1"), "{metrics}");
+    pier.stop().await;
+    api.shutdown().await;
+}
+
 fn holder(api: &FakeApiServer) -> Option<String> {
     let lease = api.get("coordination.k8s.io", "leases", "pier-system", "pier-status-writer")?;
     lease["spec"]["holderIdentity"].as_str().map(str::to_string)

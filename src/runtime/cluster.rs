@@ -79,6 +79,7 @@ pub(super) struct Channels {
     pub source: watch::Sender<DirState>,
     pub statuses: watch::Receiver<Arc<Vec<ObjectStatus>>>,
     pub clients: Arc<Clients>,
+    pub metrics: crate::status::metrics::StatusMetrics,
     pub stop: watch::Receiver<bool>,
 }
 
@@ -138,6 +139,7 @@ pub(super) async fn start(
             ch.statuses,
             ch.clients,
             leader_rx,
+            ch.metrics,
             ch.stop,
         )),
     ])

@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use super::merge::{self, merge};
+use super::metrics::StatusMetrics;
 use crate::gateway::status::ObjectStatus;
 use crate::source::kube::kinds::{self, WatchedKind};
 use crate::xds::clients::Clients;
@@ -55,6 +56,7 @@ pub async fn run(
     mut statuses: watch::Receiver<Arc<Vec<ObjectStatus>>>,
     clients: Arc<Clients>,
     mut leader: watch::Receiver<bool>,
+    metrics: StatusMetrics,
     mut stop: watch::Receiver<bool>,
 ) {
     let spacing = Duration::from_secs(1) / cfg.writes_per_second.max(1);
@@ -69,7 +71,9 @@ pub async fn run(
             synced.clear();
             resync_at = tokio::time::Instant::now() + cfg.resync;
         }
-        if !*leader.borrow_and_update() {
+        let leads = *leader.borrow_and_update();
+        metrics.set_leader(leads);
+        if !leads {
             synced.clear();
             tokio::select! {
                 _ = stopped(&mut stop) => return,
@@ -91,7 +95,14 @@ pub async fn run(
             let Some(kind) = kinds::status_kind(&key.0, &key.1) else {
                 continue;
             };
-            match write(&client, kind, &key, &want, &cfg.controller_name).await {
+            let result = write(&client, kind, &key, &want, &cfg.controller_name, &metrics).await;
+            metrics.outcome(match &result {
+                Ok(Outcome::Written) => "written",
+                Ok(Outcome::Unchanged) => "unchanged",
+                Ok(Outcome::Gone) => "gone",
+                Err(_) => "failed",
+            });
+            match result {
                 Ok(Outcome::Gone) => {
                     synced.remove(&key);
                 }
@@ -165,6 +176,7 @@ pub async fn write(
     key: &Key,
     want: &Value,
     controller: &str,
+    metrics: &StatusMetrics,
 ) -> Result<Outcome, String> {
     let ar = kind.api_resource();
     let api: Api<DynamicObject> = if kind.namespaced {
@@ -191,6 +203,7 @@ pub async fn write(
         match api.replace_status(&key.3, &PostParams::default(), &obj).await {
             Ok(_) => return Ok(Outcome::Written),
             Err(kube::Error::Api(s)) if s.code == 409 => {
+                metrics.conflict();
                 debug!(object = %object_name(key), "status conflict; reading again");
             }
             Err(kube::Error::Api(s)) if s.code == 404 => return Ok(Outcome::Gone),

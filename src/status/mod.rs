@@ -5,6 +5,7 @@
 //! - [`kube`]: writes them onto the Kubernetes objects (read-merge-replace, conflict retry, no-op skip,
 //!   rate limit), only on the leader.
 //! - [`leader`]: Lease-based leader election that decides which replica writes.
+//! - [`metrics`]: write outcomes, conflicts and leadership on `/metrics`.
 //!
 //! The directory source has no writer: its statuses are served by `/debug/status` (and `pier translate`
 //! prints them).
@@ -12,3 +13,4 @@
 pub mod kube;
 pub mod leader;
 pub mod merge;
+pub mod metrics;

@@ -74,6 +74,7 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string(),
+        at: std::time::Instant::now(),
     });
     let Some(t) = parse_path(uri.path()) else {
         return status(404, "NotFound", format!("no route {}", uri.path()));

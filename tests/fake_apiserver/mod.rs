@@ -84,6 +84,7 @@ pub struct Request {
     pub query: String,
     /// The `x-client` header: which of several clients sent it (tests give each pier its own).
     pub client: String,
+    pub at: std::time::Instant,
 }
 
 impl Request {
