@@ -20,6 +20,7 @@ const ROOTS: &[&str] = &[
     "envoy/extensions/filters/http/router/v3/router.proto",
     "envoy/extensions/filters/http/dynamic_forward_proxy/v3/dynamic_forward_proxy.proto",
     "envoy/extensions/filters/http/rbac/v3/rbac.proto",
+    "envoy/extensions/filters/http/cors/v3/cors.proto",
     "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.proto",
     "envoy/extensions/upstreams/http/v3/http_protocol_options.proto",
     "envoy/extensions/clusters/dns/v3/dns_cluster.proto",

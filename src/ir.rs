@@ -85,11 +85,15 @@ pub struct Route {
     /// HTTP method (`GET`, `POST`, ...), if the match names one.
     pub method: Option<String>,
     pub action: RouteAction,
-    /// Header changes and URL rewrite applied around the action (HTTPRoute rule filters).
+    /// A GRPCRoute entry: every failure Envoy answers itself (the share of an invalid backendRef, a rule
+    /// without a valid backend) is HTTP 503, which Envoy's local reply to a gRPC request turns into
+    /// `grpc-status: 14` (UNAVAILABLE) — the gRPC answer Gateway API asks for where HTTPRoute gets 500.
+    pub grpc: bool,
+    /// Filters, timeouts, retries and the rule name (HTTPRoute rule fields besides matches and backendRefs).
     pub filters: RouteFilters,
 }
 
-/// What a rule's filters change, besides the action itself.
+/// What a rule adds around its action: its filters, timeouts, retry policy and name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RouteFilters {
     /// Changes to the request before it goes upstream.
@@ -98,6 +102,79 @@ pub struct RouteFilters {
     pub response_headers: HeaderModifier,
     /// URL rewrite of a forwarded request (ignored by other actions).
     pub rewrite: Option<Rewrite>,
+    /// Copies of each forwarded request sent elsewhere, their responses ignored (`RequestMirror`).
+    pub mirrors: Vec<Mirror>,
+    /// Cross-origin policy answered by the proxy (`CORS`).
+    pub cors: Option<Cors>,
+    /// Rule `timeouts` (forwarded requests only).
+    pub timeouts: Timeouts,
+    /// Rule `retry` (forwarded requests only).
+    pub retry: Option<Retry>,
+    /// The rule's `name`, so an Envoy route can be traced back to the rule that made it.
+    pub rule_name: Option<String>,
+}
+
+/// One `RequestMirror`: a resolved cluster and the share of requests copied to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mirror {
+    pub cluster: String,
+    /// `None`: every request.
+    pub fraction: Option<Fraction>,
+}
+
+/// `numerator / denominator` of requests; `0 < denominator`, `numerator <= denominator`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fraction {
+    pub numerator: u32,
+    pub denominator: u32,
+}
+
+/// Gateway API `HTTPCORSFilter`, validated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cors {
+    /// `*`, an exact origin (`https://a.example.com`), or one whose host has a left-hand `*`
+    /// (`https://*.example.com`: any number of labels).
+    pub allow_origins: Vec<String>,
+    /// Methods, or just `*` (the proxy echoes the requested method).
+    pub allow_methods: Vec<String>,
+    /// Header names, or just `*` (the proxy echoes the requested headers).
+    pub allow_headers: Vec<String>,
+    pub expose_headers: Vec<String>,
+    pub allow_credentials: bool,
+    pub max_age_seconds: u32,
+}
+
+/// Gateway API `HTTPRouteTimeouts` in milliseconds; `Some(0)` disables that timeout.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timeouts {
+    /// The whole request, retries included.
+    pub request_ms: Option<u64>,
+    /// Each request to a backend (each try).
+    pub backend_request_ms: Option<u64>,
+}
+
+/// Gateway API `HTTPRouteRetry`: connection failures and resets are always retried; `codes` adds
+/// response status codes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Retry {
+    /// Retries after the first try; `None`: the proxy's default.
+    pub attempts: Option<u32>,
+    pub codes: Vec<u16>,
+    /// Minimum wait before a retry.
+    pub backoff_ms: Option<u64>,
+}
+
+/// Per-backendRef filters that stay per backend (a weighted cluster's own header changes).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BackendFilters {
+    pub request_headers: HeaderModifier,
+    pub response_headers: HeaderModifier,
+}
+
+impl BackendFilters {
+    pub fn is_empty(&self) -> bool {
+        self.request_headers.is_empty() && self.response_headers.is_empty()
+    }
 }
 
 /// Gateway API `HTTPHeaderFilter`: names as written (HTTP compares them case-insensitively).
@@ -192,6 +269,8 @@ pub struct WeightedBackend {
     /// `None`: the backendRef is invalid; Envoy answers 500 for this share.
     pub cluster: Option<String>,
     pub weight: u32,
+    /// Header changes for this backend's share only (`backendRefs[].filters`).
+    pub filters: BackendFilters,
 }
 
 /// An upstream cluster: one per (backend kind, namespace, name, port), shared by every route using it.

@@ -246,10 +246,12 @@ fn dfp_filter_and_clusters_share_the_dns_cache() {
             ir::WeightedBackend {
                 cluster: Some(fixture::DYN.into()),
                 weight: 1,
+                filters: Default::default(),
             },
             ir::WeightedBackend {
                 cluster: Some("eg-backend/default/dyn6/dynamic".into()),
                 weight: 1,
+                filters: Default::default(),
             },
         ]);
     });
@@ -382,6 +384,7 @@ fn dfp_behind_an_aggregate_is_guarded_too() {
         let to_failover = ir::WeightedBackend {
             cluster: Some(FAILOVER.into()),
             weight: 1,
+            filters: Default::default(),
         };
         https_chains(gw)[0].route_config.virtual_hosts[0].routes[0].action =
             ir::RouteAction::Forward(vec![to_failover]);

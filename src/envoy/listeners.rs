@@ -2,7 +2,7 @@
 //! Gateway listener, selected by SNI (the TLS inspector reads it), each terminating TLS with its own
 //! certificates. Every chain runs an HttpConnectionManager that fetches its routes by RDS over ADS.
 
-use super::pb::{dfp_common, dfp_filter, ext, hcm, listener, rbac_filter, router, tls_inspector};
+use super::pb::{cors_filter, dfp_common, dfp_filter, ext, hcm, listener, rbac_filter, router, tls_inspector};
 use super::{ads, names, socket_address, tls};
 use crate::ir;
 
@@ -17,6 +17,8 @@ pub(super) type GuardLookup<'a> = dyn Fn(&str) -> bool + 'a;
 pub(super) struct Lookups<'a> {
     pub dfp: &'a DfpLookup<'a>,
     pub guarded: &'a GuardLookup<'a>,
+    /// Does a route of this route configuration carry a CORS policy?
+    pub cors: &'a GuardLookup<'a>,
 }
 
 pub(super) fn build(l: &ir::Listener, lookups: &Lookups<'_>) -> listener::Listener {
@@ -69,6 +71,13 @@ pub(super) fn build(l: &ir::Listener, lookups: &Lookups<'_>) -> listener::Listen
 
 fn http_connection_manager(stat_prefix: &str, route_config_name: &str, lookups: &Lookups<'_>) -> listener::Filter {
     let mut http_filters = Vec::new();
+    // CORS first: a preflight is answered (and an actual request's response decorated) by the proxy,
+    // whatever later filters decide. The listener-wide config is empty; each route's policy is in its
+    // per-route config (`routes::policy::cors`), and routes without one are untouched. Only where a route
+    // has a policy.
+    if (lookups.cors)(route_config_name) {
+        http_filters.push(http_filter(ext::CORS_FILTER, cors_filter::Cors::default()));
+    }
     // A dynamic forward proxy connects wherever the request's authority says; the RBAC filter enforces the
     // destination guardrails on that authority (403), before the DFP filter so a refused name is never
     // even resolved. Its rules are per route (`routes::authority_guard`) so that only routes forwarding

@@ -56,11 +56,15 @@ pub fn build(gw: &ir::GatewayIr, opts: &crate::Options) -> Resources {
     let mut routes: Vec<_> = gw
         .listeners
         .iter()
-        .flat_map(|l| match &l.kind {
-            ir::ListenerKind::Http { route_config } => vec![route_config],
-            ir::ListenerKind::Https { chains } => chains.iter().map(|c| &c.route_config).collect(),
+        .flat_map(|l| {
+            let (port, https) = (l.port, matches!(l.kind, ir::ListenerKind::Https { .. }));
+            let at = routes::Listening { port, https };
+            match &l.kind {
+                ir::ListenerKind::Http { route_config } => vec![(route_config, at)],
+                ir::ListenerKind::Https { chains } => chains.iter().map(|c| (&c.route_config, at)).collect(),
+            }
         })
-        .map(|rc| routes::build(rc, &gw.clusters))
+        .map(|(rc, at)| routes::build(rc, &gw.clusters, at))
         .collect();
     // Whether a listener needs the dynamic-forward-proxy filter is read off the *built* routes (weight-0
     // and invalid shares already gone), the same way `check` verifies it.
@@ -78,9 +82,15 @@ pub fn build(gw: &ir::GatewayIr, opts: &crate::Options) -> Resources {
         let rc = routes.iter().find(|r| r.name == route_config);
         rc.is_some_and(|rc| routes::all_routes(rc).any(|(_, r)| routes::has_authority_guard(r)))
     };
+    // And the CORS filter: wherever a built route carries a CORS policy.
+    let cors = |route_config: &str| {
+        let rc = routes.iter().find(|r| r.name == route_config);
+        rc.is_some_and(|rc| routes::all_routes(rc).any(|(_, r)| routes::has_cors_policy(r)))
+    };
     let lookups = listeners::Lookups {
         dfp: &dfp,
         guarded: &guarded,
+        cors: &cors,
     };
     let mut listeners: Vec<_> = gw.listeners.iter().map(|l| listeners::build(l, &lookups)).collect();
     let mut secrets: Vec<_> = gw.secrets.iter().map(|(name, s)| secrets::build(name, s)).collect();

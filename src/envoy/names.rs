@@ -43,6 +43,12 @@ pub fn failover_cluster(members: &[String]) -> String {
     format!("failover/{}", members.join("+"))
 }
 
+/// The HTTP/2 twin of a cluster, for GRPCRoutes to a backend whose own cluster speaks HTTP/1.1 or
+/// negotiates: `service/default/echo/8080/h2`.
+pub fn http2_twin(cluster: &str) -> String {
+    format!("{cluster}/h2")
+}
+
 /// DNS cache shared by every dynamic-forward-proxy cluster with the same settings.
 pub fn dns_cache(lookup_family: &str, refresh_rate_ms: u64) -> String {
     format!("pier-dfp-{lookup_family}-{refresh_rate_ms}ms")

@@ -14,6 +14,7 @@ pub use envoy_types::pb::envoy::extensions::clusters::common::dns::v3 as common_
 pub use envoy_types::pb::envoy::extensions::clusters::dns::v3 as dns_cluster;
 pub use envoy_types::pb::envoy::extensions::clusters::dynamic_forward_proxy::v3 as dfp_cluster;
 pub use envoy_types::pb::envoy::extensions::common::dynamic_forward_proxy::v3 as dfp_common;
+pub use envoy_types::pb::envoy::extensions::filters::http::cors::v3 as cors_filter;
 pub use envoy_types::pb::envoy::extensions::filters::http::dynamic_forward_proxy::v3 as dfp_filter;
 pub use envoy_types::pb::envoy::extensions::filters::http::rbac::v3 as rbac_filter;
 pub use envoy_types::pb::envoy::extensions::filters::http::router::v3 as router;
@@ -22,6 +23,7 @@ pub use envoy_types::pb::envoy::extensions::filters::network::http_connection_ma
 pub use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3 as tls;
 pub use envoy_types::pb::envoy::extensions::upstreams::http::v3 as upstream_http;
 pub use envoy_types::pb::envoy::r#type::matcher::v3 as matcher;
+pub use envoy_types::pb::envoy::r#type::v3 as types;
 pub use envoy_types::pb::google::protobuf;
 
 /// Envoy extension names: fixed by Envoy (not minted by pier), so they live beside the type aliases
@@ -31,6 +33,8 @@ pub mod ext {
     pub const HTTP_CONNECTION_MANAGER: &str = "envoy.filters.network.http_connection_manager";
     pub const ROUTER: &str = "envoy.filters.http.router";
     pub const DFP_FILTER: &str = "envoy.filters.http.dynamic_forward_proxy";
+    /// Also the key of the per-route CORS policy (`Route.typed_per_filter_config`).
+    pub const CORS_FILTER: &str = "envoy.filters.http.cors";
     /// Also the key of the per-route RBAC config (`Route.typed_per_filter_config`).
     pub const RBAC_FILTER: &str = "envoy.filters.http.rbac";
     pub const DFP_CLUSTER: &str = "envoy.clusters.dynamic_forward_proxy";

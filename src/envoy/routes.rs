@@ -1,11 +1,13 @@
 //! RDS: one `RouteConfiguration` per `ir::RouteConfig` (an HTTP port, or one HTTPS filter chain). Owns
-//! request matching (in `matching`), rule filters (in `filters`: header changes, URL rewrite, redirect)
-//! and the forward / direct-response actions, including the HTTP 500
+//! request matching (in `matching`), rule filters (in `filters`: header changes, URL rewrite, redirect,
+//! per-backend headers on weighted clusters), mirrors, timeouts, retries, CORS and rule names (in
+//! `policy`) and the forward / direct-response actions, including the HTTP 500
 //! share of invalid backendRefs that the Gateway API requires, and the authority guard of routes to a
 //! dynamic forward proxy.
 
 mod filters;
 mod matching;
+mod policy;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -15,6 +17,8 @@ use crate::ir;
 
 /// Gateway API: requests to an invalid backendRef (and rules without any valid one) get HTTP 500.
 const INVALID_BACKEND_STATUS: u32 = 500;
+/// GRPCRoute: the same failures get 503, which Envoy answers a gRPC client as UNAVAILABLE.
+const GRPC_INVALID_BACKEND_STATUS: u32 = 503;
 
 /// RBAC policy (in the per-route config) denying authorities that match a guardrail regex; Envoy names
 /// it in the response details of a 403 (`rbac_access_denied_matched_policy[destination-guardrails]`).
@@ -22,11 +26,26 @@ const GUARDRAILS_POLICY: &str = "destination-guardrails";
 /// RBAC policy denying authorities outside the operator's hostname allow-list.
 const ALLOW_LIST_POLICY: &str = "hostname-not-allowed";
 
+/// Where a route configuration is served: a redirect without a port goes to the listener's port.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Listening {
+    pub port: u16,
+    pub https: bool,
+}
+
 /// `clusters` (the Gateway's, by name) tells which routes forward to a dynamic forward proxy.
-pub(super) fn build(rc: &ir::RouteConfig, clusters: &BTreeMap<String, ir::Cluster>) -> route::RouteConfiguration {
+pub(super) fn build(
+    rc: &ir::RouteConfig,
+    clusters: &BTreeMap<String, ir::Cluster>,
+    at: Listening,
+) -> route::RouteConfiguration {
     route::RouteConfiguration {
         name: rc.name.clone(),
-        virtual_hosts: rc.virtual_hosts.iter().map(|vh| virtual_host(vh, clusters)).collect(),
+        virtual_hosts: rc
+            .virtual_hosts
+            .iter()
+            .map(|vh| virtual_host(vh, clusters, at))
+            .collect(),
         // Weighted entries name `names::INVALID_BACKEND_CLUSTER` on purpose, which never exists. Under RDS
         // false is already the default; spelled out so the config also holds when inlined (validation).
         validate_clusters: Some(protobuf::BoolValue { value: false }),
@@ -34,27 +53,37 @@ pub(super) fn build(rc: &ir::RouteConfig, clusters: &BTreeMap<String, ir::Cluste
     }
 }
 
-fn virtual_host(vh: &ir::VirtualHost, clusters: &BTreeMap<String, ir::Cluster>) -> route::VirtualHost {
+fn virtual_host(vh: &ir::VirtualHost, clusters: &BTreeMap<String, ir::Cluster>, at: Listening) -> route::VirtualHost {
     route::VirtualHost {
         name: vh.name.clone(),
         domains: vh.domains.clone(),
-        routes: vh.routes.iter().map(|r| route_entry(r, clusters)).collect(),
+        routes: vh.routes.iter().map(|r| route_entry(r, clusters, at)).collect(),
         ..Default::default()
     }
 }
 
-fn route_entry(r: &ir::Route, clusters: &BTreeMap<String, ir::Cluster>) -> route::Route {
-    let mut action = action(&r.action);
-    if let (route::route::Action::Route(forward), Some(rewrite)) = (&mut action, &r.filters.rewrite) {
-        filters::apply_rewrite(forward, rewrite);
+fn route_entry(r: &ir::Route, clusters: &BTreeMap<String, ir::Cluster>, at: Listening) -> route::Route {
+    let invalid_status = if r.grpc {
+        GRPC_INVALID_BACKEND_STATUS
+    } else {
+        INVALID_BACKEND_STATUS
+    };
+    let mut action = action(&r.action, invalid_status, at);
+    if let route::route::Action::Route(forward) = &mut action {
+        if let Some(rewrite) = &r.filters.rewrite {
+            filters::apply_rewrite(forward, rewrite);
+        }
+        policy::apply(forward, &r.filters);
     }
     let guard =
         authority_guard(&action, clusters).map(|g| (ext::RBAC_FILTER.to_string(), envoy_types::util::pack_any(g)));
+    let cors = r.filters.cors.as_ref().map(policy::cors);
     let mut out = route::Route {
         name: r.name.clone(),
         r#match: Some(matching::route_match(r)),
         action: Some(action),
-        typed_per_filter_config: guard.into_iter().collect(),
+        typed_per_filter_config: guard.into_iter().chain(cors).collect(),
+        metadata: policy::rule_metadata(&r.filters),
         ..Default::default()
     };
     filters::apply_headers(&mut out, &r.filters);
@@ -177,11 +206,11 @@ fn authority_matches(regex: &str) -> rbac::Permission {
     }
 }
 
-fn action(a: &ir::RouteAction) -> route::route::Action {
+fn action(a: &ir::RouteAction, invalid_status: u32, at: Listening) -> route::route::Action {
     match a {
         ir::RouteAction::DirectResponse { status } => direct_response(*status),
-        ir::RouteAction::Forward(backends) => forward(backends),
-        ir::RouteAction::Redirect(r) => filters::redirect(r),
+        ir::RouteAction::Forward(backends) => forward(backends, invalid_status),
+        ir::RouteAction::Redirect(r) => filters::redirect(r, at),
     }
 }
 
@@ -192,42 +221,52 @@ fn direct_response(status: u32) -> route::route::Action {
     })
 }
 
-fn forward(backends: &[ir::WeightedBackend]) -> route::route::Action {
+fn forward(backends: &[ir::WeightedBackend], invalid_status: u32) -> route::route::Action {
     use route::route_action::{ClusterNotFoundResponseCode, ClusterSpecifier};
     // Envoy requires a positive total and gains nothing from weight-0 entries, so they are dropped; the
-    // same backend listed twice is merged so each cluster appears once.
-    let mut shares: Vec<(Option<&str>, u32)> = Vec::new();
+    // same backend listed twice with the same per-backend filters is merged so it appears once (invalid
+    // shares all answer the same error, whatever their filters).
+    let no_filters = ir::BackendFilters::default();
+    let mut shares: Vec<(Option<&str>, u32, &ir::BackendFilters)> = Vec::new();
     for b in backends.iter().filter(|b| b.weight > 0) {
         let cluster = b.cluster.as_deref();
-        match shares.iter_mut().find(|(c, _)| *c == cluster) {
-            Some((_, weight)) => *weight = weight.saturating_add(b.weight),
-            None => shares.push((cluster, b.weight)),
+        let own = if cluster.is_some() { &b.filters } else { &no_filters };
+        match shares.iter_mut().find(|(c, _, f)| *c == cluster && *f == own) {
+            Some((_, weight, _)) => *weight = weight.saturating_add(b.weight),
+            None => shares.push((cluster, b.weight, own)),
         }
     }
     // No traffic can reach a valid backend (nothing left, or only invalid shares): a fixed 500.
-    if shares.iter().all(|(c, _)| c.is_none()) {
-        return direct_response(INVALID_BACKEND_STATUS);
+    if shares.iter().all(|(c, _, _)| c.is_none()) {
+        return direct_response(invalid_status);
     }
+    // Per-backend header changes exist only on weighted-cluster entries, so a single backend with
+    // filters is a weighted split of one.
     let specifier = match shares.as_slice() {
-        [(Some(cluster), _)] => ClusterSpecifier::Cluster(cluster.to_string()),
+        [(Some(cluster), _, f)] if f.is_empty() => ClusterSpecifier::Cluster(cluster.to_string()),
         _ => ClusterSpecifier::WeightedClusters(route::WeightedCluster {
             clusters: shares
                 .iter()
-                .map(|(cluster, weight)| route::weighted_cluster::ClusterWeight {
-                    name: cluster.unwrap_or(names::INVALID_BACKEND_CLUSTER).to_string(),
-                    weight: Some(protobuf::UInt32Value { value: *weight }),
-                    ..Default::default()
+                .map(|(cluster, weight, f)| {
+                    let mut entry = route::weighted_cluster::ClusterWeight {
+                        name: cluster.unwrap_or(names::INVALID_BACKEND_CLUSTER).to_string(),
+                        weight: Some(protobuf::UInt32Value { value: *weight }),
+                        ..Default::default()
+                    };
+                    filters::apply_backend_headers(&mut entry, f);
+                    entry
                 })
                 .collect(),
             ..Default::default()
         }),
     };
-    let has_invalid_share = shares.iter().any(|(c, _)| c.is_none());
+    let has_invalid_share = shares.iter().any(|(c, _, _)| c.is_none());
     route::route::Action::Route(route::RouteAction {
         cluster_specifier: Some(specifier),
         // The invalid share names a cluster that never exists; this turns Envoy's default 503 for a
         // missing cluster into the 500 the Gateway API requires.
-        cluster_not_found_response_code: if has_invalid_share {
+        // (Envoy's default, 503, is already the gRPC one.)
+        cluster_not_found_response_code: if has_invalid_share && invalid_status == INVALID_BACKEND_STATUS {
             ClusterNotFoundResponseCode::InternalServerError as i32
         } else {
             ClusterNotFoundResponseCode::ServiceUnavailable as i32
@@ -273,17 +312,25 @@ pub(crate) fn has_authority_guard(r: &route::Route) -> bool {
     r.typed_per_filter_config.contains_key(ext::RBAC_FILTER)
 }
 
-/// The clusters one route action can send traffic to.
+/// Whether a built route carries a CORS policy (so its connection manager needs the CORS filter).
+pub(crate) fn has_cors_policy(r: &route::Route) -> bool {
+    r.typed_per_filter_config.contains_key(ext::CORS_FILTER)
+}
+
+/// The clusters one route action can send traffic to, request mirrors included (a mirror is traffic
+/// too: its cluster must exist, and a DFP one needs the same filter and guard).
 pub(crate) fn action_clusters(action: &route::route::Action) -> Vec<&str> {
     use route::route_action::ClusterSpecifier;
     let route::route::Action::Route(action) = action else {
         return vec![];
     };
-    match &action.cluster_specifier {
+    let mut out: Vec<&str> = match &action.cluster_specifier {
         Some(ClusterSpecifier::Cluster(c)) => vec![c],
         Some(ClusterSpecifier::WeightedClusters(w)) => w.clusters.iter().map(|c| c.name.as_str()).collect(),
         _ => vec![],
-    }
+    };
+    out.extend(action.request_mirror_policies.iter().map(|m| m.cluster.as_str()));
+    out
 }
 
 #[cfg(test)]
@@ -294,6 +341,7 @@ mod tests {
         ir::WeightedBackend {
             cluster: cluster.map(str::to_string),
             weight,
+            filters: Default::default(),
         }
     }
 
@@ -306,7 +354,7 @@ mod tests {
 
     #[test]
     fn single_backend_is_a_plain_cluster() {
-        let r = route_action(forward(&[wb(Some("a"), 1), wb(Some("b"), 0)]));
+        let r = route_action(forward(&[wb(Some("a"), 1), wb(Some("b"), 0)], 500));
         assert_eq!(
             r.cluster_specifier,
             Some(route::route_action::ClusterSpecifier::Cluster("a".into()))
@@ -326,20 +374,25 @@ mod tests {
 
     #[test]
     fn invalid_share_gets_500_from_a_missing_cluster() {
-        let r = route_action(forward(&[wb(Some("a"), 3), wb(None, 1)]));
+        let r = route_action(forward(&[wb(Some("a"), 3), wb(None, 1)], 500));
         assert_eq!(r.cluster_not_found_response_code, 2, "INTERNAL_SERVER_ERROR");
         let entries = weighted(&r);
         assert_eq!(entries, vec![("a", 3), (names::INVALID_BACKEND_CLUSTER, 1)]);
     }
 
     #[test]
+    fn grpc_invalid_share_gets_503_for_unavailable() {
+        let r = route_action(forward(&[wb(Some("a"), 3), wb(None, 1)], 503));
+        assert_eq!(r.cluster_not_found_response_code, 0, "SERVICE_UNAVAILABLE");
+        assert_eq!(forward(&[wb(None, 1)], 503), direct_response(503));
+    }
+
+    #[test]
     fn duplicates_merge_and_zero_weights_drop() {
-        let r = route_action(forward(&[
-            wb(Some("a"), 1),
-            wb(Some("b"), 0),
-            wb(Some("a"), 2),
-            wb(Some("c"), 1),
-        ]));
+        let r = route_action(forward(
+            &[wb(Some("a"), 1), wb(Some("b"), 0), wb(Some("a"), 2), wb(Some("c"), 1)],
+            500,
+        ));
         let entries = weighted(&r);
         assert_eq!(entries, vec![("a", 3), ("c", 1)]);
     }
@@ -347,7 +400,7 @@ mod tests {
     #[test]
     fn no_reachable_backend_is_a_direct_500() {
         for backends in [vec![], vec![wb(Some("a"), 0), wb(None, 0)], vec![wb(None, 5)]] {
-            assert_eq!(forward(&backends), direct_response(500), "{backends:?}");
+            assert_eq!(forward(&backends, 500), direct_response(500), "{backends:?}");
         }
     }
 }

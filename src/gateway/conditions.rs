@@ -35,6 +35,8 @@ pub mod reason {
     pub const HOSTNAME_CONFLICT: &str = "HostnameConflict";
     pub const PROTOCOL_CONFLICT: &str = "ProtocolConflict";
     pub const UNSUPPORTED_ADDRESS: &str = "UnsupportedAddress";
+    pub const ADDRESS_NOT_ASSIGNED: &str = "AddressNotAssigned";
+    pub const ADDRESS_NOT_USABLE: &str = "AddressNotUsable";
 
     // Routes (upstream).
     pub const NOT_ALLOWED_BY_LISTENERS: &str = "NotAllowedByListeners";

@@ -46,9 +46,64 @@ pub fn serves(route_hosts: &[String], host: &str) -> bool {
     route_hosts.iter().any(|h| h == "*" || h == host || covers(h, host))
 }
 
+/// Can one request host match both effective hostnames (`*` = any host)?
+pub fn overlap(a: &str, b: &str) -> bool {
+    a == "*" || b == "*" || intersect(a, b).is_some()
+}
+
+/// Listener isolation (Gateway API `GatewaySpec.Listeners`, "Listeners that are distinct only by
+/// Hostname"): of the hostnames of the listeners sharing a port (`None`: no hostname), the index of
+/// the most specific one that covers `host` — an effective route hostname, exact, wildcard, or `*`
+/// for "any". Exact before wildcard, longer wildcard before shorter, no hostname last. Requests for
+/// `host` belong to that listener alone, so only its routes may claim them.
+pub fn owner(listener_hosts: &[Option<&str>], host: &str) -> Option<usize> {
+    listener_hosts
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| match l {
+            None => true,
+            Some(l) => host != "*" && covers(l, host),
+        })
+        .min_by(|(_, a), (_, b)| super::order::hostname_specificity(a.unwrap_or("*"), b.unwrap_or("*")))
+        .map(|(i, _)| i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn owner_table() {
+        // The listeners of upstream GatewayHTTPListenerIsolation.
+        let ls = [
+            None,
+            Some("*.example.com"),
+            Some("*.foo.example.com"),
+            Some("abc.foo.example.com"),
+        ];
+        let cases = [
+            ("*", Some(0)),
+            ("bar.com", Some(0)),
+            ("example.com", Some(0)),
+            ("x.example.com", Some(1)),
+            ("*.example.com", Some(1)),
+            ("foo.example.com", Some(1)),
+            ("x.foo.example.com", Some(2)),
+            ("*.foo.example.com", Some(2)),
+            ("*.bar.foo.example.com", Some(2)),
+            ("a.abc.foo.example.com", Some(2)),
+            ("abc.foo.example.com", Some(3)),
+        ];
+        for (host, want) in cases {
+            assert_eq!(owner(&ls, host), want, "{host}");
+        }
+        assert_eq!(owner(&[Some("a.example.com")], "b.example.com"), None);
+        assert_eq!(
+            owner(&[Some("*.example.com")], "*"),
+            None,
+            "a catch-all is nobody's but the empty listener's"
+        );
+    }
 
     #[test]
     fn intersection_table() {

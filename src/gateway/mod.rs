@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use gateway_api::apis::standard::gateways::Gateway;
+use gateway_api::apis::standard::httproutes::HttpRoute;
 use serde_json::json;
 
 pub mod backend_tls;
@@ -17,21 +18,26 @@ pub mod backends;
 pub mod classes;
 pub mod conditions;
 pub mod filters;
+pub mod gateways;
+pub mod grpc;
 pub mod hostnames;
 pub mod listeners;
 pub mod order;
 pub mod policy;
+pub mod re2;
 pub mod refs;
 pub mod routes;
 pub mod selector;
 pub mod status;
 pub mod tls;
+mod vhosts;
 
 use backends::{Backends, Ctx};
 use conditions::{Condition, reason};
 use listeners::{ListenerInfo, Protocol};
-use routes::Entry;
+use routes::{Entry, RouteKind};
 use status::ObjectStatus;
+use vhosts::virtual_hosts;
 
 use crate::api::consts::{CORE_GROUP, GATEWAY_GROUP, KIND_GATEWAY, KIND_SECRET};
 use crate::envoy::names::{self, BackendKind};
@@ -49,12 +55,24 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
     let (classes, mut statuses) = classes::process(model, opts);
     let mut backends = Backends::new(ctx);
 
-    // Routes in Gateway API precedence order (oldest first, then namespace/name).
-    let mut route_keys: Vec<&ObjectKey> = model.http_routes.keys().collect();
-    route_keys.sort_by(|a, b| order::oldest_first(&model.http_routes[*a].metadata, &model.http_routes[*b].metadata));
+    // Routes of both kinds in Gateway API precedence order (oldest first, then namespace/name): the
+    // order also decides which of an HTTPRoute and a GRPCRoute keeps a shared hostname.
+    let grpc_forms: BTreeMap<&ObjectKey, (HttpRoute, grpc::GrpcInfo)> =
+        model.grpc_routes.iter().map(|(k, r)| (k, grpc::to_http(r))).collect();
+    let mut all_routes: Vec<(RouteKind, &ObjectKey, &HttpRoute, Option<&grpc::GrpcInfo>)> = model
+        .http_routes
+        .iter()
+        .map(|(k, r)| (RouteKind::Http, k, r.as_ref(), None))
+        .chain(
+            grpc_forms
+                .iter()
+                .map(|(k, (r, info))| (RouteKind::Grpc, *k, r, Some(info))),
+        )
+        .collect();
+    all_routes.sort_by(|a, b| order::oldest_first(&a.2.metadata, &b.2.metadata).then(a.0.cmp(&b.0)));
 
     let mut out = ir::Ir::default();
-    let mut route_parents: BTreeMap<ObjectKey, Vec<serde_json::Value>> = BTreeMap::new();
+    let mut route_parents: BTreeMap<(RouteKind, ObjectKey), Vec<serde_json::Value>> = BTreeMap::new();
     for (gw_key, gw) in &model.gateways {
         if !classes.contains(&gw.spec.gateway_class_name) {
             continue;
@@ -69,14 +87,19 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
             controller: &opts.controller_name,
         };
         let mut sink = routes::Sink::default();
-        for (order, rkey) in route_keys.iter().enumerate() {
+        for (order, (kind, key, route, grpc)) in all_routes.iter().enumerate() {
             let r = routes::RouteRef {
-                key: rkey,
-                route: &model.http_routes[*rkey],
+                key,
+                kind: *kind,
+                route,
+                grpc: *grpc,
                 order,
             };
             let parents = routes::attach(&scope, &mut backends, r, &mut listeners, &mut sink);
-            route_parents.entry((*rkey).clone()).or_default().extend(parents);
+            route_parents
+                .entry((*kind, (*key).clone()))
+                .or_default()
+                .extend(parents);
         }
         let mut gir = ir::GatewayIr {
             namespace: gw_key.namespace.clone(),
@@ -96,14 +119,14 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
         out.gateways.insert(gw_key.to_string(), gir);
     }
 
-    for (key, mut parents) in route_parents {
+    for ((kind, key), mut parents) in route_parents {
         if parents.is_empty() {
             continue;
         }
         parents.truncate(MAX_ROUTE_PARENTS);
         statuses.push(ObjectStatus::new(
             "gateway.networking.k8s.io/v1",
-            "HTTPRoute",
+            kind.name(),
             &key,
             json!({ "parents": parents }),
         ));
@@ -187,47 +210,7 @@ fn gateway_client_cert(
 }
 
 fn gateway_status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], refs: Condition) -> ObjectStatus {
-    let g = gw.metadata.generation.unwrap_or(0);
-    let programmed = listeners.iter().filter(|l| l.programmable).count();
-    let invalid: Vec<&str> = listeners
-        .iter()
-        .filter(|l| !l.programmable)
-        .map(|l| l.name.as_str())
-        .collect();
-    let accepted = if invalid.is_empty() {
-        Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Gateway accepted", g)
-    } else {
-        let msg = format!("listeners not valid: {}", invalid.join(", "));
-        if programmed > 0 || listeners.is_empty() {
-            Condition::ok(conditions::ACCEPTED, reason::LISTENERS_NOT_VALID, msg, g)
-        } else {
-            Condition::fail(conditions::ACCEPTED, reason::LISTENERS_NOT_VALID, msg, g)
-        }
-    };
-    let prog = if programmed > 0 || listeners.is_empty() {
-        Condition::ok(
-            conditions::PROGRAMMED,
-            reason::PROGRAMMED,
-            "Configuration is served to the Gateway's proxies",
-            g,
-        )
-    } else {
-        Condition::fail(
-            conditions::PROGRAMMED,
-            reason::INVALID,
-            "no listener can be programmed",
-            g,
-        )
-    };
-    ObjectStatus::new(
-        "gateway.networking.k8s.io/v1",
-        KIND_GATEWAY,
-        key,
-        json!({
-            "conditions": status::conditions(&[accepted, prog, refs]),
-            "listeners": listeners.iter().map(listeners::status).collect::<Vec<_>>(),
-        }),
-    )
+    gateways::status(key, gw, listeners, refs)
 }
 
 /// Groups programmable listeners by port into Envoy listeners with their virtual hosts.
@@ -252,7 +235,7 @@ fn envoy_listeners(opts: &Options, gw: &ObjectKey, listeners: &[ListenerInfo], e
                             certificates: l.certificates.clone(),
                             route_config: ir::RouteConfig {
                                 name: names::https_route_config(&gw.namespace, &gw.name, port, &l.name),
-                                virtual_hosts: virtual_hosts(listeners, &[i], entries),
+                                virtual_hosts: virtual_hosts(listeners, &idx, &[i], entries),
                             },
                         }
                     })
@@ -262,7 +245,7 @@ fn envoy_listeners(opts: &Options, gw: &ObjectKey, listeners: &[ListenerInfo], e
             ir::ListenerKind::Http {
                 route_config: ir::RouteConfig {
                     name: names::http_route_config(&gw.namespace, &gw.name, port),
-                    virtual_hosts: virtual_hosts(listeners, &idx, entries),
+                    virtual_hosts: virtual_hosts(listeners, &idx, &idx, entries),
                 },
             }
         };
@@ -274,56 +257,6 @@ fn envoy_listeners(opts: &Options, gw: &ObjectKey, listeners: &[ListenerInfo], e
         });
     }
     out
-}
-
-/// One virtual host per (listener, effective hostname). A request matches at most one listener
-/// (listener isolation): when two listeners on a port would claim the same domain, the listener with
-/// the more specific hostname keeps it.
-fn virtual_hosts(listeners: &[ListenerInfo], idx: &[usize], entries: &[Entry]) -> Vec<ir::VirtualHost> {
-    let mut by_domain: BTreeMap<String, (usize, ir::VirtualHost)> = BTreeMap::new();
-    for &li in idx {
-        let l = &listeners[li];
-        let mine: Vec<&Entry> = entries.iter().filter(|e| e.listener == li).collect();
-        // Index entries by exact hostname; the (few) wildcard and catch-all entries are checked
-        // against every host. Linear in entries rather than hosts × entries.
-        let mut exact: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
-        let mut wild: BTreeSet<usize> = BTreeSet::new();
-        for (i, e) in mine.iter().enumerate() {
-            for h in &e.hostnames {
-                if h.starts_with('*') {
-                    wild.insert(i);
-                } else {
-                    exact.entry(h.as_str()).or_default().insert(i);
-                }
-            }
-        }
-        let hosts: BTreeSet<&String> = mine.iter().flat_map(|e| e.hostnames.iter()).collect();
-        for h in hosts {
-            let mut found: BTreeSet<usize> = exact.get(h.as_str()).cloned().unwrap_or_default();
-            found.extend(
-                wild.iter()
-                    .copied()
-                    .filter(|&i| hostnames::serves(&mine[i].hostnames, h)),
-            );
-            let mut routes: Vec<&Entry> = found.into_iter().map(|i| mine[i]).collect();
-            routes.sort_by(|a, b| order::route_precedence(h, a, b));
-            let vh = ir::VirtualHost {
-                name: names::virtual_host(&l.name, h),
-                domains: vec![h.clone()],
-                routes: routes.into_iter().map(|e| e.route.clone()).collect(),
-            };
-            let specificity = |i: usize| listeners[i].hostname.clone().unwrap_or_else(|| "*".into());
-            match by_domain.get(h) {
-                Some((other, _)) if order::hostname_specificity(&specificity(*other), &specificity(li)).is_le() => {}
-                _ => {
-                    by_domain.insert(h.clone(), (li, vh));
-                }
-            }
-        }
-    }
-    let mut v: Vec<ir::VirtualHost> = by_domain.into_values().map(|(_, vh)| vh).collect();
-    v.sort_by(|a, b| order::hostname_specificity(&a.domains[0], &b.domains[0]));
-    v
 }
 
 fn used_secrets(g: &ir::GatewayIr) -> BTreeSet<String> {

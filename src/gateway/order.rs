@@ -28,10 +28,21 @@ pub fn oldest_first(a: &ObjectMeta, b: &ObjectMeta) -> Ordering {
 /// `{namespace}/{name}`, then rule index, then match index — which the caller encodes in `tie`.
 /// <https://gateway-api.sigs.k8s.io/reference/spec/#httprouterule> (`Matches`) and
 /// <https://gateway-api.sigs.k8s.io/reference/spec/#httproutespec> (`Hostnames`).
+///
+/// GRPCRoute entries (a virtual host never mixes the two kinds: they may not share a hostname) rank by
+/// the characters of the matched service, then method, then header matches, then the same tie-break
+/// (<https://gateway-api.sigs.k8s.io/reference/spec/#grpcrouterule>, `Matches`).
 pub fn route_precedence(host: &str, a: &super::routes::Entry, b: &super::routes::Entry) -> Ordering {
     let (ra, rb) = (&a.route, &b.route);
-    route_host_rank(&a.hostnames, host)
-        .cmp(&route_host_rank(&b.hostnames, host))
+    let hosts = route_host_rank(&a.hostnames, host).cmp(&route_host_rank(&b.hostnames, host));
+    if let (Some((sa, ma)), Some((sb, mb))) = (a.grpc_rank, b.grpc_rank) {
+        return hosts
+            .then_with(|| sb.cmp(&sa))
+            .then_with(|| mb.cmp(&ma))
+            .then_with(|| rb.headers.len().cmp(&ra.headers.len()))
+            .then_with(|| a.tie.cmp(&b.tie));
+    }
+    hosts
         .then_with(|| path_precedence(&ra.path, &rb.path))
         .then_with(|| rb.method.is_some().cmp(&ra.method.is_some()))
         .then_with(|| rb.headers.len().cmp(&ra.headers.len()))
@@ -186,8 +197,10 @@ mod tests {
                     .collect(),
                 method: method.then(|| "GET".to_string()),
                 action: RouteAction::DirectResponse { status: 500 },
+                grpc: false,
                 filters: Default::default(),
             },
+            grpc_rank: None,
             tie: (tie, 0, 0),
         }
     }
@@ -248,6 +261,31 @@ mod tests {
             assert_eq!(route_precedence(host, hi, lo), Ordering::Less, "{case}");
             assert_eq!(route_precedence(host, lo, hi), Ordering::Greater, "{case} (reversed)");
             assert_eq!(route_precedence(host, hi, hi), Ordering::Equal, "{case} (self)");
+        }
+    }
+
+    #[test]
+    fn grpc_route_precedence_table() {
+        let host = "a.example.com";
+        let g = |hosts: &[&str], service: usize, method: usize, headers: usize, tie: usize| {
+            let mut e = entry(hosts, Prefix("/".into()), false, headers, 0, tie);
+            e.grpc_rank = Some((service, method));
+            e
+        };
+        let table = [
+            (
+                "exact hostname first",
+                g(&["a.example.com"], 0, 0, 0, 9),
+                g(&["*.example.com"], 20, 20, 5, 0),
+            ),
+            ("longer service", g(&["*"], 12, 0, 0, 9), g(&["*"], 11, 30, 5, 0)),
+            ("then longer method", g(&["*"], 7, 4, 0, 9), g(&["*"], 7, 3, 5, 0)),
+            ("then more headers", g(&["*"], 7, 3, 2, 9), g(&["*"], 7, 3, 1, 0)),
+            ("then route order", g(&["*"], 7, 3, 1, 0), g(&["*"], 7, 3, 1, 1)),
+        ];
+        for (case, hi, lo) in &table {
+            assert_eq!(route_precedence(host, hi, lo), Ordering::Less, "{case}");
+            assert_eq!(route_precedence(host, lo, hi), Ordering::Greater, "{case} (reversed)");
         }
     }
 

@@ -37,3 +37,91 @@ pub fn permitted(model: &Model, from: RefEnd<'_>, to: RefEnd<'_>) -> bool {
             from_ok && to_ok
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(grants: &str) -> Model {
+        crate::source::files::parse_texts(&[("g.yaml".to_string(), grants.to_string())])
+            .expect("grants parse")
+            .model
+    }
+
+    const FROM: RefEnd<'static> = RefEnd {
+        group: "gateway.networking.k8s.io",
+        kind: "Gateway",
+        namespace: "infra",
+        name: "gw",
+    };
+    const TO: RefEnd<'static> = RefEnd {
+        group: "",
+        kind: "Secret",
+        namespace: "certs",
+        name: "cert",
+    };
+
+    /// A grant in `ns` with one from and one to entry.
+    fn grant(ns: &str, from: (&str, &str, &str), to: (&str, &str, Option<&str>)) -> String {
+        let name = to.2.map(|n| format!(", name: {n}")).unwrap_or_default();
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\nmetadata: {{name: g, namespace: {ns}}}\nspec:\n  from: [{{group: '{}', kind: {}, namespace: {}}}]\n  to: [{{group: '{}', kind: {}{name}}}]\n",
+            from.0, from.1, from.2, to.0, to.1
+        )
+    }
+
+    #[test]
+    fn every_field_is_honoured() {
+        let ok_from = ("gateway.networking.k8s.io", "Gateway", "infra");
+        let ok_to = ("", "Secret", Some("cert"));
+        let table = [
+            ("matching grant", grant("certs", ok_from, ok_to), true),
+            (
+                "to.name omitted: every Secret",
+                grant("certs", ok_from, ("", "Secret", None)),
+                true,
+            ),
+            (
+                "grant outside the target namespace",
+                grant("infra", ok_from, ok_to),
+                false,
+            ),
+            (
+                "from.group",
+                grant("certs", ("example.com", "Gateway", "infra"), ok_to),
+                false,
+            ),
+            (
+                "from.kind",
+                grant("certs", ("gateway.networking.k8s.io", "HTTPRoute", "infra"), ok_to),
+                false,
+            ),
+            (
+                "from.namespace",
+                grant("certs", ("gateway.networking.k8s.io", "Gateway", "other"), ok_to),
+                false,
+            ),
+            (
+                "to.group",
+                grant("certs", ok_from, ("example.com", "Secret", Some("cert"))),
+                false,
+            ),
+            (
+                "to.kind",
+                grant("certs", ok_from, ("", "ConfigMap", Some("cert"))),
+                false,
+            ),
+            ("to.name", grant("certs", ok_from, ("", "Secret", Some("other"))), false),
+            // Removing the grant revokes access: the next translation sees no grant.
+            ("no grant", String::new(), false),
+        ];
+        for (case, yaml, want) in table {
+            assert_eq!(permitted(&model(&yaml), FROM, TO), want, "{case}");
+        }
+        let same_ns = RefEnd {
+            namespace: "infra",
+            ..TO
+        };
+        assert!(permitted(&model(""), FROM, same_ns), "same namespace needs no grant");
+    }
+}

@@ -14,13 +14,14 @@ use gateway_api::apis::standard::httproutes::{
     HttpRouteRulesMatchesPathType as PathType, HttpRouteRulesMatchesQueryParamsType as QueryType,
 };
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
 use super::backends::{Backends, GatewaySide, RefSpec, RouteSide};
 use super::conditions::{self, Condition, Problem, reason};
 use super::hostnames;
 use super::listeners::{AllowedNamespaces, ListenerInfo};
 use super::selector;
-use crate::api::consts::{GATEWAY_GROUP, KIND_GATEWAY, KIND_HTTPROUTE, KIND_SERVICE};
+use crate::api::consts::{GATEWAY_GROUP, KIND_GATEWAY, KIND_GRPCROUTE, KIND_HTTPROUTE, KIND_SERVICE};
 use crate::ir;
 use crate::model::{Model, ObjectKey};
 
@@ -31,6 +32,9 @@ pub struct Entry {
     /// Effective hostnames (`*` = any).
     pub hostnames: Vec<String>,
     pub route: ir::Route,
+    /// GRPCRoute entries: characters of the matched service and method, which rank them instead of the
+    /// HTTPRoute path criteria (`order::route_precedence`).
+    pub grpc_rank: Option<(usize, usize)>,
     /// Tie-break among equal match precedence: (route age/ns/name order, rule, match).
     pub tie: (usize, usize, usize),
 }
@@ -49,13 +53,45 @@ pub struct Scope<'a> {
 pub struct Sink {
     pub entries: Vec<Entry>,
     pub targets: Vec<super::backends::Target>,
+    /// Per listener: the kind and effective hostnames of every route accepted so far, for the rule that
+    /// an HTTPRoute and a GRPCRoute never share a hostname on one listener.
+    claims: BTreeMap<usize, Vec<(RouteKind, Vec<String>)>>,
 }
 
-/// One route being attached; `order` is its rank in Gateway API precedence (oldest first).
+/// The route kinds pier attaches. A GRPCRoute arrives in its HTTPRoute form (`gateway::grpc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RouteKind {
+    Http,
+    Grpc,
+}
+
+impl RouteKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RouteKind::Http => KIND_HTTPROUTE,
+            RouteKind::Grpc => KIND_GRPCROUTE,
+        }
+    }
+
+    /// Prefix of Envoy route names (`envoy::names::route`).
+    fn prefix(self) -> &'static str {
+        match self {
+            RouteKind::Http => "httproute",
+            RouteKind::Grpc => "grpcroute",
+        }
+    }
+}
+
+/// One route being attached; `order` is its rank in Gateway API precedence (oldest first, across
+/// both kinds).
 #[derive(Clone, Copy)]
 pub struct RouteRef<'a> {
     pub key: &'a ObjectKey,
+    pub kind: RouteKind,
+    /// The route, or for a GRPCRoute its HTTPRoute form.
     pub route: &'a HttpRoute,
+    /// A GRPCRoute's ranks and rule errors.
+    pub grpc: Option<&'a super::grpc::GrpcInfo>,
     pub order: usize,
 }
 
@@ -85,8 +121,14 @@ pub fn attach(
             continue;
         }
         let parent_ref = super::status::gateway_ref(gw_key, parent.section_name.as_deref(), parent.port);
-        let (accepted, attached) =
-            accept_on_listeners(scope, r, listeners, parent.section_name.as_deref(), parent.port);
+        let (accepted, attached) = accept_on_listeners(
+            scope,
+            r,
+            listeners,
+            &sink.claims,
+            parent.section_name.as_deref(),
+            parent.port,
+        );
         let mut conds = vec![accepted.clone()];
         if accepted.status == conditions::Status::True {
             let (resolved, partial) = rules(scope, backends, r, &attached, sink);
@@ -105,8 +147,9 @@ pub fn attach(
                 None => {}
             }
             if conds[0].status == conditions::Status::True {
-                for (i, _) in &attached {
+                for (i, hosts) in &attached {
                     listeners[*i].attached_routes += 1;
+                    sink.claims.entry(*i).or_default().push((r.kind, hosts.clone()));
                 }
             }
             conds.insert(1, resolved);
@@ -132,6 +175,7 @@ fn accept_on_listeners(
     scope: &Scope<'_>,
     r: RouteRef<'_>,
     listeners: &[ListenerInfo],
+    claims: &BTreeMap<usize, Vec<(RouteKind, Vec<String>)>>,
     section: Option<&str>,
     port: Option<i32>,
 ) -> (Condition, Vec<(usize, Vec<String>)>) {
@@ -155,8 +199,8 @@ fn accept_on_listeners(
     let route_ns = &r.key.namespace;
     let allowed: Vec<usize> = selected
         .into_iter()
-        .filter(|&i| listeners[i].programmable)
-        .filter(|&i| listeners[i].kinds.iter().any(|k| k == KIND_HTTPROUTE))
+        .filter(|&i| listeners[i].attachable)
+        .filter(|&i| listeners[i].kinds.iter().any(|k| k == r.kind.name()))
         .filter(|&i| namespace_allowed(scope.model, &listeners[i].allowed, route_ns, &scope.gateway.namespace))
         .collect();
     if allowed.is_empty() {
@@ -164,7 +208,10 @@ fn accept_on_listeners(
             Condition::fail(
                 conditions::ACCEPTED,
                 reason::NOT_ALLOWED_BY_LISTENERS,
-                format!("no listener of the parent admits HTTPRoutes from namespace {route_ns:?}"),
+                format!(
+                    "no listener of the parent admits {}s from namespace {route_ns:?}",
+                    r.kind.name()
+                ),
                 g,
             ),
             Vec::new(),
@@ -187,6 +234,31 @@ fn accept_on_listeners(
             Vec::new(),
         );
     }
+    // An HTTPRoute and a GRPCRoute must not share a hostname on a listener: the route attached first
+    // (older, then namespace/name — the order routes arrive in) keeps it.
+    let mut conflicts = Vec::new();
+    let attached: Vec<(usize, Vec<String>)> = attached
+        .into_iter()
+        .filter(|(i, hosts)| {
+            let other = claims.get(i).into_iter().flatten().find(|(kind, claimed)| {
+                *kind != r.kind && hosts.iter().any(|h| claimed.iter().any(|c| hostnames::overlap(h, c)))
+            });
+            if let Some((kind, _)) = other {
+                conflicts.push(format!(
+                    "listener {:?} already serves a {} for these hostnames",
+                    listeners[*i].name,
+                    kind.name()
+                ));
+            }
+            other.is_none()
+        })
+        .collect();
+    if attached.is_empty() {
+        return (
+            Condition::fail(conditions::ACCEPTED, reason::HOSTNAME_CONFLICT, conflicts.join("; "), g),
+            Vec::new(),
+        );
+    }
     (
         Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Route accepted", g),
         attached,
@@ -197,11 +269,15 @@ fn namespace_allowed(model: &Model, allowed: &AllowedNamespaces, route_ns: &str,
     match allowed {
         AllowedNamespaces::All => true,
         AllowedNamespaces::Same => route_ns == gateway_ns,
-        AllowedNamespaces::Selector(sel) => model
-            .namespaces
-            .get(&ObjectKey::cluster(route_ns))
-            .map(|ns| selector::matches(sel, &ns.metadata.labels.clone().unwrap_or_default()))
-            .unwrap_or(false),
+        AllowedNamespaces::Selector(sel) => model.namespaces.get(&ObjectKey::cluster(route_ns)).is_some_and(|ns| {
+            // Kubernetes labels every Namespace with its own name; a Namespace written in a file may
+            // omit the label, and selectors on it (upstream conformance uses them) must still match.
+            let mut labels = ns.metadata.labels.clone().unwrap_or_default();
+            labels
+                .entry("kubernetes.io/metadata.name".to_string())
+                .or_insert_with(|| route_ns.to_string());
+            selector::matches(sel, &labels)
+        }),
     }
 }
 
@@ -222,30 +298,41 @@ fn rules(
     let (key, route, order, g, gw_key) = (r.key, r.route, r.order, r.generation(), scope.gateway);
     let side = RouteSide {
         group: GATEWAY_GROUP,
-        kind: KIND_HTTPROUTE,
+        kind: r.kind.name(),
         namespace: &key.namespace,
     };
+    let grpc = r.kind == RouteKind::Grpc;
     let mut ref_problems: Vec<Problem> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut dropped: Vec<String> = Vec::new();
     let rules = route.spec.rules.clone().unwrap_or_default();
     for (ri, rule) in rules.iter().enumerate() {
-        let filters = match unsupported(rule).map_or_else(|| super::filters::parse(rule), Err) {
+        let rule_error = r.grpc.and_then(|g| g.rule_errors.get(ri).cloned().flatten());
+        let extras = rule_extras(scope, r, ri);
+        let parse = || super::filters::parse(rule, extras.retry.as_ref(), &extras.unknown_filters);
+        let filters = match rule_error.or_else(|| unsupported(rule)).map_or_else(parse, Err) {
             Ok(f) => f,
             Err(why) => {
                 dropped.push(format!("Dropped Rule {ri}: {why}"));
                 continue;
             }
         };
-        let mut resolved: Vec<(Option<super::backends::Target>, u32)> = Vec::new();
+        // A filter that must not be skipped but cannot be served: the rule answers 500 (`filters`).
+        if let Some((why_reason, why)) = &filters.fail_closed {
+            let msg = format!("Rule {ri}: {why}");
+            if *why_reason == reason::INVALID_KIND {
+                ref_problems.push(Problem::refs(reason::INVALID_KIND, msg));
+            } else {
+                dropped.push(msg);
+            }
+        }
+        let mut resolved: Vec<(Option<super::backends::Target>, u32, ir::BackendFilters)> = Vec::new();
         // A redirect rule answers the redirect and never forwards: its backendRefs are not used.
-        let refs = if filters.redirects() {
-            None
-        } else {
-            rule.backend_refs.as_ref()
-        };
-        for br in refs.into_iter().flatten() {
+        let forwards = !filters.redirects() && filters.fail_closed.is_none();
+        let refs = if forwards { rule.backend_refs.as_ref() } else { None };
+        for (bi, br) in refs.into_iter().flatten().enumerate() {
             let weight = u32::try_from(br.weight.unwrap_or(1)).unwrap_or(0);
+            let own = filters.per_backend.get(bi).cloned().unwrap_or_default();
             let r = RefSpec {
                 group: br.group.as_deref().unwrap_or(""),
                 kind: br.kind.as_deref().unwrap_or(KIND_SERVICE),
@@ -253,14 +340,6 @@ fn rules(
                 name: &br.name,
                 port: br.port,
             };
-            if br.filters.as_ref().is_some_and(|f| !f.is_empty()) {
-                ref_problems.push(Problem::refs(
-                    reason::UNSUPPORTED_VALUE,
-                    format!("backendRef {}: per-backendRef filters are not implemented yet", br.name),
-                ));
-                resolved.push((None, weight));
-                continue;
-            }
             match backends.resolve(
                 side,
                 &r,
@@ -271,21 +350,48 @@ fn rules(
             ) {
                 Ok(Some(t)) => {
                     notes.extend(t.notes.iter().cloned());
-                    resolved.push((Some(t), weight));
+                    let t = if grpc { super::grpc::over_http2(t) } else { t };
+                    resolved.push((Some(t), weight, own));
                 }
-                Ok(None) => resolved.push((None, weight)),
+                Ok(None) => resolved.push((None, weight, own)),
                 Err(p) => {
                     ref_problems.push(p);
-                    resolved.push((None, weight));
+                    resolved.push((None, weight, own));
                 }
             }
         }
         let backends_out = with_failover(resolved, sink);
-        let action = if backends_out.iter().all(|b| b.cluster.is_none()) {
-            // No backendRefs, or none valid: every request of the rule gets 500.
+        let action = if filters.fail_closed.is_some() {
             ir::RouteAction::DirectResponse { status: 500 }
+        } else if backends_out.iter().all(|b| b.cluster.is_none()) {
+            // No backendRefs, or none valid: every request of the rule gets 500 (gRPC: UNAVAILABLE).
+            ir::RouteAction::DirectResponse {
+                status: if grpc { 503 } else { 500 },
+            }
         } else {
             ir::RouteAction::Forward(backends_out)
+        };
+        // Mirrors only copy forwarded requests.
+        let mirrors = match action {
+            ir::RouteAction::Forward(_) => {
+                let gw = GatewaySide {
+                    key: gw_key,
+                    client_cert: scope.client_cert,
+                };
+                let resolved = resolve_mirrors(&filters.mirrors, backends, side, gw, &mut ref_problems, ri);
+                let mut out = Vec::new();
+                for (t, fraction) in resolved {
+                    notes.extend(t.notes.iter().cloned());
+                    let t = if grpc { super::grpc::over_http2(t) } else { t };
+                    out.push(ir::Mirror {
+                        cluster: t.cluster.name.clone(),
+                        fraction,
+                    });
+                    sink.targets.push(t);
+                }
+                out
+            }
+            _ => Vec::new(),
         };
         let default_match = [Default::default()];
         let matches = rule
@@ -294,9 +400,10 @@ fn rules(
             .filter(|m| !m.is_empty())
             .unwrap_or(&default_match);
         for (mi, m) in matches.iter().enumerate() {
-            let name = crate::envoy::names::route("httproute", &key.namespace, &key.name, ri, mi);
+            let name = crate::envoy::names::route(r.kind.prefix(), &key.namespace, &key.name, ri, mi);
             let mut route = route_for_match(name, m, action.clone());
-            let (route_filters, redirect) = filters.for_match(&route.path);
+            route.grpc = grpc;
+            let (route_filters, redirect) = filters.for_match(&route.path, &mirrors);
             route.filters = route_filters;
             if let Some(redirect) = redirect {
                 route.action = ir::RouteAction::Redirect(redirect);
@@ -306,6 +413,9 @@ fn rules(
                     listener: *li,
                     hostnames: hosts.clone(),
                     route: route.clone(),
+                    grpc_rank: r
+                        .grpc
+                        .map(|g| g.ranks.get(ri).and_then(|m| m.get(mi)).copied().unwrap_or_default()),
                     tie: (order, ri, mi),
                 });
             }
@@ -345,23 +455,71 @@ fn rules(
     (resolved, rejection)
 }
 
+/// What the parser kept beside rule `ri` of an HTTPRoute (`model::HttpRouteExtras`); nothing for a
+/// GRPCRoute, whose HTTPRoute form is built by `gateway::grpc`.
+fn rule_extras(scope: &Scope<'_>, r: RouteRef<'_>, ri: usize) -> crate::model::RuleExtras {
+    if r.kind != RouteKind::Http {
+        return Default::default();
+    }
+    let extras = scope.model.http_route_extras.get(r.key);
+    extras.and_then(|e| e.rules.get(ri)).cloned().unwrap_or_default()
+}
+
+/// Resolves a rule's mirrors like backendRefs; one that does not resolve is left out and its problem
+/// (named after the rule and filter) goes to `problems`.
+fn resolve_mirrors(
+    specs: &[super::filters::mirror::MirrorSpec],
+    backends: &mut Backends<'_>,
+    side: RouteSide<'_>,
+    gw: GatewaySide<'_>,
+    problems: &mut Vec<Problem>,
+    ri: usize,
+) -> Vec<(super::backends::Target, Option<ir::Fraction>)> {
+    let mut out = Vec::new();
+    for m in specs {
+        let spec = RefSpec {
+            group: m.group.as_deref().unwrap_or(""),
+            kind: m.kind.as_deref().unwrap_or(KIND_SERVICE),
+            namespace: m.namespace.as_deref().unwrap_or(side.namespace),
+            name: &m.name,
+            port: m.port,
+        };
+        match backends.resolve(side, &spec, gw) {
+            Ok(Some(t)) => out.push((t, m.fraction)),
+            Ok(None) => {}
+            Err(p) => problems.push(Problem::refs(
+                p.reason,
+                format!("Rule {ri}: filter RequestMirror: {}", p.message),
+            )),
+        }
+    }
+    out
+}
+
 /// Weighted backends of one rule. Envoy Gateway `fallback` Backends take no share of their own: when a
 /// rule also has primary backends, each primary becomes an aggregate cluster that fails over to the
 /// rule's fallbacks (in backendRef order) once the primary has no healthy host — Envoy Gateway's
 /// semantics, kept while each backend still has its own shared cluster. A rule of fallbacks only
 /// serves them normally.
-fn with_failover(resolved: Vec<(Option<super::backends::Target>, u32)>, sink: &mut Sink) -> Vec<ir::WeightedBackend> {
+fn with_failover(
+    resolved: Vec<(Option<super::backends::Target>, u32, ir::BackendFilters)>,
+    sink: &mut Sink,
+) -> Vec<ir::WeightedBackend> {
     let fallbacks: Vec<super::backends::Target> = resolved
         .iter()
-        .filter_map(|(t, _)| t.as_ref())
+        .filter_map(|(t, _, _)| t.as_ref())
         .filter(|t| t.fallback)
         .cloned()
         .collect();
-    let has_primary = resolved.iter().any(|(t, _)| t.as_ref().is_some_and(|t| !t.fallback));
+    let has_primary = resolved.iter().any(|(t, _, _)| t.as_ref().is_some_and(|t| !t.fallback));
     let mut out = Vec::new();
-    for (target, weight) in resolved {
+    for (target, weight, filters) in resolved {
         let Some(t) = target else {
-            out.push(ir::WeightedBackend { cluster: None, weight });
+            out.push(ir::WeightedBackend {
+                cluster: None,
+                weight,
+                filters,
+            });
             continue;
         };
         if has_primary && !fallbacks.is_empty() {
@@ -375,12 +533,14 @@ fn with_failover(resolved: Vec<(Option<super::backends::Target>, u32)>, sink: &m
             out.push(ir::WeightedBackend {
                 cluster: Some(aggregate.cluster.name.clone()),
                 weight,
+                filters,
             });
             sink.targets.push(aggregate);
         } else {
             out.push(ir::WeightedBackend {
                 cluster: Some(t.cluster.name.clone()),
                 weight,
+                filters,
             });
         }
         sink.targets.push(t);
@@ -442,6 +602,7 @@ fn route_for_match(name: String, m: &HttpRouteRulesMatches, action: ir::RouteAct
         query_params,
         method,
         action,
+        grpc: false,
         filters: Default::default(),
     }
 }
@@ -472,8 +633,8 @@ fn unsupported(rule: &HttpRouteRules) -> Option<String> {
             }
         }
         for (what, re) in regexes {
-            if let Err(e) = regex::Regex::new(re) {
-                return Some(format!("{what} regular expression {re:?} is not valid RE2 syntax: {e}"));
+            if let Some(why) = super::re2::problem(re) {
+                return Some(format!("{what} {why}"));
             }
         }
     }

@@ -23,7 +23,7 @@ impl Object {
         match self {
             Object::GatewayClass(_) => "GatewayClass",
             Object::Gateway(_) => "Gateway",
-            Object::HttpRoute(_) => "HTTPRoute",
+            Object::HttpRoute(..) => "HTTPRoute",
             Object::GrpcRoute(_) => "GRPCRoute",
             Object::ReferenceGrant(_) => "ReferenceGrant",
             Object::BackendTlsPolicy(_) => "BackendTLSPolicy",
@@ -46,7 +46,7 @@ impl Object {
         match self {
             Object::GatewayClass(o) => &o.metadata,
             Object::Gateway(o) => &o.metadata,
-            Object::HttpRoute(o) => &o.metadata,
+            Object::HttpRoute(o, _) => &o.metadata,
             Object::GrpcRoute(o) => &o.metadata,
             Object::ReferenceGrant(o) => &o.metadata,
             Object::BackendTlsPolicy(o) => &o.metadata,
@@ -84,7 +84,14 @@ impl Model {
         match obj {
             Object::GatewayClass(o) => self.gateway_classes.insert(key, Arc::new(o)).is_some(),
             Object::Gateway(o) => self.gateways.insert(key, Arc::new(o)).is_some(),
-            Object::HttpRoute(o) => self.http_routes.insert(key, Arc::new(o)).is_some(),
+            Object::HttpRoute(o, extras) => {
+                if extras.is_empty() {
+                    self.http_route_extras.remove(&key);
+                } else {
+                    self.http_route_extras.insert(key.clone(), Arc::new(extras));
+                }
+                self.http_routes.insert(key, Arc::new(o)).is_some()
+            }
             Object::GrpcRoute(o) => self.grpc_routes.insert(key, Arc::new(o)).is_some(),
             Object::ReferenceGrant(o) => self.reference_grants.insert(key, Arc::new(o)).is_some(),
             Object::BackendTlsPolicy(o) => self.backend_tls_policies.insert(key, Arc::new(o)).is_some(),

@@ -18,6 +18,40 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::api::{backend::Backend, eg::EgBackend, xbackend::XBackend};
 
+/// What the parser keeps of an HTTPRoute beside the standard-channel type pier reads it with, which
+/// would otherwise drop or refuse it: per rule (by index), the experimental `retry`, and the `type` of
+/// every filter the standard type does not know (such a filter is taken out of the route so the rest
+/// still loads; the translator refuses its rule). Empty when there is nothing to keep.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpRouteExtras {
+    pub rules: Vec<RuleExtras>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RuleExtras {
+    pub retry: Option<HttpRouteRetry>,
+    /// Unknown filter types, rule filters first, then backendRef filters (`ExternalAuth on backendRefs[1]`).
+    pub unknown_filters: Vec<String>,
+}
+
+/// Gateway API `HTTPRouteRetry` (experimental channel, GEP-1731); the `gateway-api` crate has it only
+/// behind its `experimental` feature, which pier does not build.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpRouteRetry {
+    pub attempts: Option<i64>,
+    pub backoff: Option<String>,
+    pub codes: Option<Vec<i64>>,
+}
+
+impl HttpRouteExtras {
+    pub fn is_empty(&self) -> bool {
+        self.rules
+            .iter()
+            .all(|r| r.retry.is_none() && r.unknown_filters.is_empty())
+    }
+}
+
 pub mod insert;
 pub mod yaml;
 
@@ -60,6 +94,8 @@ pub struct Model {
     pub gateway_classes: BTreeMap<ObjectKey, Arc<GatewayClass>>,
     pub gateways: BTreeMap<ObjectKey, Arc<Gateway>>,
     pub http_routes: BTreeMap<ObjectKey, Arc<HttpRoute>>,
+    /// What the standard HTTPRoute type cannot hold, for the routes that have any (keys of `http_routes`).
+    pub http_route_extras: BTreeMap<ObjectKey, Arc<HttpRouteExtras>>,
     pub grpc_routes: BTreeMap<ObjectKey, Arc<GrpcRoute>>,
     pub reference_grants: BTreeMap<ObjectKey, Arc<ReferenceGrant>>,
     pub backend_tls_policies: BTreeMap<ObjectKey, Arc<BackendTlsPolicy>>,
@@ -79,7 +115,7 @@ pub struct Model {
 pub enum Object {
     GatewayClass(GatewayClass),
     Gateway(Gateway),
-    HttpRoute(HttpRoute),
+    HttpRoute(HttpRoute, HttpRouteExtras),
     GrpcRoute(GrpcRoute),
     ReferenceGrant(ReferenceGrant),
     BackendTlsPolicy(BackendTlsPolicy),

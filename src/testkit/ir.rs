@@ -90,6 +90,7 @@ pub fn to(backends: &[(Option<&str>, u32)]) -> RouteAction {
             .map(|(c, w)| WeightedBackend {
                 cluster: c.map(str::to_string),
                 weight: *w,
+                filters: Default::default(),
             })
             .collect(),
     )
@@ -103,6 +104,7 @@ pub fn route(name: &str, path: PathMatch, action: RouteAction) -> Route {
         query_params: vec![],
         method: None,
         action,
+        grpc: false,
         filters: Default::default(),
     }
 }

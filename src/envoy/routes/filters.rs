@@ -1,7 +1,10 @@
 //! What HTTPRoute rule filters become on an Envoy route: header changes (`request_headers_to_add` /
-//! `_remove`, `response_headers_to_add` / `_remove`), the URL rewrite of a forwarded request
-//! (`host_rewrite_literal`, `prefix_rewrite` / `regex_rewrite`) and the redirect answer
-//! (`RedirectAction`).
+//! `_remove`, `response_headers_to_add` / `_remove`, on the route or on one weighted cluster for a
+//! backendRef's own filters), the URL rewrite of a forwarded request (`host_rewrite_literal`,
+//! `prefix_rewrite` / `regex_rewrite`) and the redirect answer (`RedirectAction`).
+//!
+//! A weighted cluster's header changes are applied before the route's (Envoy's order for
+//! `ClusterWeight.request_headers_to_add`), so where both set one header the rule's value wins.
 
 use crate::envoy::pb::matcher::{RegexMatchAndSubstitute, RegexMatcher};
 use crate::envoy::pb::{core, route};
@@ -13,6 +16,14 @@ pub(super) fn apply_headers(r: &mut route::Route, filters: &ir::RouteFilters) {
     r.request_headers_to_remove = filters.request_headers.remove.clone();
     r.response_headers_to_add = headers_to_add(&filters.response_headers);
     r.response_headers_to_remove = filters.response_headers.remove.clone();
+}
+
+/// Sets one backendRef's own header changes on its weighted-cluster entry.
+pub(super) fn apply_backend_headers(c: &mut route::weighted_cluster::ClusterWeight, f: &ir::BackendFilters) {
+    c.request_headers_to_add = headers_to_add(&f.request_headers);
+    c.request_headers_to_remove = f.request_headers.remove.clone();
+    c.response_headers_to_add = headers_to_add(&f.response_headers);
+    c.response_headers_to_remove = f.response_headers.remove.clone();
 }
 
 /// `add` appends to an existing value (`APPEND_IF_EXISTS_OR_ADD`), `set` replaces it
@@ -52,8 +63,13 @@ pub(super) fn apply_rewrite(action: &mut route::RouteAction, rewrite: &ir::Rewri
     }
 }
 
-/// The redirect answer.
-pub(super) fn redirect(r: &ir::Redirect) -> route::route::Action {
+/// The redirect answer, on a listener at `at`. Gateway API (`HTTPRequestRedirectFilter.port`): the port
+/// is the one given, else (`gateway::filters` fills it in) the scheme's well-known port, else the
+/// listener's; and it "SHOULD NOT" appear in `Location` when it is the well-known port of the redirect's
+/// scheme (http 80, https 443). Envoy writes any `port_redirect` it is given, and otherwise keeps the
+/// request's authority, whose port the connection manager has already stripped
+/// (`strip_any_host_port`, `listeners`): so a well-known port is left unset, any other is set.
+pub(super) fn redirect(r: &ir::Redirect, at: super::Listening) -> route::route::Action {
     use route::redirect_action::{PathRewriteSpecifier, RedirectResponseCode, SchemeRewriteSpecifier};
     let code = match r.status {
         301 => RedirectResponseCode::MovedPermanently,
@@ -72,11 +88,21 @@ pub(super) fn redirect(r: &ir::Redirect) -> route::route::Action {
     route::route::Action::Redirect(route::RedirectAction {
         scheme_rewrite_specifier: r.scheme.clone().map(SchemeRewriteSpecifier::SchemeRedirect),
         host_redirect: r.hostname.clone().unwrap_or_default(),
-        port_redirect: r.port.map(u32::from).unwrap_or(0),
+        port_redirect: redirect_port(r, at),
         path_rewrite_specifier: path,
         response_code: code as i32,
         ..Default::default()
     })
+}
+
+fn redirect_port(r: &ir::Redirect, at: super::Listening) -> u32 {
+    let port = r.port.unwrap_or(at.port);
+    let https = match r.scheme.as_deref() {
+        Some(scheme) => scheme == "https",
+        None => at.https,
+    };
+    let well_known = if https { 443 } else { 80 };
+    if port == well_known { 0 } else { u32::from(port) }
 }
 
 #[derive(Debug, PartialEq)]
@@ -158,6 +184,31 @@ mod tests {
     }
 
     #[test]
+    fn redirect_ports_follow_gateway_api() {
+        let port = |scheme: Option<&str>, port: Option<u16>, listener: u16, https: bool| {
+            let r = ir::Redirect {
+                scheme: scheme.map(String::from),
+                hostname: None,
+                port,
+                path: None,
+                status: 302,
+            };
+            redirect_port(&r, super::super::Listening { port: listener, https })
+        };
+        // Neither given: the listener's port, left out when it is the listener scheme's own.
+        assert_eq!(port(None, None, 80, false), 0);
+        assert_eq!(port(None, None, 8080, false), 8080);
+        assert_eq!(port(None, None, 443, true), 0);
+        // Scheme given: `gateway::filters` has filled in its port; left out of Location.
+        assert_eq!(port(Some("https"), Some(443), 8080, false), 0);
+        assert_eq!(port(Some("http"), Some(80), 443, true), 0);
+        // Port given: kept unless it is the well-known port of the (request's) scheme.
+        assert_eq!(port(None, Some(443), 443, true), 0);
+        assert_eq!(port(None, Some(80), 443, true), 80);
+        assert_eq!(port(Some("https"), Some(8443), 80, false), 8443);
+    }
+
+    #[test]
     fn redirect_codes_and_parts() {
         let r = ir::Redirect {
             scheme: Some("https".into()),
@@ -166,7 +217,8 @@ mod tests {
             path: Some(ir::PathRewrite::Full("/x".into())),
             status: 301,
         };
-        let route::route::Action::Redirect(a) = redirect(&r) else {
+        let at = super::super::Listening { port: 80, https: false };
+        let route::route::Action::Redirect(a) = redirect(&r, at) else {
             panic!("redirect expected")
         };
         assert_eq!(a.response_code, 0, "MOVED_PERMANENTLY");

@@ -126,6 +126,7 @@ mod tests {
             }],
             method: Some("POST".into()),
             action: ir::RouteAction::DirectResponse { status: 500 },
+            grpc: false,
             filters: Default::default(),
         };
         let m = route_match(&r);

@@ -96,7 +96,10 @@ impl Kind {
         Ok(match self {
             Kind::GatewayClass => Object::GatewayClass(typed(value, at, "")?),
             Kind::Gateway => Object::Gateway(typed(value, at, "")?),
-            Kind::HttpRoute => Object::HttpRoute(typed(value, at, "")?),
+            Kind::HttpRoute => {
+                let extras = http_route_extras(&mut value, at)?;
+                Object::HttpRoute(typed(value, at, "")?, extras)
+            }
             Kind::GrpcRoute => Object::GrpcRoute(typed(value, at, "")?),
             Kind::ReferenceGrant => Object::ReferenceGrant(typed(value, at, "")?),
             Kind::BackendTlsPolicy => Object::BackendTlsPolicy(typed(value, at, "")?),
@@ -205,6 +208,53 @@ fn backend(mut value: Value, at: &Location) -> Result<Backend, ParseError> {
 }
 
 /// Deserializes `value` (found at `prefix` in the document) with the failing field's path in the error.
+/// Takes out of an HTTPRoute what its standard-channel type cannot hold (`model::HttpRouteExtras`):
+/// each rule's `retry`, and filters whose `type` that type does not know (removed from `value`).
+fn http_route_extras(value: &mut Value, at: &Location) -> Result<crate::model::HttpRouteExtras, ParseError> {
+    const KNOWN: [&str; 7] = [
+        "RequestHeaderModifier",
+        "ResponseHeaderModifier",
+        "RequestMirror",
+        "RequestRedirect",
+        "URLRewrite",
+        "ExtensionRef",
+        "CORS",
+    ];
+    let mut out = crate::model::HttpRouteExtras::default();
+    let Some(rules) = value.pointer_mut("/spec/rules").and_then(Value::as_array_mut) else {
+        return Ok(out);
+    };
+    let unknown = |filters: Option<&mut Value>, prefix: &str, into: &mut Vec<String>| {
+        if let Some(list) = filters.and_then(Value::as_array_mut) {
+            list.retain(|f| match f.get("type").and_then(Value::as_str) {
+                Some(t) if !KNOWN.contains(&t) => {
+                    into.push(format!("{t}{prefix}"));
+                    false
+                }
+                _ => true,
+            });
+        }
+    };
+    for (i, rule) in rules.iter_mut().enumerate() {
+        let mut extras = crate::model::RuleExtras::default();
+        if let Some(retry) = rule.get("retry").filter(|r| !r.is_null()) {
+            extras.retry = Some(typed(retry.clone(), at, &format!("spec.rules[{i}].retry"))?);
+        }
+        unknown(rule.get_mut("filters"), "", &mut extras.unknown_filters);
+        if let Some(refs) = rule.get_mut("backendRefs").and_then(Value::as_array_mut) {
+            for (j, r) in refs.iter_mut().enumerate() {
+                unknown(
+                    r.get_mut("filters"),
+                    &format!(" on backendRefs[{j}]"),
+                    &mut extras.unknown_filters,
+                );
+            }
+        }
+        out.rules.push(extras);
+    }
+    Ok(out)
+}
+
 fn typed<T: DeserializeOwned>(value: Value, at: &Location, prefix: &str) -> Result<T, ParseError> {
     serde_path_to_error::deserialize(value).map_err(|error| {
         let inner = error.path().to_string();

@@ -1,0 +1,191 @@
+//! Rule `timeouts` and `retry` → `ir::Timeouts` / `ir::Retry`.
+//!
+//! Durations are GEP-2257 strings: one to four `<1-5 digits><unit>` parts, units `h`, `m`, `s`, `ms`
+//! (`10s`, `500ms`, `1h30m`), no sign, no fractions, no spaces. `0s` disables a timeout. The Gateway API
+//! requires `backendRequest` to be no more than `request` (the request covers every try); a rule that
+//! breaks it is refused rather than served with a per-try timeout that could never fire. A disabled
+//! (`0s`) timeout is unbounded, so a disabled `backendRequest` under a finite `request` is allowed (the
+//! request timeout still bounds it), and any `backendRequest` under a disabled `request` is too.
+
+use crate::model::HttpRouteRetry as HttpRouteRulesRetry;
+use gateway_api::apis::standard::httproutes::HttpRouteRulesTimeouts;
+
+use crate::ir;
+
+/// A GEP-2257 duration in milliseconds.
+pub fn duration_ms(s: &str) -> Result<u64, String> {
+    let bad = |why: &str| format!("duration {s:?} {why} (GEP-2257: e.g. 10s, 500ms, 1h30m)");
+    if s.is_empty() {
+        return Err(bad("is empty"));
+    }
+    let mut total: u64 = 0;
+    let mut parts = 0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 5 {
+            return Err(bad("needs 1 to 5 digits before each unit"));
+        }
+        let value: u64 = rest[..digits].parse().map_err(|_| bad("has a bad number"))?;
+        rest = &rest[digits..];
+        // `ms` before `m`: `5ms` is milliseconds, not minutes followed by garbage.
+        let (unit_ms, len) = if rest.starts_with("ms") {
+            (1, 2)
+        } else if rest.starts_with('h') {
+            (3_600_000, 1)
+        } else if rest.starts_with('m') {
+            (60_000, 1)
+        } else if rest.starts_with('s') {
+            (1_000, 1)
+        } else {
+            return Err(bad("has a unit other than h, m, s, ms"));
+        };
+        rest = &rest[len..];
+        parts += 1;
+        if parts > 4 {
+            return Err(bad("has more than 4 parts"));
+        }
+        total += value * unit_ms;
+    }
+    Ok(total)
+}
+
+/// The rule's timeouts, validated.
+pub fn timeouts(t: Option<&HttpRouteRulesTimeouts>) -> Result<ir::Timeouts, String> {
+    let Some(t) = t else {
+        return Ok(ir::Timeouts::default());
+    };
+    let parse = |field: &str, v: Option<&String>| {
+        v.map(|v| duration_ms(v).map_err(|e| format!("timeouts.{field}: {e}")))
+            .transpose()
+    };
+    let out = ir::Timeouts {
+        request_ms: parse("request", t.request.as_ref())?,
+        backend_request_ms: parse("backendRequest", t.backend_request.as_ref())?,
+    };
+    if let (Some(request), Some(backend)) = (out.request_ms, out.backend_request_ms)
+        && request > 0
+        && backend > request
+    {
+        return Err(format!(
+            "timeouts.backendRequest ({}) must not exceed timeouts.request ({})",
+            t.backend_request.as_deref().unwrap_or_default(),
+            t.request.as_deref().unwrap_or_default(),
+        ));
+    }
+    Ok(out)
+}
+
+/// The rule's retry policy, validated: codes 400–599 (the CRD's range), attempts ≥ 0.
+pub fn retry(r: Option<&HttpRouteRulesRetry>) -> Result<Option<ir::Retry>, String> {
+    let Some(r) = r else { return Ok(None) };
+    let attempts = r
+        .attempts
+        .map(|a| u32::try_from(a).map_err(|_| format!("retry.attempts {a} must be 0 or more")))
+        .transpose()?;
+    let mut codes: Vec<u16> = Vec::new();
+    for &c in r.codes.iter().flatten() {
+        let code = u16::try_from(c)
+            .ok()
+            .filter(|c| (400..=599).contains(c))
+            .ok_or_else(|| format!("retry.codes: {c} is not an HTTP status code from 400 to 599"))?;
+        if !codes.contains(&code) {
+            codes.push(code);
+        }
+    }
+    let backoff_ms = r
+        .backoff
+        .as_deref()
+        .map(|b| duration_ms(b).map_err(|e| format!("retry.backoff: {e}")))
+        .transpose()?;
+    Ok(Some(ir::Retry {
+        attempts,
+        codes,
+        backoff_ms,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        for (s, ms) in [
+            ("0s", 0),
+            ("10s", 10_000),
+            ("500ms", 500),
+            ("1h", 3_600_000),
+            ("1h30m", 5_400_000),
+            ("1m1s1ms", 61_001),
+            ("99999ms", 99_999),
+            ("1h1m1s1ms", 3_661_001),
+        ] {
+            assert_eq!(duration_ms(s), Ok(ms), "{s}");
+        }
+        for s in [
+            "",
+            "10",
+            "s",
+            "1.5s",
+            "-1s",
+            "1d",
+            "100000s",
+            "1h1m1s1ms1ms",
+            " 1s",
+            "1s ",
+            "1S",
+            "1us",
+        ] {
+            assert!(duration_ms(s).is_err(), "{s:?} should be refused");
+        }
+    }
+
+    fn t(request: Option<&str>, backend: Option<&str>) -> Result<ir::Timeouts, String> {
+        timeouts(Some(&HttpRouteRulesTimeouts {
+            request: request.map(String::from),
+            backend_request: backend.map(String::from),
+        }))
+    }
+
+    #[test]
+    fn backend_request_must_fit_in_request() {
+        let err = t(Some("1s"), Some("2s")).unwrap_err();
+        assert!(err.contains("must not exceed"), "{err}");
+        assert_eq!(
+            t(Some("1s"), Some("1000ms")),
+            Ok(ir::Timeouts {
+                request_ms: Some(1000),
+                backend_request_ms: Some(1000)
+            })
+        );
+        assert!(t(Some("0s"), Some("1h")).is_ok(), "request disabled: unbounded");
+        assert!(
+            t(Some("1s"), Some("0s")).is_ok(),
+            "backendRequest disabled: bounded by request"
+        );
+        assert!(t(Some("1x"), None).unwrap_err().starts_with("timeouts.request"));
+    }
+
+    #[test]
+    fn retries() {
+        let r: HttpRouteRulesRetry =
+            serde_yaml::from_str("{attempts: 3, codes: [500, 503, 500], backoff: 100ms}").unwrap();
+        assert_eq!(
+            retry(Some(&r)),
+            Ok(Some(ir::Retry {
+                attempts: Some(3),
+                codes: vec![500, 503],
+                backoff_ms: Some(100)
+            }))
+        );
+        for (yaml, why) in [
+            ("{codes: [200]}", "retry.codes"),
+            ("{attempts: -1}", "retry.attempts"),
+            ("{backoff: 1}", "retry.backoff"),
+        ] {
+            let r: HttpRouteRulesRetry = serde_yaml::from_str(yaml).unwrap();
+            assert!(retry(Some(&r)).unwrap_err().starts_with(why), "{yaml}");
+        }
+    }
+}

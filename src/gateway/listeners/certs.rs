@@ -1,0 +1,96 @@
+//! HTTPS listener `tls.certificateRefs`: each reference must name a core Secret (else
+//! `InvalidCertificateRef`), be in the Gateway's namespace or allowed by a ReferenceGrant from this
+//! Gateway (else `RefNotPermitted`), and hold a `kubernetes.io/tls` certificate and key (else
+//! `InvalidCertificateRef`). The valid ones are served; one invalid reference is enough for
+//! `ResolvedRefs=False`, and the first problem gives the reason.
+//!
+//! Several certificates on one listener become several `tls_certificate_sds_secret_configs` of the one
+//! `DownstreamTlsContext` of its filter chain: Envoy picks among them per handshake by the client's SNI
+//! against each certificate's names and by key type (RSA, ECDSA). Separate filter chains could not
+//! do this — a filter chain is chosen by SNI before any certificate is looked at, and all of a
+//! listener's certificates serve the same hostname.
+
+use gateway_api::apis::standard::gateways::GatewayListenersTlsCertificateRefs as CertRef;
+
+use super::super::conditions::reason;
+use super::super::refs::{self, RefEnd};
+use super::super::tls::{self, CertRefUse, SecretSet};
+use crate::api::consts::{CORE_GROUP, GATEWAY_GROUP, KIND_GATEWAY, KIND_SECRET};
+use crate::model::{Model, ObjectKey};
+
+/// The SDS names of the valid certificates (their secrets go to `secrets`) and, if any reference is
+/// invalid, the reason and a message naming every invalid one.
+pub(super) fn resolve(
+    model: &Model,
+    gw: &ObjectKey,
+    refs: &[CertRef],
+    secrets: &mut SecretSet,
+) -> (Vec<String>, Option<(&'static str, String)>) {
+    let mut valid = Vec::new();
+    let mut problems: Vec<(&'static str, String)> = Vec::new();
+    if refs.is_empty() {
+        problems.push((
+            reason::INVALID_CERTIFICATE_REF,
+            "an HTTPS listener needs tls.certificateRefs".to_string(),
+        ));
+    }
+    for (i, r) in refs.iter().enumerate() {
+        let ns = r.namespace.clone().unwrap_or_else(|| gw.namespace.clone());
+        let group = r.group.as_deref().unwrap_or(CORE_GROUP);
+        let kind = r.kind.as_deref().unwrap_or(KIND_SECRET);
+        // Kind first: a reference to something pier cannot read is invalid whatever grants exist.
+        if group != CORE_GROUP || kind != KIND_SECRET {
+            let g = if group.is_empty() { "core" } else { group };
+            problems.push((
+                reason::INVALID_CERTIFICATE_REF,
+                format!(
+                    "tls.certificateRefs[{i}]: {g}/{kind} {:?}: only core Secrets are supported",
+                    r.name
+                ),
+            ));
+            continue;
+        }
+        let from = RefEnd {
+            group: GATEWAY_GROUP,
+            kind: KIND_GATEWAY,
+            namespace: &gw.namespace,
+            name: &gw.name,
+        };
+        let to = RefEnd {
+            group: CORE_GROUP,
+            kind: KIND_SECRET,
+            namespace: &ns,
+            name: &r.name,
+        };
+        if !refs::permitted(model, from, to) {
+            problems.push((
+                reason::REF_NOT_PERMITTED,
+                format!(
+                    "tls.certificateRefs[{i}]: Secret {ns}/{} is in another namespace and no ReferenceGrant allows it",
+                    r.name
+                ),
+            ));
+            continue;
+        }
+        let sref = crate::api::SecretObjectReference {
+            group: r.group.clone(),
+            kind: r.kind.clone(),
+            name: r.name.clone(),
+            namespace: Some(ns.clone()),
+        };
+        match tls::resolve_tls_secret(model, &ns, &sref, CertRefUse::Listener) {
+            Ok((name, secret)) => {
+                secrets.insert(name.clone(), secret);
+                if !valid.contains(&name) {
+                    valid.push(name);
+                }
+            }
+            Err(p) => problems.push((p.reason, format!("tls.certificateRefs[{i}]: {}", p.message))),
+        }
+    }
+    let problem = problems.first().map(|(why, _)| {
+        let msg = problems.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>().join("; ");
+        (*why, msg)
+    });
+    (valid, problem)
+}

@@ -1,0 +1,245 @@
+//! Gateway listeners: validation, route kinds, certificate references (`certs`), conflicts
+//! (`conflicts`), and their status.
+//!
+//! Supported: `HTTP` and `HTTPS` (TLS termination; certificateRefs to `kubernetes.io/tls` Secrets,
+//! across namespaces only with a ReferenceGrant from the Gateway), each taking HTTPRoutes and
+//! GRPCRoutes. Listeners sharing a port must share a protocol and differ by hostname; otherwise they
+//! are `Conflicted`, refused and not programmed. A listener is *programmed* (Envoy gets configuration
+//! for it) when it is accepted, not conflicted and, for HTTPS, has a valid certificate; routes
+//! *attach* to every accepted listener, programmed or not, as upstream counts them in
+//! `attachedRoutes`.
+
+mod certs;
+mod conflicts;
+#[cfg(test)]
+mod tests;
+
+use gateway_api::apis::standard::gateways::{
+    Gateway, GatewayListeners, GatewayListenersAllowedRoutesKinds as RouteKind,
+    GatewayListenersAllowedRoutesNamespacesFrom as From,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde_json::{Value, json};
+
+use super::conditions::{self, Condition, reason};
+use super::tls::SecretSet;
+use crate::api::consts::{GATEWAY_GROUP, KIND_GRPCROUTE, KIND_HTTPROUTE};
+use crate::model::{Model, ObjectKey};
+
+/// Route kinds an HTTP or HTTPS listener takes (group `gateway.networking.k8s.io`), in the order
+/// `supportedKinds` lists them when `allowedRoutes.kinds` is empty.
+pub const ROUTE_KINDS: [&str; 2] = [KIND_HTTPROUTE, KIND_GRPCROUTE];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Http,
+    Https,
+}
+
+#[derive(Debug, Clone)]
+pub enum AllowedNamespaces {
+    Same,
+    All,
+    Selector(LabelSelector),
+}
+
+#[derive(Debug, Clone)]
+pub struct ListenerInfo {
+    pub name: String,
+    pub port: u16,
+    pub protocol: Protocol,
+    pub hostname: Option<String>,
+    pub allowed: AllowedNamespaces,
+    /// Route kinds this listener accepts (`HTTPRoute`, `GRPCRoute`); empty when none is valid.
+    pub kinds: Vec<String>,
+    /// SDS names of the valid certificates (HTTPS).
+    pub certificates: Vec<String>,
+    /// Accepted, not conflicted, and (for HTTPS) has a certificate: Envoy gets config for it.
+    pub programmable: bool,
+    /// Routes may attach: the listener is accepted (supported protocol, not conflicted) in an
+    /// accepted Gateway. Unlike `programmable`, a missing certificate does not stop attachment:
+    /// upstream counts such routes in `attachedRoutes` (GatewayWithAttachedRoutes).
+    pub attachable: bool,
+    pub conditions: Vec<Condition>,
+    pub attached_routes: i32,
+}
+
+/// Processes a Gateway's listeners. Certificates go to `secrets`. A Gateway that pier refuses as a
+/// whole (`super::gateways::refusal`) keeps its listener statuses, but none is programmed.
+pub fn process(model: &Model, key: &ObjectKey, gw: &Gateway, secrets: &mut SecretSet) -> Vec<ListenerInfo> {
+    let g = gw.metadata.generation.unwrap_or(0);
+    let mut out: Vec<ListenerInfo> = gw
+        .spec
+        .listeners
+        .iter()
+        .map(|l| listener(model, key, l, g, secrets))
+        .collect();
+    if gw.spec.tls.as_ref().is_some_and(|t| t.frontend.is_some()) {
+        refuse_client_validation(&mut out, g);
+    }
+    let refusal = super::gateways::refusal(gw);
+    if refusal.is_some() {
+        for l in &mut out {
+            l.programmable = false;
+        }
+    }
+    conflicts::mark(&mut out, g);
+    let gateway_accepted = refusal.is_none_or(|r| r.type_ != conditions::ACCEPTED);
+    for l in &mut out {
+        l.attachable = gateway_accepted && l.conditions[0].status == conditions::Status::True;
+    }
+    out
+}
+
+/// `spec.tls.frontend` (client certificate validation) is not implemented. Serving its HTTPS listeners
+/// without it would admit clients the Gateway means to refuse, so they are refused instead:
+/// `Accepted=False/UnsupportedValue`. HTTP listeners are unaffected, as upstream specifies.
+fn refuse_client_validation(ls: &mut [ListenerInfo], g: i64) {
+    for l in ls.iter_mut().filter(|l| l.protocol == Protocol::Https) {
+        l.programmable = false;
+        l.conditions[0] = Condition::fail(
+            conditions::ACCEPTED,
+            reason::UNSUPPORTED_VALUE,
+            "spec.tls.frontend: client certificate validation is not supported by pier",
+            g,
+        );
+    }
+}
+
+/// `allowedRoutes.kinds` → the kinds the listener supports, and `ResolvedRefs=False/InvalidRouteKinds`
+/// if some named kind is not one of them. Unset or empty: every kind pier serves on HTTP and HTTPS
+/// (upstream's `supportedKinds` check accepts a superset of the kinds it expects). A kind's group
+/// defaults to `gateway.networking.k8s.io`; a duplicate is listed once.
+fn route_kinds(list: Option<&[RouteKind]>, g: i64) -> (Vec<String>, Option<Condition>) {
+    let Some(list) = list.filter(|l| !l.is_empty()) else {
+        return (ROUTE_KINDS.iter().map(|k| k.to_string()).collect(), None);
+    };
+    let mut kinds: Vec<String> = Vec::new();
+    let mut invalid: Vec<String> = Vec::new();
+    for k in list {
+        let group = k.group.as_deref().unwrap_or(GATEWAY_GROUP);
+        if group == GATEWAY_GROUP && ROUTE_KINDS.contains(&k.kind.as_str()) {
+            if !kinds.contains(&k.kind) {
+                kinds.push(k.kind.clone());
+            }
+        } else {
+            let g = if group.is_empty() { "core" } else { group };
+            invalid.push(format!("{g}/{}", k.kind));
+        }
+    }
+    let condition = (!invalid.is_empty()).then(|| {
+        Condition::fail(
+            conditions::RESOLVED_REFS,
+            reason::INVALID_ROUTE_KINDS,
+            format!(
+                "route kinds {} are not supported on this listener; supported: {}",
+                invalid.join(", "),
+                ROUTE_KINDS.join(", ")
+            ),
+            g,
+        )
+    });
+    (kinds, condition)
+}
+
+fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets: &mut SecretSet) -> ListenerInfo {
+    let mut accepted = Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Listener accepted", g);
+    let mut resolved = Condition::ok(
+        conditions::RESOLVED_REFS,
+        reason::RESOLVED_REFS,
+        "All references resolved",
+        g,
+    );
+    let protocol = match l.protocol.as_str() {
+        "HTTP" => Some(Protocol::Http),
+        "HTTPS" => Some(Protocol::Https),
+        other => {
+            accepted = Condition::fail(
+                conditions::ACCEPTED,
+                reason::UNSUPPORTED_PROTOCOL,
+                format!("protocol {other:?} is not supported; pier serves HTTP and HTTPS listeners"),
+                g,
+            );
+            None
+        }
+    };
+    let port = u16::try_from(l.port).ok().filter(|p| *p != 0);
+    if port.is_none() {
+        accepted = Condition::fail(
+            conditions::ACCEPTED,
+            reason::UNSUPPORTED_PROTOCOL,
+            format!("port {} is out of range", l.port),
+            g,
+        );
+    }
+    let allowed_routes = l.allowed_routes.clone().unwrap_or_default();
+    let allowed = match allowed_routes.namespaces.as_ref() {
+        None => AllowedNamespaces::Same,
+        Some(ns) => match ns.from {
+            Some(From::All) => AllowedNamespaces::All,
+            Some(From::Selector) => {
+                let sel = ns.selector.clone().map(|s| LabelSelector {
+                    match_labels: s.match_labels,
+                    match_expressions: s.match_expressions.map(|v| {
+                        v.into_iter()
+                            .map(
+                                |e| k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+                                    key: e.key,
+                                    operator: e.operator,
+                                    values: e.values,
+                                },
+                            )
+                            .collect()
+                    }),
+                });
+                AllowedNamespaces::Selector(sel.unwrap_or_default())
+            }
+            _ => AllowedNamespaces::Same,
+        },
+    };
+    let (mut kinds, resolved_kinds) = route_kinds(allowed_routes.kinds.as_deref(), g);
+    if let Some(c) = resolved_kinds {
+        resolved = c;
+    }
+    let mut certificates = Vec::new();
+    if protocol == Some(Protocol::Https) {
+        let tls = l.tls.clone().unwrap_or_default();
+        let refs = tls.certificate_refs.unwrap_or_default();
+        let (valid, problem) = certs::resolve(model, gw, &refs, secrets);
+        certificates = valid;
+        if let Some((why, msg)) = problem {
+            resolved = Condition::fail(conditions::RESOLVED_REFS, why, msg, g);
+        }
+    }
+    if protocol.is_none() {
+        // No route kind attaches to a listener pier cannot serve.
+        kinds.clear();
+    }
+    let programmable = accepted.status == conditions::Status::True
+        && protocol.is_some()
+        && port.is_some()
+        && (protocol != Some(Protocol::Https) || !certificates.is_empty());
+    ListenerInfo {
+        name: l.name.clone(),
+        port: port.unwrap_or(0),
+        protocol: protocol.unwrap_or(Protocol::Http),
+        hostname: l.hostname.clone(),
+        allowed,
+        kinds,
+        certificates,
+        programmable,
+        attachable: false,
+        conditions: vec![accepted, resolved],
+        attached_routes: 0,
+    }
+}
+
+/// `status.listeners[]` entry.
+pub fn status(l: &ListenerInfo) -> Value {
+    json!({
+        "name": l.name,
+        "attachedRoutes": l.attached_routes,
+        "supportedKinds": l.kinds.iter().map(|k| json!({"group": GATEWAY_GROUP, "kind": k})).collect::<Vec<_>>(),
+        "conditions": super::status::conditions(&l.conditions),
+    })
+}
