@@ -199,7 +199,8 @@ impl FakeApiServer {
         let generation = match &previous {
             Some(p) if p.get("spec") == obj.get("spec") => p["metadata"]["generation"].as_i64().unwrap_or(1),
             Some(p) => p["metadata"]["generation"].as_i64().unwrap_or(1) + 1,
-            None => 1,
+            // A test may create an object at a later generation (to check observedGeneration).
+            None => obj["metadata"]["generation"].as_i64().unwrap_or(1),
         };
         obj["metadata"]["generation"] = json!(generation);
         // What the API server does with a Secret's write-only stringData.

@@ -22,6 +22,7 @@ macro_rules! model_maps {
             gateway_classes,
             gateways,
             http_routes,
+            http_route_extras,
             grpc_routes,
             reference_grants,
             backend_tls_policies,
@@ -33,9 +34,21 @@ macro_rules! model_maps {
             secrets,
             config_maps,
             namespaces
-        )
+        );
     };
 }
+
+// A map added to `Model` fails to compile here until `model_maps!` lists it, so no kind is silently
+// left out of the assembled model.
+macro_rules! exhaustive {
+    ($($f:ident),*) => {
+        #[allow(dead_code)]
+        fn all_maps_listed(m: &Model) {
+            let Model { $($f: _),* } = m;
+        }
+    };
+}
+model_maps!(exhaustive);
 
 /// Adds every object of `src` to `dst` (sharing the objects).
 pub fn merge_into(dst: &mut Model, src: &Model) {
