@@ -27,6 +27,7 @@ pub mod policy;
 pub mod re2;
 pub mod refs;
 pub mod routes;
+pub mod rules;
 pub mod selector;
 pub mod status;
 pub mod tls;

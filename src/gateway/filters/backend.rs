@@ -8,7 +8,9 @@
 //! of the rule goes to that backend), so they are lifted to the rule — which is how the upstream
 //! conformance tests `HTTPRouteBackendRequestRedirect` and `HTTPRouteBackendURLRewrite` use them. With
 //! several backendRefs such a filter is refused (the rule is dropped, `PartiallyInvalid`), rather than
-//! applied to every backend's share. Envoy Gateway makes the same split.
+//! applied to every backend's share — except `ExtensionRef`, which must never be skipped: it is lifted
+//! too, so the whole rule fails closed (500) as an unresolved extension filter requires. Envoy Gateway
+//! makes the same split for header modifiers.
 
 use gateway_api::apis::standard::httproutes::{
     HttpRouteRules, HttpRouteRulesBackendRefsFilters, HttpRouteRulesFilters, HttpRouteRulesFiltersType as FilterType,
@@ -50,7 +52,9 @@ pub fn split(rule: &HttpRouteRules) -> Result<Split, String> {
                 if let Some(m) = response {
                     own.response_headers = m;
                 }
-            } else if refs.len() == 1 {
+            } else if refs.len() == 1 || f.r#type == FilterType::ExtensionRef {
+                // An unresolvable ExtensionRef must not be skipped; failing the whole rule closed is the
+                // nearest Envoy can do for one backend's share.
                 out.lifted.push(f);
             } else {
                 return Err(at(format!(
@@ -102,6 +106,12 @@ mod tests {
         ))
         .unwrap_err();
         assert!(err.starts_with("backendRef 1 (b): filter RequestRedirect"), "{err}");
+        let s = split(&rule(
+            "{backendRefs: [{name: a, port: 80}, {name: b, port: 80, filters: [
+                {type: ExtensionRef, extensionRef: {group: x.example, kind: Y, name: z}}]}]}",
+        ))
+        .unwrap();
+        assert_eq!(s.lifted[0].r#type, FilterType::ExtensionRef, "fails the rule closed");
         let err = split(&rule(
             "{backendRefs: [{name: a, port: 80, filters: [
                 {type: ResponseHeaderModifier, responseHeaderModifier: {remove: [x]}},

@@ -349,3 +349,49 @@ fn merge_keys_and_field_paths_in_core_types() {
         "{e}"
     );
 }
+
+#[test]
+fn http_route_extras_keep_retry_and_set_aside_unknown_filters() {
+    let text = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  rules:
+  - retry: {attempts: 2, codes: [503], backoff: 100ms}
+    filters:
+    - {type: ExternalAuth, externalAuth: {protocol: HTTP}}
+    - {type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: x, value: "1"}]}}
+    backendRefs:
+    - {name: a, port: 80, filters: [{type: FutureFilter}]}
+  - backendRefs: [{name: b, port: 80}]
+"#;
+    let parsed = parse("t.yaml", text).unwrap_or_else(|e| panic!("{e}"));
+    let Object::HttpRoute(route, extras) = &parsed.objects[0].1 else {
+        panic!("HTTPRoute expected")
+    };
+    let rules = route.spec.rules.as_deref().unwrap();
+    assert_eq!(
+        rules[0].filters.as_ref().unwrap().len(),
+        1,
+        "the unknown filter is set aside"
+    );
+    assert!(
+        rules[0].backend_refs.as_ref().unwrap()[0]
+            .filters
+            .as_ref()
+            .unwrap()
+            .is_empty()
+    );
+    let retry = extras.rules[0].retry.as_ref().unwrap();
+    assert_eq!((retry.attempts, retry.codes.clone()), (Some(2), Some(vec![503])));
+    assert_eq!(
+        extras.rules[0].unknown_filters,
+        vec!["ExternalAuth".to_string(), "FutureFilter on backendRefs[0]".to_string()]
+    );
+    assert_eq!(extras.rules[1], crate::model::RuleExtras::default());
+
+    let bad = text.replace("backoff: 100ms", "backof: 100ms");
+    let err = parse("t.yaml", &bad).unwrap_err().to_string();
+    assert!(err.contains("spec.rules[0].retry"), "{err}");
+}
