@@ -53,7 +53,19 @@ pub struct TlsChain {
     pub server_names: Vec<String>,
     /// SDS names of the certificates (kubernetes.io/tls Secrets).
     pub certificates: Vec<String>,
+    /// Client certificate validation (Gateway `spec.tls.frontend`), if the Gateway asks for it here.
+    pub client_validation: Option<ClientValidation>,
     pub route_config: RouteConfig,
+}
+
+/// Client certificate validation on an HTTPS filter chain (Gateway `spec.tls.frontend`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientValidation {
+    /// SDS name of the trusted CA bundle.
+    pub ca: String,
+    /// `AllowInsecureFallback`: clients without a certificate, or with one that fails verification, are
+    /// let through (the backend decides); otherwise a verified certificate is required.
+    pub allow_insecure_fallback: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -286,6 +286,7 @@ fn listeners(clusters: &BTreeMap<String, Cluster>) -> Vec<Listener> {
         listener_name: name.into(),
         server_names: server_names.iter().map(|s| s.to_string()).collect(),
         certificates: vec![CERT.into()],
+        client_validation: None,
         route_config: RouteConfig {
             name: names::https_route_config("ns", "gw", 8443, name),
             virtual_hosts: vec![vhost(&format!("{name}/*"), &["*"], routes)],

@@ -46,6 +46,7 @@ fn https_chain(name: &str, server_names: &[&str], certificates: &[&str]) -> ir::
         listener_name: name.into(),
         server_names: server_names.iter().map(|s| s.to_string()).collect(),
         certificates: certificates.iter().map(|s| s.to_string()).collect(),
+        client_validation: None,
         route_config: ir::RouteConfig {
             name: format!("default/gw/443/{name}"),
             virtual_hosts: vec![],

@@ -153,6 +153,7 @@ pub fn gateway() -> GatewayIr {
                         listener_name: "https".into(),
                         server_names: vec!["example.com".into()],
                         certificates: vec![GW_CERT.into()],
+                        client_validation: None,
                         route_config: https,
                     }],
                 },

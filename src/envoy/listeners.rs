@@ -45,7 +45,7 @@ pub(super) fn build(l: &ir::Listener, lookups: &Lookups<'_>) -> listener::Listen
                         ..Default::default()
                     }),
                     filters: vec![http_connection_manager(&stat_prefix, &c.route_config.name, lookups)],
-                    transport_socket: Some(tls::downstream(&c.certificates)),
+                    transport_socket: Some(tls::downstream(&c.certificates, c.client_validation.as_ref())),
                     ..Default::default()
                 })
                 .collect();

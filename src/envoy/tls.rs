@@ -2,7 +2,7 @@
 //! chains. Every certificate and CA bundle is an SDS reference over ADS (served from `secrets`), never
 //! inline, so a rotated Secret is one SDS push and no cluster or listener changes.
 
-use super::pb::{core, ext, matcher, tls};
+use super::pb::{core, ext, matcher, protobuf, tls};
 use super::sds;
 use crate::ir;
 
@@ -51,13 +51,35 @@ pub(super) fn upstream(t: &ir::UpstreamTls, protocol: ir::UpstreamProtocol) -> c
 }
 
 /// Server side of an HTTPS filter chain: the chain's certificates (several for RSA + ECDSA), ALPN h2 and
-/// http/1.1.
-pub(super) fn downstream(certificates: &[String]) -> core::TransportSocket {
+/// http/1.1, and the client certificate check the Gateway asks for. `AllowInsecureFallback` still asks
+/// for a certificate but lets a connection through without one (`require_client_certificate: false`) or
+/// with one that does not verify (`ACCEPT_UNTRUSTED`); the CA comes by SDS either way.
+pub(super) fn downstream(certificates: &[String], client: Option<&ir::ClientValidation>) -> core::TransportSocket {
+    use tls::common_tls_context::{CombinedCertificateValidationContext, ValidationContextType};
+    let validation = client.map(|c| {
+        let trust_chain_verification = if c.allow_insecure_fallback {
+            tls::certificate_validation_context::TrustChainVerification::AcceptUntrusted
+        } else {
+            tls::certificate_validation_context::TrustChainVerification::VerifyTrustChain
+        };
+        ValidationContextType::CombinedValidationContext(CombinedCertificateValidationContext {
+            default_validation_context: Some(tls::CertificateValidationContext {
+                trust_chain_verification: trust_chain_verification as i32,
+                ..Default::default()
+            }),
+            validation_context_sds_secret_config: Some(sds(&c.ca)),
+            ..Default::default()
+        })
+    });
     transport_socket(tls::DownstreamTlsContext {
         common_tls_context: Some(tls::CommonTlsContext {
             tls_certificate_sds_secret_configs: certificates.iter().map(|n| sds(n)).collect(),
             alpn_protocols: DOWNSTREAM_ALPN.iter().map(|p| p.to_string()).collect(),
+            validation_context_type: validation,
             ..Default::default()
+        }),
+        require_client_certificate: client.map(|c| protobuf::BoolValue {
+            value: !c.allow_insecure_fallback,
         }),
         ..Default::default()
     })

@@ -54,6 +54,8 @@ pub mod reason {
     pub const TARGET_NOT_FOUND: &str = "TargetNotFound";
     pub const NO_VALID_CA_CERTIFICATE: &str = "NoValidCACertificate";
     pub const INVALID_CA_CERTIFICATE_REF: &str = "InvalidCACertificateRef";
+    /// Gateway `spec.tls.frontend`: a CA reference of a kind pier cannot read.
+    pub const INVALID_CA_CERTIFICATE_KIND: &str = "InvalidCACertificateKind";
 
     // Backend kinds (pier; upstream defines only the `Accepted` type).
     /// A destination guardrail refused the address or hostname; the message names the rule.

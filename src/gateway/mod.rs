@@ -18,6 +18,7 @@ pub mod backends;
 pub mod classes;
 pub mod conditions;
 pub mod filters;
+pub mod frontend;
 pub mod gateways;
 pub mod grpc;
 pub mod hostnames;
@@ -234,6 +235,7 @@ fn envoy_listeners(opts: &Options, gw: &ObjectKey, listeners: &[ListenerInfo], e
                             listener_name: l.name.clone(),
                             server_names: l.hostname.iter().cloned().collect(),
                             certificates: l.certificates.clone(),
+                            client_validation: l.client_validation.clone(),
                             route_config: ir::RouteConfig {
                                 name: names::https_route_config(&gw.namespace, &gw.name, port, &l.name),
                                 virtual_hosts: virtual_hosts(listeners, &idx, &[i], entries),
@@ -274,6 +276,7 @@ fn used_secrets(g: &ir::GatewayIr) -> BTreeSet<String> {
         if let ir::ListenerKind::Https { chains } = &l.kind {
             for c in chains {
                 used.extend(c.certificates.iter().cloned());
+                used.extend(c.client_validation.as_ref().map(|v| v.ca.clone()));
             }
         }
     }

@@ -54,6 +54,8 @@ pub struct ListenerInfo {
     pub kinds: Vec<String>,
     /// SDS names of the valid certificates (HTTPS).
     pub certificates: Vec<String>,
+    /// Client certificate validation of an HTTPS listener (Gateway `spec.tls.frontend`).
+    pub client_validation: Option<crate::ir::ClientValidation>,
     /// Accepted, not conflicted, and (for HTTPS) has a certificate: Envoy gets config for it.
     pub programmable: bool,
     /// Routes may attach: the listener is accepted (supported protocol, not conflicted) in an
@@ -74,9 +76,7 @@ pub fn process(model: &Model, key: &ObjectKey, gw: &Gateway, secrets: &mut Secre
         .iter()
         .map(|l| listener(model, key, l, g, secrets))
         .collect();
-    if gw.spec.tls.as_ref().is_some_and(|t| t.frontend.is_some()) {
-        refuse_client_validation(&mut out, g);
-    }
+    client_validation(model, key, gw, &mut out, secrets, g);
     let refusal = super::gateways::refusal(gw);
     if refusal.is_some() {
         for l in &mut out {
@@ -91,18 +91,52 @@ pub fn process(model: &Model, key: &ObjectKey, gw: &Gateway, secrets: &mut Secre
     out
 }
 
-/// `spec.tls.frontend` (client certificate validation) is not implemented. Serving its HTTPS listeners
-/// without it would admit clients the Gateway means to refuse, so they are refused instead:
-/// `Accepted=False/UnsupportedValue`. HTTP listeners are unaffected, as upstream specifies.
-fn refuse_client_validation(ls: &mut [ListenerInfo], g: i64) {
+/// `spec.tls.frontend` on the HTTPS listeners (`super::frontend`): a valid trust bundle goes to the
+/// listener and `secrets`; invalid references set `ResolvedRefs=False` with their reason, and with no
+/// valid one the listener is `Accepted=False/NoValidCACertificate` and not served — serving it without
+/// the check would admit clients the Gateway means to refuse. HTTP listeners are unaffected.
+fn client_validation(
+    model: &Model,
+    key: &ObjectKey,
+    gw: &Gateway,
+    ls: &mut [ListenerInfo],
+    secrets: &mut SecretSet,
+    g: i64,
+) {
     for l in ls.iter_mut().filter(|l| l.protocol == Protocol::Https) {
-        l.programmable = false;
-        l.conditions[0] = Condition::fail(
-            conditions::ACCEPTED,
-            reason::UNSUPPORTED_VALUE,
-            "spec.tls.frontend: client certificate validation is not supported by pier",
-            g,
-        );
+        let Some(v) = super::frontend::for_port(model, key, gw, i32::from(l.port)) else {
+            continue;
+        };
+        if let Some((why, _)) = v.problems.first() {
+            let msg = v
+                .problems
+                .iter()
+                .map(|(_, m)| m.as_str())
+                .collect::<Vec<_>>()
+                .join("; ");
+            // A certificate problem already reported keeps its reason; the messages add up.
+            l.conditions[1] = match &l.conditions[1] {
+                c if c.status == conditions::Status::False => {
+                    Condition::fail(conditions::RESOLVED_REFS, c.reason, format!("{}; {msg}", c.message), g)
+                }
+                _ => Condition::fail(conditions::RESOLVED_REFS, why, msg, g),
+            };
+        }
+        match v.validation {
+            Some((validation, secret)) => {
+                secrets.insert(validation.ca.clone(), secret);
+                l.client_validation = Some(validation);
+            }
+            None => {
+                l.programmable = false;
+                l.conditions[0] = Condition::fail(
+                    conditions::ACCEPTED,
+                    reason::NO_VALID_CA_CERTIFICATE,
+                    "spec.tls.frontend: no valid CA certificate to validate clients with",
+                    g,
+                );
+            }
+        }
     }
 }
 
@@ -229,6 +263,7 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
         certificates,
         programmable,
         attachable: false,
+        client_validation: None,
         conditions: vec![accepted, resolved],
         attached_routes: 0,
     }

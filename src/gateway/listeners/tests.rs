@@ -195,7 +195,7 @@ spec:
 }
 
 #[test]
-fn client_certificate_validation_refuses_https_listeners_only() {
+fn client_certificate_validation_without_a_valid_ca_refuses_https_listeners_only() {
     let gw = gateway(
         "
 metadata: {name: gw, namespace: infra}
@@ -216,7 +216,14 @@ spec:
     let c = cond(&ls[1], conditions::ACCEPTED);
     assert_eq!(
         (c.status, c.reason),
-        (conditions::Status::False, reason::UNSUPPORTED_VALUE)
+        (conditions::Status::False, reason::NO_VALID_CA_CERTIFICATE)
+    );
+    let r = cond(&ls[1], conditions::RESOLVED_REFS);
+    assert!(
+        r.message.contains("tls.certificateRefs[0]") && r.message.contains("caCertificateRefs[0]"),
+        "both problems are reported: {}",
+        r.message
     );
     assert!(!ls[1].programmable && !ls[1].attachable);
+    assert!(ls[1].client_validation.is_none());
 }
