@@ -24,12 +24,15 @@ pub struct Cli {
 pub enum Command {
     /// Translate YAML/JSON manifests offline and print the Envoy resources and statuses.
     Translate(TranslateArgs),
-    /// Watch a directory of manifests and serve every pier Gateway over ADS to Envoy proxies.
+    /// Watch a directory of manifests (or, with --kubernetes, the cluster) and serve every pier Gateway
+    /// over ADS to Envoy proxies.
     Serve(ServeArgs),
     /// Print an Envoy bootstrap that serves one Gateway from pier over ADS.
     Bootstrap(BootstrapArgs),
     /// Run the bundled example on loopback: demo upstreams, pier, a real Envoy, and requests through it.
     Demo(DemoArgs),
+    /// Print the CustomResourceDefinitions pier needs that Gateway API releases do not ship (YAML).
+    Crds,
 }
 
 #[derive(Debug, Args)]
@@ -54,8 +57,14 @@ pub struct DemoArgs {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Directory of YAML/JSON manifests, watched for changes (read recursively, in sorted order).
-    #[arg(long, env = "PIER_CONFIG_DIR", value_name = "DIR")]
-    pub config_dir: PathBuf,
+    #[arg(
+        long,
+        env = "PIER_CONFIG_DIR",
+        value_name = "DIR",
+        required_unless_present = "kubernetes",
+        conflicts_with = "kubernetes"
+    )]
+    pub config_dir: Option<PathBuf>,
     /// Address of the ADS gRPC server (port 0 picks a free port; see --address-file).
     #[arg(long, env = "PIER_XDS_ADDRESS", default_value = "127.0.0.1:18000")]
     pub xds_address: std::net::SocketAddr,
@@ -73,6 +82,56 @@ pub struct ServeArgs {
     pub debounce_max_ms: u64,
     #[command(flatten)]
     pub translator: TranslatorArgs,
+    // Last, so its help heading does not spill onto the translator options.
+    #[command(flatten)]
+    pub kube: KubeArgs,
+}
+
+/// The Kubernetes source (`pier serve --kubernetes`).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Kubernetes")]
+pub struct KubeArgs {
+    /// Watch the Kubernetes API (kubeconfig or in-cluster config) instead of --config-dir, and write
+    /// status back to the objects (only the replica holding the Lease writes).
+    #[arg(long, env = "PIER_KUBERNETES")]
+    pub kubernetes: bool,
+    /// Watch namespaced kinds only in these namespaces (repeatable or comma-separated); default: all.
+    /// Cluster-scoped kinds (GatewayClass, Namespace) are always watched.
+    #[arg(
+        long,
+        env = "PIER_WATCH_NAMESPACES",
+        value_delimiter = ',',
+        value_name = "NAMESPACE",
+        requires = "kubernetes"
+    )]
+    pub watch_namespaces: Vec<String>,
+    /// Name of the coordination.k8s.io/v1 Lease that elects the replica writing status.
+    #[arg(
+        long,
+        env = "PIER_LEASE_NAME",
+        default_value = "pier-status-writer",
+        requires = "kubernetes"
+    )]
+    pub lease_name: String,
+    /// Namespace of that Lease (default: the client's namespace, i.e. pier's own Pod namespace).
+    #[arg(
+        long,
+        env = "PIER_LEASE_NAMESPACE",
+        value_name = "NAMESPACE",
+        requires = "kubernetes"
+    )]
+    pub lease_namespace: Option<String>,
+    /// This replica's identity on the Lease (default: $POD_NAME, else $HOSTNAME, else a random one).
+    #[arg(long, env = "PIER_LEASE_IDENTITY", requires = "kubernetes")]
+    pub lease_identity: Option<String>,
+    /// Upper bound on status writes per second.
+    #[arg(
+        long,
+        env = "PIER_STATUS_WRITES_PER_SECOND",
+        default_value_t = 20,
+        requires = "kubernetes"
+    )]
+    pub status_writes_per_second: u32,
 }
 
 #[derive(Debug, Args)]

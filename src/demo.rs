@@ -242,6 +242,7 @@ async fn start_pier(config_dir: &Path, work: &Path, slot: &mut Option<PierTask>)
             max_delay: Duration::from_secs(1),
         },
         options,
+        kubernetes: None,
     };
     let (stop, mut stopped) = watch::channel(false);
     let task = tokio::spawn(crate::runtime::run_until(serve, async move {

@@ -14,6 +14,7 @@
 pub mod admin;
 pub mod api;
 pub mod cli;
+pub mod crds;
 pub mod demo;
 pub mod envoy;
 pub mod gateway;
@@ -22,6 +23,7 @@ pub mod model;
 pub mod options;
 pub mod runtime;
 pub mod source;
+pub mod status;
 pub mod testkit;
 pub mod translate;
 pub mod xds;

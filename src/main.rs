@@ -29,6 +29,12 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Bootstrap(args) => bootstrap(args),
         Command::Demo(args) => demo(args),
+        Command::Crds => pier::crds::yaml().context("rendering the CRDs").and_then(|text| {
+            std::io::stdout()
+                .lock()
+                .write_all(text.as_bytes())
+                .context("writing output")
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -59,8 +65,31 @@ fn translate(args: TranslateArgs) -> Result<()> {
 }
 
 fn serve(args: ServeArgs) -> Result<()> {
+    let kubernetes = args.kube.kubernetes.then(|| {
+        let identity = args
+            .kube
+            .lease_identity
+            .clone()
+            .or_else(|| std::env::var("POD_NAME").ok())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| format!("pier-{}", std::process::id()));
+        let mut k = pier::runtime::KubeSettings::new(
+            args.kube.watch_namespaces.clone(),
+            args.kube.lease_name.clone(),
+            args.kube.lease_namespace.clone(),
+            identity,
+        );
+        k.status_writes_per_second = args.kube.status_writes_per_second;
+        k
+    });
+    // clap counts PIER_KUBERNETES=false as "present", so the either-or is checked here as well.
+    let config_dir = match (&kubernetes, args.config_dir) {
+        (None, None) => bail!("--config-dir (PIER_CONFIG_DIR) is required unless --kubernetes is set"),
+        (_, dir) => dir.unwrap_or_default(),
+    };
     let config = pier::runtime::ServeConfig {
-        config_dir: args.config_dir,
+        config_dir,
+        kubernetes,
         xds_address: args.xds_address,
         admin_address: args.admin_address,
         address_file: args.address_file,

@@ -5,6 +5,12 @@
 //! newest input. A translation whose Envoy resources fail `envoy::check` for a Gateway is not
 //! published for that Gateway: its proxies keep the last good configuration, and the error is shown in
 //! `/debug/status`. Nothing is published before the source's first complete read.
+//!
+//! The source is the config directory, or with `kubernetes` set the API server ([`cluster`]), which also
+//! starts leader election and the status writer; both sources feed the same pipeline.
+
+mod cluster;
+pub use cluster::KubeSettings;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -34,6 +40,8 @@ pub struct ServeConfig {
     pub address_file: Option<PathBuf>,
     pub debounce: Debounce,
     pub options: Options,
+    /// Watch the Kubernetes API instead of `config_dir`, and write status back.
+    pub kubernetes: Option<KubeSettings>,
 }
 
 /// What the admin API shows about the pipeline (everything but the xDS state, which lives in the
@@ -90,17 +98,36 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
     let view: SharedView = Arc::default();
 
     let (dir_tx, dir_rx) = watch::channel(DirState::default());
-    let source = tokio::spawn(dir::run(
-        config.config_dir.clone(),
-        config.debounce.clone(),
-        dir_tx,
-        stop_rx.clone(),
-    ));
+    let (statuses_tx, statuses_rx) = watch::channel(Arc::new(Vec::new()));
+    let (source, kube_tasks) = match config.kubernetes.clone() {
+        Some(settings) => {
+            let channels = cluster::Channels {
+                source: dir_tx,
+                statuses: statuses_rx,
+                clients: clients.clone(),
+                metrics: crate::status::metrics::StatusMetrics::new(&mut registry),
+                stop: stop_rx.clone(),
+            };
+            let controller = config.options.controller_name.clone();
+            let tasks = cluster::start(settings, config.debounce.clone(), controller, channels).await?;
+            (None, tasks)
+        }
+        None => {
+            let dir = dir::run(
+                config.config_dir.clone(),
+                config.debounce.clone(),
+                dir_tx,
+                stop_rx.clone(),
+            );
+            (Some(tokio::spawn(dir)), Vec::new())
+        }
+    };
     let pipeline = tokio::spawn(pipeline(
         dir_rx,
         config.options.clone(),
         server.clone(),
         view.clone(),
+        statuses_tx,
         pipeline_metrics.clone(),
         stop_rx.clone(),
     ));
@@ -122,10 +149,19 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
     let mut stop = stop_rx;
     let _ = stop.wait_for(|s| *s).await;
     info!("shutting down: closing xDS streams and the admin API");
-    match source.await {
-        Ok(Err(e)) => warn!(error = %e, "config directory watcher ended with an error"),
-        Err(e) => warn!(error = %e, "config directory watcher panicked"),
-        Ok(Ok(())) => {}
+    match source {
+        Some(source) => match source.await {
+            Ok(Err(e)) => warn!(error = %e, "config directory watcher ended with an error"),
+            Err(e) => warn!(error = %e, "config directory watcher panicked"),
+            Ok(Ok(())) => {}
+        },
+        None => {
+            for task in kube_tasks {
+                if let Err(e) = task.await {
+                    warn!(error = %e, "a Kubernetes task panicked");
+                }
+            }
+        }
     }
     let _ = pipeline.await;
     if let Ok(Err(e)) = xds.await {
@@ -143,6 +179,7 @@ async fn pipeline(
     opts: Options,
     server: AdsServer,
     view: SharedView,
+    statuses: watch::Sender<Arc<Vec<ObjectStatus>>>,
     metrics: crate::admin::PipelineMetrics,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -164,7 +201,11 @@ async fn pipeline(
             let translated = tokio::task::spawn_blocking(move || crate::translate(&model, &opts)).await;
             metrics.observe_translation(started.elapsed());
             match translated {
-                Ok(t) => publish(t, state.generation, &server, &view),
+                Ok(t) => {
+                    // The status writer reads the newest statuses at its own pace; this never waits on it.
+                    statuses.send_replace(Arc::new(t.statuses.clone()));
+                    publish(t, state.generation, &server, &view);
+                }
                 Err(e) => error!(error = %e, "translation panicked; the last good configuration stays in force"),
             }
         }

@@ -144,6 +144,14 @@ pub fn parse(source: &str, text: &str) -> Result<Parsed, ParseError> {
     Ok(parsed)
 }
 
+/// Decodes one object that arrives already as JSON (a watch event from the API server): the same
+/// dispatch, normalisation and field-path errors as [`parse`], with `source` naming the object's origin.
+/// `Ok(None)` for a kind pier does not read.
+pub fn decode_value(source: &str, value: Value) -> Result<Option<Object>, ParseError> {
+    let mut warnings = Vec::new();
+    parse_object(&DocRef::new(source, 0), None, value, &mut warnings)
+}
+
 /// kubectl's `-o yaml` of several objects: `kind: List` with `items`. The apiVersion is not checked
 /// because nothing in it changes how the items are read.
 fn is_list(value: &Value) -> bool {

@@ -1,0 +1,393 @@
+//! The Kubernetes source: watches every kind the model holds straight from the API server and publishes
+//! the same [`DirState`] stream the directory source does, so translation, checks and xDS serving are
+//! identical whichever source feeds them.
+//!
+//! - [`kinds`]: the table of watched kinds and the API calls pier makes (RBAC is tested against it).
+//! - [`watch`]: one kube-rs watcher per kind and namespace, slimming and decoding objects.
+//! - [`store`]: the per-watch object maps, model assembly and the Secret/ConfigMap data trimming.
+//! - `refetch`: reads a trimmed Secret/ConfigMap again once something references it.
+//!
+//! Stores are pier's own rather than kube-rs `reflector::Store`s: objects are decoded once into the
+//! model's typed `Arc`s (so assembling a model copies no object), Secret/ConfigMap data can be dropped
+//! in place, and a re-list is swapped in whole at `InitDone` exactly as a reflector does.
+//!
+//! Gate: nothing is published until every watch has listed once, or found its kind not served (a CRD
+//! that is not installed is reported once as a warning and retried with backoff, never fatal). After
+//! that, changes are debounced like file events and each burst publishes one model. A watch error never
+//! touches the last good model: kube-rs resumes the watch (or re-lists after 410 Gone, swapping the
+//! re-listed objects in whole) while the current model stays published.
+
+pub mod kinds;
+mod refetch;
+pub mod store;
+pub mod watch;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::DynamicObject;
+use kube::runtime::watcher;
+use tokio::sync::{mpsc, watch as latest};
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use super::dir::{Debounce, DirState};
+use crate::model::{Model, Object, ObjectKey};
+use store::{Partition, Ref, Sync};
+
+/// What the Kubernetes source watches.
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    /// Namespaces the namespaced kinds are watched in; empty: all namespaces.
+    pub namespaces: Vec<String>,
+    pub debounce: Debounce,
+    /// Longest wait between retries of a failing watch (or of a kind whose CRD is missing).
+    pub retry_max: Duration,
+}
+
+use refetch::{Fetched, spawn_fetch};
+
+/// Watches until `stop` fires, publishing each settled burst of changes on `tx`.
+pub async fn run(
+    client: kube::Client,
+    cfg: SourceConfig,
+    tx: latest::Sender<DirState>,
+    mut stop: latest::Receiver<bool>,
+) {
+    let mut src = Source::new(&cfg);
+    let streams = src
+        .parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| watch::stream(client.clone(), i, p.kind, p.namespace.as_deref(), cfg.retry_max));
+    let mut events = futures::stream::select_all(streams);
+    let (fetch_tx, mut fetch_rx) = mpsc::unbounded_channel::<Fetched>();
+    info!(
+        watches = src.parts.len(),
+        namespaces = ?cfg.namespaces,
+        "watching the Kubernetes API"
+    );
+    let mut burst: Option<(Instant, Instant)> = None; // (first change, quiet deadline)
+    loop {
+        let flush_at = burst.map(|(first, quiet)| quiet.min(first + cfg.debounce.max_delay));
+        tokio::select! {
+            _ = stop.changed() => return,
+            ev = events.next() => {
+                let Some((i, ev)) = ev else { return };
+                if src.apply(i, ev) {
+                    let now = Instant::now();
+                    let first = burst.map_or(now, |(f, _)| f);
+                    burst = Some((first, now + cfg.debounce.quiet));
+                }
+            }
+            Some((r, result)) = fetch_rx.recv() => {
+                src.fetched(r, result);
+                burst = Some((Instant::now(), Instant::now()));
+            }
+            _ = sleep_until(flush_at) => {
+                burst = None;
+                src.flush(&client, &fetch_tx, &tx);
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+struct Source {
+    parts: Vec<Partition>,
+    /// What the last flush found referenced; Secrets/ConfigMaps outside it are kept without data.
+    refs: BTreeSet<Ref>,
+    /// Fetches under way; nothing is published until they are back, so a newly referenced Secret
+    /// never shows up empty.
+    fetching: BTreeSet<Ref>,
+    /// Fetches that failed; not retried until the object changes.
+    failed: BTreeSet<Ref>,
+    /// Per object: why its newest version was refused (its last good version stays).
+    rejected: BTreeMap<(&'static str, ObjectKey), String>,
+    /// Per watch: the error it is failing with now.
+    errors: BTreeMap<usize, String>,
+    published: bool,
+}
+
+impl Source {
+    fn new(cfg: &SourceConfig) -> Self {
+        let mut parts = Vec::new();
+        for kind in kinds::WATCHED {
+            if kind.namespaced && !cfg.namespaces.is_empty() {
+                parts.extend(cfg.namespaces.iter().map(|ns| Partition::new(kind, Some(ns.clone()))));
+            } else {
+                parts.push(Partition::new(kind, None));
+            }
+        }
+        Source {
+            parts,
+            refs: BTreeSet::new(),
+            fetching: BTreeSet::new(),
+            failed: BTreeSet::new(),
+            rejected: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            published: false,
+        }
+    }
+
+    /// Applies one watch event; true if the model may have changed.
+    fn apply(&mut self, i: usize, ev: Result<watcher::Event<DynamicObject>, watcher::Error>) -> bool {
+        let kind = self.parts[i].kind;
+        let ev = match ev {
+            Ok(ev) => {
+                // A watch that recovers clears its error from the published state.
+                if self.errors.remove(&i).is_some() {
+                    self.apply(i, Ok(ev));
+                    return true;
+                }
+                ev
+            }
+            Err(e) if watch::is_not_found(&e) => {
+                let p = &mut self.parts[i];
+                if p.sync == Sync::Pending {
+                    warn!(watch = %p.describe(), "kind not served by the API server (CRD not installed?); watching for it");
+                    p.sync = Sync::Missing;
+                    return true;
+                }
+                return false;
+            }
+            Err(e) => {
+                let p = &self.parts[i];
+                let message = format!("watch of {}: {e}", p.describe());
+                // Only a new error is worth publishing (and logging); retries of the same one are not.
+                let new = self.errors.insert(i, message.clone()).as_ref() != Some(&message);
+                if new {
+                    warn!(error = %message, "watch failing; retrying with backoff, the last good model stays in force");
+                }
+                return new;
+            }
+        };
+        match ev {
+            watcher::Event::Init => {
+                self.parts[i].relist = Some(Model::default());
+                false
+            }
+            watcher::Event::InitApply(obj) => {
+                if let Some((obj, trimmed)) = self.decode(i, obj) {
+                    let p = &mut self.parts[i];
+                    if trimmed {
+                        p.relist_trimmed.insert(obj.key());
+                    }
+                    p.relist.get_or_insert_with(Model::default).upsert(obj);
+                }
+                false
+            }
+            watcher::Event::InitDone => {
+                let p = &mut self.parts[i];
+                if p.sync == Sync::Missing {
+                    info!(watch = %p.describe(), "kind is served now");
+                }
+                p.objects = p.relist.take().unwrap_or_default();
+                p.trimmed = std::mem::take(&mut p.relist_trimmed);
+                p.sync = Sync::Synced;
+                debug!(watch = %p.describe(), objects = store::count(&p.objects), "listed");
+                true
+            }
+            watcher::Event::Apply(obj) => match self.decode(i, obj) {
+                Some((obj, trimmed)) => {
+                    let p = &mut self.parts[i];
+                    if trimmed {
+                        p.trimmed.insert(obj.key());
+                    } else {
+                        p.trimmed.remove(&obj.key());
+                    }
+                    p.objects.upsert(obj);
+                    true
+                }
+                None => true,
+            },
+            watcher::Event::Delete(obj) => {
+                let key = watch::key_of(kind, &obj);
+                self.rejected.remove(&(kind.name, key.clone()));
+                let p = &mut self.parts[i];
+                p.trimmed.remove(&key);
+                store::remove(&mut p.objects, &key)
+            }
+        }
+    }
+
+    /// Decodes an object, and once the first model is out drops the data of an unreferenced
+    /// Secret/ConfigMap right away (`true` when it did). A refused object keeps its last good version.
+    fn decode(&mut self, i: usize, obj: DynamicObject) -> Option<(Object, bool)> {
+        let kind = self.parts[i].kind;
+        let key = watch::key_of(kind, &obj);
+        match watch::decode(kind, obj) {
+            Ok(mut obj) => {
+                self.rejected.remove(&(kind.name, key.clone()));
+                let r: Ref = match kind.name {
+                    "Secret" => ("Secret", key),
+                    "ConfigMap" => ("ConfigMap", key),
+                    _ => return Some((obj, false)),
+                };
+                self.failed.remove(&r);
+                let trimmed = self.published && !self.refs.contains(&r) && store::trim(&mut obj);
+                Some((obj, trimmed))
+            }
+            Err(e) => {
+                warn!(error = %e, "object refused; its last good version (if any) stays in force");
+                self.rejected.insert((kind.name, key), e);
+                None
+            }
+        }
+    }
+
+    fn fetched(&mut self, r: Ref, result: Result<Option<DynamicObject>, String>) {
+        self.fetching.remove(&r);
+        let Some(i) = self.parts.iter().position(|p| p.covers(r.0, &r.1.namespace)) else {
+            return;
+        };
+        match result {
+            Ok(Some(obj)) => {
+                let p = &self.parts[i];
+                // Only fill in an object the watch still holds without data: a newer watch event, or a
+                // delete, wins over this read.
+                if !p.trimmed.contains(&r.1) {
+                    return;
+                }
+                match watch::decode(p.kind, obj) {
+                    Ok(obj) => {
+                        let p = &mut self.parts[i];
+                        p.trimmed.remove(&r.1);
+                        p.objects.upsert(obj);
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "refetched object refused");
+                        self.failed.insert(r);
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                warn!(object = %format!("{} {}", r.0, r.1), error = %e, "fetching a newly referenced object failed");
+                self.failed.insert(r);
+            }
+        }
+    }
+
+    fn build(&self) -> Model {
+        let mut model = Model::default();
+        for p in &self.parts {
+            // Prefer ReferenceGrant v1 where it is served; v1beta1 only fills in for older clusters.
+            let shadowed = p.kind.name == "ReferenceGrant"
+                && p.kind.version != "v1"
+                && self.parts.iter().any(|q| {
+                    q.kind.name == p.kind.name
+                        && q.kind.version == "v1"
+                        && q.namespace == p.namespace
+                        && q.sync == Sync::Synced
+                });
+            if p.sync == Sync::Synced && !shadowed {
+                store::merge_into(&mut model, &p.objects);
+            }
+        }
+        model
+    }
+
+    fn flush(
+        &mut self,
+        client: &kube::Client,
+        fetch_tx: &mpsc::UnboundedSender<Fetched>,
+        tx: &latest::Sender<DirState>,
+    ) {
+        if !self.parts.iter().all(Partition::ready) {
+            return;
+        }
+        self.refs = store::referenced(&self.build());
+        for p in &mut self.parts {
+            store::trim_unreferenced(p, &self.refs);
+        }
+        let wanted: Vec<Ref> = self
+            .parts
+            .iter()
+            .flat_map(|p| p.trimmed.iter().map(move |k| (p.kind.name, k.clone())))
+            .filter_map(|(kind, key)| self.refs.get(&(kind, key)).cloned())
+            .filter(|r| !self.fetching.contains(r) && !self.failed.contains(r))
+            .collect();
+        for r in wanted {
+            self.fetching.insert(r.clone());
+            spawn_fetch(client.clone(), r, fetch_tx.clone());
+        }
+        if !self.fetching.is_empty() {
+            debug!(
+                fetching = self.fetching.len(),
+                "waiting for newly referenced Secrets/ConfigMaps"
+            );
+            return;
+        }
+        let model = Arc::new(self.build());
+        let error = (!self.errors.is_empty()).then(|| self.errors.values().cloned().collect::<Vec<_>>().join("; "));
+        let mut warnings: Vec<String> = self
+            .parts
+            .iter()
+            .filter(|p| p.sync == Sync::Missing)
+            .map(|p| {
+                format!(
+                    "{} is not served by the API server (CRD not installed?); watching for it",
+                    p.describe()
+                )
+            })
+            .collect();
+        warnings.extend(self.rejected.values().cloned());
+        self.published = true;
+        tx.send_modify(|state| {
+            state.model = Some(model);
+            state.generation += 1;
+            state.error = error;
+            state.warnings = warnings;
+            debug!(generation = state.generation, "Kubernetes model published");
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> SourceConfig {
+        SourceConfig {
+            namespaces: vec![],
+            debounce: Debounce {
+                quiet: Duration::from_millis(1),
+                max_delay: Duration::from_millis(1),
+            },
+            retry_max: Duration::from_millis(1),
+        }
+    }
+
+    #[test]
+    fn reference_grant_v1beta1_counts_only_where_v1_is_not_served() {
+        let mut src = Source::new(&cfg());
+        let v1 = src
+            .parts
+            .iter()
+            .position(|p| p.kind.name == "ReferenceGrant" && p.kind.version == "v1")
+            .unwrap();
+        let beta = src
+            .parts
+            .iter()
+            .position(|p| p.kind.name == "ReferenceGrant" && p.kind.version == "v1beta1")
+            .unwrap();
+        let grant = "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\nmetadata: {name: g, namespace: a}\n\
+                     spec: {from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: b}], to: [{group: '', kind: Service}]}\n";
+        let obj = crate::model::yaml::parse("t", grant).unwrap().objects.remove(0).1;
+        src.parts[beta].objects.upsert(obj);
+        src.parts[beta].sync = Sync::Synced;
+        src.parts[v1].sync = Sync::Missing;
+        assert_eq!(src.build().reference_grants.len(), 1, "v1 not served: v1beta1 is read");
+        src.parts[v1].sync = Sync::Synced;
+        assert_eq!(src.build().reference_grants.len(), 0, "v1 served: it alone is read");
+    }
+}

@@ -1,0 +1,318 @@
+//! What the watches hold: one [`Partition`] per watch (a kind, cluster-wide or in one namespace), each a
+//! [`Model`] with only its kind's map filled, so the published model is assembled from `Arc` clones and
+//! never copies an object.
+//!
+//! Memory rules live here too: Secret and ConfigMap data that no Gateway, Backend or policy references is
+//! dropped ([`referenced`], [`trim`]); the source fetches it again the moment something starts referencing
+//! it.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use serde_json::Value;
+
+use super::kinds::WatchedKind;
+use crate::model::{Model, Object, ObjectKey};
+
+/// Calls `$mac!` with every map of [`Model`], so helpers below stay in step with the struct.
+macro_rules! model_maps {
+    ($mac:ident) => {
+        $mac!(
+            gateway_classes,
+            gateways,
+            http_routes,
+            http_route_extras,
+            grpc_routes,
+            reference_grants,
+            backend_tls_policies,
+            xbackends,
+            backends,
+            eg_backends,
+            services,
+            endpoint_slices,
+            secrets,
+            config_maps,
+            namespaces
+        );
+    };
+}
+
+// A map added to `Model` fails to compile here until `model_maps!` lists it, so no kind is silently
+// left out of the assembled model.
+macro_rules! exhaustive {
+    ($($f:ident),*) => {
+        #[allow(dead_code)]
+        fn all_maps_listed(m: &Model) {
+            let Model { $($f: _),* } = m;
+        }
+    };
+}
+model_maps!(exhaustive);
+
+/// Adds every object of `src` to `dst` (sharing the objects).
+pub fn merge_into(dst: &mut Model, src: &Model) {
+    macro_rules! merge {
+        ($($f:ident),*) => { $( dst.$f.extend(src.$f.iter().map(|(k, v)| (k.clone(), Arc::clone(v)))); )* };
+    }
+    model_maps!(merge);
+}
+
+/// Removes `key` from whichever map holds it (a partition holds one kind only).
+pub fn remove(model: &mut Model, key: &ObjectKey) -> bool {
+    let mut removed = false;
+    macro_rules! rm {
+        ($($f:ident),*) => { $( removed |= model.$f.remove(key).is_some(); )* };
+    }
+    model_maps!(rm);
+    removed
+}
+
+pub fn count(model: &Model) -> usize {
+    let mut n = 0;
+    macro_rules! len {
+        ($($f:ident),*) => { $( n += model.$f.len(); )* };
+    }
+    model_maps!(len);
+    n
+}
+
+/// Where a watch is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sync {
+    /// No complete list yet.
+    Pending,
+    /// Listed at least once; the objects are a complete view as of the last event.
+    Synced,
+    /// The API server does not serve the kind (its CRD is not installed); retried with backoff.
+    Missing,
+}
+
+/// The objects of one watch.
+#[derive(Debug)]
+pub struct Partition {
+    pub kind: &'static WatchedKind,
+    /// `None`: every namespace (or a cluster-scoped kind).
+    pub namespace: Option<String>,
+    pub objects: Model,
+    /// Objects being re-listed after `Init`; swapped in whole at `InitDone`, so a re-list never shows a
+    /// half-empty store.
+    pub relist: Option<Model>,
+    pub relist_trimmed: BTreeSet<ObjectKey>,
+    pub sync: Sync,
+    /// Secrets/ConfigMaps whose data was dropped.
+    pub trimmed: BTreeSet<ObjectKey>,
+}
+
+impl Partition {
+    pub fn new(kind: &'static WatchedKind, namespace: Option<String>) -> Self {
+        Partition {
+            kind,
+            namespace,
+            objects: Model::default(),
+            relist: None,
+            relist_trimmed: BTreeSet::new(),
+            sync: Sync::Pending,
+            trimmed: BTreeSet::new(),
+        }
+    }
+
+    pub fn ready(&self) -> bool {
+        self.sync != Sync::Pending
+    }
+
+    /// Holds the object for `namespace` (the all-namespaces partition holds every namespace).
+    pub fn covers(&self, kind_name: &str, namespace: &str) -> bool {
+        self.kind.name == kind_name && self.namespace.as_deref().is_none_or(|ns| ns == namespace)
+    }
+
+    pub fn describe(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{} in namespace {ns}", self.kind.describe()),
+            None => self.kind.describe(),
+        }
+    }
+}
+
+/// A Secret or ConfigMap another object points at: `("Secret" | "ConfigMap", key)`.
+pub type Ref = (&'static str, ObjectKey);
+
+/// Every Secret and ConfigMap that a Gateway, BackendTLSPolicy or Backend kind names. Conservative on
+/// purpose (any reference under a `*certificate*` or `*secretRef` field, whatever the kind): keeping a Secret too many costs memory,
+/// keeping one too few would serve a certificate-less listener.
+pub fn referenced(model: &Model) -> BTreeSet<Ref> {
+    let mut out = BTreeSet::new();
+    let mut scan = |key: &ObjectKey, value: Result<Value, serde_json::Error>| {
+        if let Ok(v) = value {
+            walk(&key.namespace, v.get("spec").unwrap_or(&Value::Null), false, &mut out);
+        }
+    };
+    for (k, o) in &model.gateways {
+        scan(k, serde_json::to_value(o.as_ref()));
+    }
+    for (k, o) in &model.backend_tls_policies {
+        scan(k, serde_json::to_value(o.as_ref()));
+    }
+    for (k, o) in &model.xbackends {
+        scan(k, serde_json::to_value(o.as_ref()));
+    }
+    for (k, o) in &model.backends {
+        scan(k, serde_json::to_value(o.as_ref()));
+    }
+    for (k, o) in &model.eg_backends {
+        scan(k, serde_json::to_value(o.as_ref()));
+    }
+    out
+}
+
+fn walk(namespace: &str, v: &Value, in_ref: bool, out: &mut BTreeSet<Ref>) {
+    match v {
+        Value::Array(items) => items.iter().for_each(|i| walk(namespace, i, in_ref, out)),
+        Value::Object(map) => {
+            if in_ref && let Some(name) = map.get("name").and_then(Value::as_str) {
+                let ns = map.get("namespace").and_then(Value::as_str).unwrap_or(namespace);
+                let kind = match map.get("kind").and_then(Value::as_str) {
+                    Some("ConfigMap") => "ConfigMap",
+                    _ => "Secret",
+                };
+                out.insert((kind, ObjectKey::new(ns, name)));
+            }
+            for (field, child) in map {
+                // `certificateRefs`, `caCertificateRefs`, `clientCertificateRef`, and the draft Backend's
+                // `caCertificates[].secretRef` / `clientCertificate.secretRef`.
+                let f = field.to_ascii_lowercase();
+                let is_ref = f.contains("certificate") || f.ends_with("secretref");
+                walk(namespace, child, is_ref, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Drops the data of an unreferenced Secret or ConfigMap; `false` if `obj` is neither.
+pub fn trim(obj: &mut Object) -> bool {
+    match obj {
+        Object::Secret(s) => {
+            *s = Secret {
+                metadata: std::mem::take(&mut s.metadata),
+                type_: s.type_.take(),
+                immutable: s.immutable,
+                ..Secret::default()
+            };
+            true
+        }
+        Object::ConfigMap(c) => {
+            *c = ConfigMap {
+                metadata: std::mem::take(&mut c.metadata),
+                immutable: c.immutable,
+                ..ConfigMap::default()
+            };
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Drops the data of every unreferenced Secret/ConfigMap in `p` that still has it.
+pub fn trim_unreferenced(p: &mut Partition, refs: &BTreeSet<Ref>) {
+    let kind: &'static str = match p.kind.name {
+        "Secret" => "Secret",
+        "ConfigMap" => "ConfigMap",
+        _ => return,
+    };
+    let keys: Vec<ObjectKey> = match kind {
+        "Secret" => p.objects.secrets.keys().cloned().collect(),
+        _ => p.objects.config_maps.keys().cloned().collect(),
+    };
+    for key in keys {
+        if p.trimmed.contains(&key) || refs.contains(&(kind, key.clone())) {
+            continue;
+        }
+        let mut obj = match kind {
+            "Secret" => Object::Secret(p.objects.secrets[&key].as_ref().clone()),
+            _ => Object::ConfigMap(p.objects.config_maps[&key].as_ref().clone()),
+        };
+        trim(&mut obj);
+        p.objects.upsert(obj);
+        p.trimmed.insert(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_default_to_secret_and_the_referrer_namespace() {
+        let text = "\
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: edge}
+spec:
+  gatewayClassName: pier
+  listeners:
+  - name: https
+    protocol: HTTPS
+    port: 443
+    tls: {certificateRefs: [{name: cert}, {name: other, namespace: certs}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: BackendTLSPolicy
+metadata: {name: p, namespace: shop}
+spec:
+  targetRefs: [{group: '', kind: Service, name: web}]
+  validation: {hostname: web.shop, caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}]}
+";
+        let model = crate::source::files::parse_texts(&[("t".into(), text.into())])
+            .unwrap()
+            .model;
+        let refs: Vec<Ref> = referenced(&model).into_iter().collect();
+        assert_eq!(
+            refs,
+            [
+                ("ConfigMap", ObjectKey::new("shop", "ca")),
+                ("Secret", ObjectKey::new("certs", "other")),
+                ("Secret", ObjectKey::new("edge", "cert")),
+            ]
+        );
+    }
+
+    /// The invariant trimming must keep: dropping the data of every Secret/ConfigMap that [`referenced`]
+    /// does not list changes no translation. Checked on every golden case's input.
+    #[test]
+    fn trimming_unreferenced_data_never_changes_a_golden_translation() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
+        let mut cases = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let input = entry.unwrap().path().join("input.yaml");
+            let Ok(text) = std::fs::read_to_string(&input) else {
+                continue;
+            };
+            let Ok(loaded) = crate::source::files::parse_texts(&[(input.display().to_string(), text)]) else {
+                continue;
+            };
+            let opts = crate::Options::default();
+            let full = crate::translate(&loaded.model, &opts);
+            let refs = referenced(&loaded.model);
+            let mut trimmed = loaded.model.clone();
+            for (key, s) in loaded.model.secrets.iter() {
+                if !refs.contains(&("Secret", key.clone())) {
+                    let mut obj = Object::Secret(s.as_ref().clone());
+                    trim(&mut obj);
+                    trimmed.upsert(obj);
+                }
+            }
+            for (key, c) in loaded.model.config_maps.iter() {
+                if !refs.contains(&("ConfigMap", key.clone())) {
+                    let mut obj = Object::ConfigMap(c.as_ref().clone());
+                    trim(&mut obj);
+                    trimmed.upsert(obj);
+                }
+            }
+            let slim = crate::translate(&trimmed, &opts);
+            assert_eq!(slim.document(None), full.document(None), "{}", input.display());
+            cases += 1;
+        }
+        assert!(cases > 50, "{cases} golden cases read");
+    }
+}

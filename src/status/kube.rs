@@ -1,0 +1,235 @@
+//! The Kubernetes status writer: writes what the translator computed onto the objects, only while this
+//! replica leads, without ever holding up translation or xDS serving (it reads the newest statuses from
+//! a latest-value channel and works at its own pace).
+//!
+//! Each write is a read-merge-replace: GET the object, [`merge`] pier's part into its status, and
+//! `replace_status` with the object's resourceVersion, so a concurrent writer (another controller on a
+//! shared `status.parents`) makes the API server answer 409 and pier re-reads and merges again. Writes
+//! whose merge changes nothing are not sent, and a status pier already wrote and that has not changed
+//! since is not even read again. Writes are spaced to at most `writes_per_second`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::Value;
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+
+use super::merge::{self, merge};
+use super::metrics::StatusMetrics;
+use crate::gateway::status::ObjectStatus;
+use crate::source::kube::kinds::{self, WatchedKind};
+use crate::xds::clients::Clients;
+
+#[derive(Debug, Clone)]
+pub struct WriterConfig {
+    pub controller_name: String,
+    /// Upper bound on status writes (and reads) per second.
+    pub writes_per_second: u32,
+    /// How often Envoy rejections are looked at again (they change without a new translation).
+    pub nack_poll: Duration,
+    /// How often every status is read and compared again, repairing edits pier did not make.
+    pub resync: Duration,
+}
+
+/// (apiVersion, kind, namespace, name).
+type Key = (String, String, String, String);
+
+/// What happened to one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Written,
+    Unchanged,
+    /// The object is gone.
+    Gone,
+}
+
+const CONFLICT_RETRIES: usize = 5;
+const FAILED_RETRY: Duration = Duration::from_secs(30);
+
+/// Writes statuses until `stop` fires; idle while `leader` is false.
+pub async fn run(
+    client: kube::Client,
+    cfg: WriterConfig,
+    mut statuses: watch::Receiver<Arc<Vec<ObjectStatus>>>,
+    clients: Arc<Clients>,
+    mut leader: watch::Receiver<bool>,
+    metrics: StatusMetrics,
+    mut stop: watch::Receiver<bool>,
+) {
+    let spacing = Duration::from_secs(1) / cfg.writes_per_second.max(1);
+    // What pier last brought each object's status to (its own part, before merging).
+    let mut synced: BTreeMap<Key, Value> = BTreeMap::new();
+    let mut resync_at = tokio::time::Instant::now() + cfg.resync;
+    // Writes that failed (other than by conflict): not retried before the deadline unless pier's part
+    // changes, so an object the API server keeps refusing costs one request per `FAILED_RETRY`.
+    let mut failed: BTreeMap<Key, (Value, tokio::time::Instant)> = BTreeMap::new();
+    loop {
+        if tokio::time::Instant::now() >= resync_at {
+            synced.clear();
+            resync_at = tokio::time::Instant::now() + cfg.resync;
+        }
+        let leads = *leader.borrow_and_update();
+        metrics.set_leader(leads);
+        if !leads {
+            synced.clear();
+            tokio::select! {
+                _ = stopped(&mut stop) => return,
+                r = leader.changed() => if r.is_err() { return },
+            }
+            continue;
+        }
+        let desired = desired(&statuses.borrow_and_update(), &clients, &synced);
+        for (key, want) in desired {
+            if synced.get(&key) == Some(&want) {
+                continue;
+            }
+            if failed
+                .get(&key)
+                .is_some_and(|(w, until)| *w == want && tokio::time::Instant::now() < *until)
+            {
+                continue;
+            }
+            let Some(kind) = kinds::status_kind(&key.0, &key.1) else {
+                continue;
+            };
+            let result = write(&client, kind, &key, &want, &cfg.controller_name, &metrics).await;
+            metrics.outcome(match &result {
+                Ok(Outcome::Written) => "written",
+                Ok(Outcome::Unchanged) => "unchanged",
+                Ok(Outcome::Gone) => "gone",
+                Err(_) => "failed",
+            });
+            match result {
+                Ok(Outcome::Gone) => {
+                    synced.remove(&key);
+                }
+                Ok(outcome) => {
+                    debug!(kind = %key.1, object = %object_name(&key), ?outcome, "status");
+                    failed.remove(&key);
+                    synced.insert(key, want);
+                }
+                Err(e) => {
+                    warn!(kind = %key.1, object = %object_name(&key), error = %e, "status write failed; retried on the next change or in {FAILED_RETRY:?}");
+                    failed.insert(key, (want, tokio::time::Instant::now() + FAILED_RETRY));
+                }
+            }
+            tokio::select! {
+                _ = stopped(&mut stop) => return,
+                _ = tokio::time::sleep(spacing) => {}
+            }
+            if !*leader.borrow() {
+                info!("lost leadership; status writes stop");
+                break;
+            }
+        }
+        tokio::select! {
+            _ = stopped(&mut stop) => return,
+            r = statuses.changed() => if r.is_err() { return },
+            r = leader.changed() => if r.is_err() { return },
+            _ = tokio::time::sleep(cfg.nack_poll) => {}
+        }
+    }
+}
+
+fn object_name(key: &Key) -> String {
+    if key.2.is_empty() {
+        key.3.clone()
+    } else {
+        format!("{}/{}", key.2, key.3)
+    }
+}
+
+/// pier's part of every status it writes: the computed statuses (Gateways with their Envoy rejections),
+/// plus an empty share of the shared lists of objects whose status pier wrote before and no longer
+/// computes.
+fn desired(statuses: &[ObjectStatus], clients: &Clients, synced: &BTreeMap<Key, Value>) -> BTreeMap<Key, Value> {
+    let mut out = BTreeMap::new();
+    for s in statuses {
+        let ns = s.metadata.namespace.clone().unwrap_or_default();
+        let key = (s.api_version.clone(), s.kind.clone(), ns, s.metadata.name.clone());
+        let status = if s.kind == crate::api::consts::KIND_GATEWAY {
+            let gateway = format!("{}/{}", key.2, key.3);
+            merge::with_rejections(s.status.clone(), &clients.nacks_for_gateway(&gateway))
+        } else {
+            s.status.clone()
+        };
+        out.insert(key, status);
+    }
+    for (key, previous) in synced {
+        if !out.contains_key(key) {
+            let leave = merge::only_shared_fields(previous);
+            if leave.as_object().is_some_and(|m| !m.is_empty()) {
+                out.insert(key.clone(), leave);
+            }
+        }
+    }
+    out
+}
+
+/// Read, merge, replace; re-read on 409 Conflict.
+pub async fn write(
+    client: &kube::Client,
+    kind: &WatchedKind,
+    key: &Key,
+    want: &Value,
+    controller: &str,
+    metrics: &StatusMetrics,
+) -> Result<Outcome, String> {
+    let ar = kind.api_resource();
+    let api: Api<DynamicObject> = if kind.namespaced {
+        Api::namespaced_with(client.clone(), &key.2, &ar)
+    } else {
+        Api::all_with(client.clone(), &ar)
+    };
+    for _ in 0..CONFLICT_RETRIES {
+        let Some(mut obj) = api
+            .get_opt(&key.3)
+            .await
+            .map_err(|e| format!("reading {}: {e}", kind.describe()))?
+        else {
+            return Ok(Outcome::Gone);
+        };
+        let current = obj.data.get("status").cloned().unwrap_or(Value::Null);
+        let now = now_rfc3339();
+        let merged = merge(&current, want, controller, &now);
+        if merged == current {
+            return Ok(Outcome::Unchanged);
+        }
+        obj.data["status"] = merged;
+        obj.metadata.managed_fields = None;
+        match api.replace_status(&key.3, &PostParams::default(), &obj).await {
+            Ok(_) => return Ok(Outcome::Written),
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                metrics.conflict();
+                debug!(object = %object_name(key), "status conflict; reading again");
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(Outcome::Gone),
+            Err(e) => {
+                return Err(format!(
+                    "replacing the status of {} {}: {e}",
+                    kind.kind,
+                    object_name(key)
+                ));
+            }
+        }
+    }
+    Err(format!(
+        "{} {}: still conflicting after {CONFLICT_RETRIES} attempts",
+        kind.kind,
+        object_name(key)
+    ))
+}
+
+/// `lastTransitionTime` format (RFC 3339, seconds).
+fn now_rfc3339() -> String {
+    let ts = k8s_openapi::jiff::Timestamp::now();
+    ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Completes once `stop` is set (or its sender is gone); holds no borrow across awaits.
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}

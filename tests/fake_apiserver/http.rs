@@ -1,0 +1,346 @@
+//! The fake API server's HTTP side: path parsing, list/watch/get/create/replace-status/patch.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::{Event, Request, Shared, kind_of};
+
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+        let shared = shared.clone();
+        async move { handle(shared, method, uri, headers, body).await }
+    })
+}
+
+/// What a path names.
+struct Target {
+    group: String,
+    version: String,
+    plural: String,
+    namespace: Option<String>,
+    name: Option<String>,
+    status: bool,
+}
+
+fn parse_path(path: &str) -> Option<Target> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return None,
+    };
+    let (namespace, rest) = match rest {
+        ["namespaces", ns, plural, rest @ ..] => (Some(ns.to_string()), [&[*plural][..], rest].concat()),
+        rest => (None, rest.to_vec()),
+    };
+    Some(Target {
+        group: group.to_string(),
+        version: version.to_string(),
+        plural: rest.first()?.to_string(),
+        namespace,
+        name: rest.get(1).map(|s| s.to_string()),
+        status: rest.get(2) == Some(&"status"),
+    })
+}
+
+fn status(code: u16, reason: &str, message: String) -> Response {
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": reason, "code": code});
+    (StatusCode::from_u16(code).unwrap(), axum::Json(body)).into_response()
+}
+
+async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let query: BTreeMap<String, String> = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    shared.inner.lock().unwrap().requests.push(Request {
+        method: method.to_string(),
+        path: uri.path().to_string(),
+        query: uri.query().unwrap_or_default().to_string(),
+        client: headers
+            .get("x-client")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
+        at: std::time::Instant::now(),
+    });
+    let Some(t) = parse_path(uri.path()) else {
+        return status(404, "NotFound", format!("no route {}", uri.path()));
+    };
+    let served = super::RESOURCES
+        .iter()
+        .find(|r| r.0 == t.group && r.1 == t.plural && r.4.contains(&t.version.as_str()));
+    let installed = !shared
+        .inner
+        .lock()
+        .unwrap()
+        .uninstalled
+        .contains(&(t.group.clone(), t.plural.clone()));
+    let Some(&(_, _, kind, _, _)) = served.filter(|_| installed) else {
+        return status(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({})", t.plural),
+        );
+    };
+    let api_version = if t.group.is_empty() {
+        t.version.clone()
+    } else {
+        format!("{}/{}", t.group, t.version)
+    };
+    let ns = t.namespace.clone().unwrap_or_default();
+    match (method.as_str(), &t.name) {
+        ("GET", None) if query.get("watch").map(String::as_str) == Some("true") => {
+            watch(shared, &t, &api_version, &query)
+        }
+        ("GET", None) => {
+            for _ in 0..500 {
+                if !shared.inner.lock().unwrap().held.contains(&t.plural) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let inner = shared.inner.lock().unwrap();
+            let items: Vec<Value> = inner
+                .objects
+                .iter()
+                .filter(|(k, _)| k.0 == t.group && k.1 == t.plural && (t.namespace.is_none() || k.2 == ns))
+                .map(|(_, v)| with_version(v.clone(), &api_version))
+                .collect();
+            let body = json!({"apiVersion": api_version, "kind": format!("{kind}List"),
+                "metadata": {"resourceVersion": inner.rv.to_string()}, "items": items});
+            axum::Json(body).into_response()
+        }
+        ("GET", Some(name)) => {
+            let inner = shared.inner.lock().unwrap();
+            match inner
+                .objects
+                .get(&(t.group.clone(), t.plural.clone(), ns, name.clone()))
+            {
+                Some(v) => axum::Json(with_version(v.clone(), &api_version)).into_response(),
+                None => status(404, "NotFound", format!("{} {name:?} not found", t.plural)),
+            }
+        }
+        ("POST", None) => {
+            let Ok(mut obj) = serde_json::from_slice::<Value>(&body) else {
+                return status(400, "BadRequest", "body is not JSON".into());
+            };
+            let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let key = (t.group.clone(), t.plural.clone(), ns.clone(), name.clone());
+            let mut inner = shared.inner.lock().unwrap();
+            if inner.objects.contains_key(&key) {
+                return status(409, "AlreadyExists", format!("{} {name:?} already exists", t.plural));
+            }
+            if t.namespace.is_some() {
+                obj["metadata"]["namespace"] = json!(ns);
+            }
+            obj["metadata"]["generation"] = json!(1);
+            obj["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+            let obj = with_version(obj, &api_version);
+            inner.store(key.clone(), obj, kind, "ADDED", &shared.events);
+            (StatusCode::CREATED, axum::Json(inner.objects[&key].clone())).into_response()
+        }
+        ("PUT", Some(name)) if t.status => {
+            let Ok(obj) = serde_json::from_slice::<Value>(&body) else {
+                return status(400, "BadRequest", "body is not JSON".into());
+            };
+            let key = (t.group.clone(), t.plural.clone(), ns, name.clone());
+            let mut inner = shared.inner.lock().unwrap();
+            if let Some(f) = inner.interfere.remove(&key)
+                && let Some(mut current) = inner.objects.get(&key).cloned()
+            {
+                f(&mut current);
+                inner.store(key.clone(), current, kind, "MODIFIED", &shared.events);
+            }
+            let Some(mut current) = inner.objects.get(&key).cloned() else {
+                return status(404, "NotFound", format!("{} {name:?} not found", t.plural));
+            };
+            if obj["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"] {
+                return status(
+                    409,
+                    "Conflict",
+                    format!(
+                        "Operation cannot be fulfilled on {} {name:?}: the object has been modified; please apply your changes to the latest version and try again",
+                        t.plural
+                    ),
+                );
+            }
+            current["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
+            inner.store(key.clone(), current, kind, "MODIFIED", &shared.events);
+            axum::Json(with_version(inner.objects[&key].clone(), &api_version)).into_response()
+        }
+        ("PATCH", Some(name)) => {
+            let content_type = headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let patch: Value = match serde_json::from_slice(&body) {
+                Ok(v) => v,
+                Err(_) => match serde_yaml::from_slice(&body) {
+                    Ok(v) => v,
+                    Err(e) => return status(400, "BadRequest", format!("patch body: {e}")),
+                },
+            };
+            let key = (t.group.clone(), t.plural.clone(), ns, name.clone());
+            let mut inner = shared.inner.lock().unwrap();
+            let Some(mut current) = inner.objects.get(&key).cloned() else {
+                return status(404, "NotFound", format!("{} {name:?} not found", t.plural));
+            };
+            if let Some(rv) = patch["metadata"].get("resourceVersion")
+                && rv != &current["metadata"]["resourceVersion"]
+            {
+                return status(
+                    409,
+                    "Conflict",
+                    format!("{} {name:?}: resourceVersion mismatch", t.plural),
+                );
+            }
+            if content_type.starts_with("application/apply-patch") && t.plural == "leases" {
+                let held = current["spec"]["holderIdentity"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let wanted = patch["spec"]["holderIdentity"].as_str();
+                if !held.is_empty() && wanted.is_some_and(|w| w != held) {
+                    return status(
+                        409,
+                        "Conflict",
+                        format!("Apply failed with 1 conflict: conflict with {held:?}: .spec.holderIdentity"),
+                    );
+                }
+            }
+            if t.status {
+                merge_patch(&mut current["status"], patch.get("status").unwrap_or(&Value::Null));
+            } else {
+                let mut p = patch.clone();
+                if let Some(m) = p.as_object_mut() {
+                    m.remove("apiVersion");
+                    m.remove("kind");
+                }
+                merge_patch(&mut current, &p);
+            }
+            inner.store(key.clone(), current, kind, "MODIFIED", &shared.events);
+            axum::Json(with_version(inner.objects[&key].clone(), &api_version)).into_response()
+        }
+        _ => status(405, "MethodNotAllowed", format!("{method} {}", uri.path())),
+    }
+}
+
+fn with_version(mut v: Value, api_version: &str) -> Value {
+    v["apiVersion"] = json!(api_version);
+    v
+}
+
+/// RFC 7386 JSON merge patch (also how this fake treats strategic merge patches: every patch pier or
+/// kube-lease-manager sends is a plain map of scalars, where the two agree).
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Some(p) = patch.as_object() else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let t = target.as_object_mut().unwrap();
+    for (k, v) in p {
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+/// A watch: history since `resourceVersion`, then live events, bookmarks, and the end on a test's
+/// request (dropped, or 410 Gone).
+fn watch(shared: Arc<Shared>, t: &Target, api_version: &str, query: &BTreeMap<String, String>) -> Response {
+    let from: u64 = query.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let bookmarks = query.get("allowWatchBookmarks").map(String::as_str) == Some("true");
+    let timeout = query
+        .get("timeoutSeconds")
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_secs(290), Duration::from_secs);
+    let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(256);
+    let (group, plural, ns) = (t.group.clone(), t.plural.clone(), t.namespace.clone());
+    let matches =
+        move |e: &Event| e.group == group && e.plural == plural && ns.as_ref().is_none_or(|n| *n == e.namespace);
+    let mut live = shared.events.subscribe();
+    let mut epoch = shared.epoch.subscribe();
+    epoch.borrow_and_update();
+    let (backlog, gone) = {
+        let inner = shared.inner.lock().unwrap();
+        let gone = from < inner.compacted;
+        let backlog: Vec<Event> = inner
+            .log
+            .iter()
+            .filter(|e| e.rv > from && matches(e))
+            .cloned()
+            .collect();
+        (backlog, gone)
+    };
+    let api_version = api_version.to_string();
+    let kind = kind_of(&t.group, &t.plural);
+    tokio::spawn(async move {
+        let line = |v: &Value| Ok(Bytes::from(format!("{v}\n")));
+        let gone_event = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {},
+            "status": "Failure", "message": "too old resource version", "reason": "Expired", "code": 410}});
+        if gone {
+            let _ = tx.send(line(&gone_event)).await;
+            return;
+        }
+        let mut last = from;
+        for e in backlog {
+            last = e.rv;
+            let mut ev = e.object.clone();
+            ev["object"]["apiVersion"] = json!(api_version);
+            if tx.send(line(&ev)).await.is_err() {
+                return;
+            }
+        }
+        last = last.max(from);
+        let mut tick = tokio::time::interval(Duration::from_millis(500));
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                _ = &mut deadline => return,
+                _ = tx.closed() => return,
+                changed = epoch.changed() => {
+                    if changed.is_ok() && epoch.borrow().1 {
+                        let _ = tx.send(line(&gone_event)).await;
+                    }
+                    return;
+                }
+                _ = tick.tick(), if bookmarks => {
+                    let bm = json!({"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api_version,
+                        "metadata": {"resourceVersion": last.to_string()}}});
+                    if tx.send(line(&bm)).await.is_err() { return; }
+                }
+                ev = live.recv() => match ev {
+                    Ok(e) if e.rv > last && matches(&e) => {
+                        last = e.rv;
+                        let mut ev = e.object.clone();
+                        ev["object"]["apiVersion"] = json!(api_version);
+                        if tx.send(line(&ev)).await.is_err() { return; }
+                    }
+                    Ok(_) => {}
+                    Err(_) => return,
+                },
+            }
+        }
+    });
+    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    ([("content-type", "application/json")], body).into_response()
+}

@@ -1,0 +1,212 @@
+//! The shipped manifests: every document in `deploy/` parses into its Kubernetes type without losing a
+//! field, the RBAC grants exactly the API calls pier makes (from the one table in
+//! `source::kube::kinds`), the example Envoy's bootstrap is what `pier bootstrap` prints, and the
+//! command line documents the Kubernetes options.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+fn documents() -> Vec<(String, Value)> {
+    let dir = format!("{}/deploy", env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "deploy/ holds the manifests");
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let v = Value::deserialize(doc).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            if !v.is_null() {
+                out.push((f.file_name().unwrap().to_string_lossy().into_owned(), v));
+            }
+        }
+    }
+    out
+}
+
+/// Parses into `T` and back: a field `T` does not know would be lost, so the two must agree.
+fn typed<T: DeserializeOwned + serde::Serialize>(file: &str, v: &Value) -> T {
+    let name = format!("{file}: {} {}", v["kind"], v["metadata"]["name"]);
+    let t: T = serde_path_to_error::deserialize(v.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(
+        &serde_json::to_value(&t).unwrap(),
+        v,
+        "{name}: a field did not survive parsing"
+    );
+    t
+}
+
+#[test]
+fn every_manifest_parses_into_its_kubernetes_type() {
+    let mut kinds = BTreeSet::new();
+    for (file, v) in documents() {
+        let kind = v["kind"].as_str().unwrap().to_string();
+        match kind.as_str() {
+            "Namespace" => drop(typed::<Namespace>(&file, &v)),
+            "ServiceAccount" => drop(typed::<ServiceAccount>(&file, &v)),
+            "ClusterRole" => drop(typed::<ClusterRole>(&file, &v)),
+            "ClusterRoleBinding" => drop(typed::<ClusterRoleBinding>(&file, &v)),
+            "Role" => drop(typed::<Role>(&file, &v)),
+            "RoleBinding" => drop(typed::<RoleBinding>(&file, &v)),
+            "Deployment" => drop(typed::<Deployment>(&file, &v)),
+            "Service" => drop(typed::<Service>(&file, &v)),
+            "PodDisruptionBudget" => drop(typed::<PodDisruptionBudget>(&file, &v)),
+            "ConfigMap" => drop(typed::<ConfigMap>(&file, &v)),
+            other => panic!("{file}: no test type for kind {other}"),
+        }
+        kinds.insert(kind);
+    }
+    for k in [
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+    ] {
+        assert!(kinds.contains(k), "deploy/ has a {k}");
+    }
+    let pier: Vec<Deployment> = documents()
+        .iter()
+        .filter(|(_, v)| v["kind"] == "Deployment" && v["metadata"]["name"] == "pier")
+        .map(|(f, v)| typed(f, v))
+        .collect();
+    let spec = pier[0].spec.as_ref().unwrap();
+    assert_eq!(spec.replicas, Some(2));
+    let c = &spec.template.spec.as_ref().unwrap().containers[0];
+    let probe =
+        |p: &Option<k8s_openapi::api::core::v1::Probe>| p.as_ref().unwrap().http_get.as_ref().unwrap().path.clone();
+    assert_eq!(probe(&c.liveness_probe).as_deref(), Some("/healthz"));
+    assert_eq!(probe(&c.readiness_probe).as_deref(), Some("/readyz"));
+}
+
+/// (group, resource, verb) triples a set of rules grants.
+fn grants(rules: &[PolicyRule]) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for r in rules {
+        for g in r.api_groups.iter().flatten() {
+            for res in r.resources.iter().flatten() {
+                for v in &r.verbs {
+                    out.insert((g.clone(), res.clone(), v.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn rbac_grants_exactly_the_api_calls_pier_makes() {
+    let docs = documents();
+    let find = |kind: &str| docs.iter().find(|(_, v)| v["kind"] == kind).unwrap();
+    let (f, v) = find("ClusterRole");
+    let cluster: ClusterRole = typed(f, v);
+    let (f, v) = find("Role");
+    let role: Role = typed(f, v);
+    let mut granted = grants(cluster.rules.as_deref().unwrap_or_default());
+    granted.extend(grants(role.rules.as_deref().unwrap_or_default()));
+    let mut needed = BTreeSet::new();
+    for call in pier::source::kube::kinds::api_calls() {
+        for verb in call.verbs {
+            needed.insert((call.group.to_string(), call.resource.clone(), verb.to_string()));
+        }
+    }
+    let missing: Vec<_> = needed.difference(&granted).collect();
+    let extra: Vec<_> = granted.difference(&needed).collect();
+    assert!(
+        missing.is_empty(),
+        "calls pier makes that the RBAC does not grant: {missing:?}"
+    );
+    assert!(extra.is_empty(), "grants pier never uses: {extra:?}");
+    // The Lease is only ever touched in pier's own namespace.
+    assert!(
+        grants(cluster.rules.as_deref().unwrap_or_default())
+            .iter()
+            .all(|g| g.1 != "leases")
+    );
+}
+
+#[test]
+fn example_envoy_bootstrap_is_what_pier_bootstrap_prints() {
+    let docs = documents();
+    let (_, cm) = docs
+        .iter()
+        .find(|(_, v)| v["kind"] == "ConfigMap" && v["metadata"]["name"] == "envoy-demo-edge-bootstrap")
+        .unwrap();
+    let shipped: Value = serde_yaml::from_str(cm["data"]["envoy.yaml"].as_str().unwrap()).unwrap();
+    let spec = pier::envoy::ads_bootstrap::BootstrapSpec {
+        gateway: "demo/edge".into(),
+        xds_host: "pier-xds.pier-system.svc.cluster.local".into(),
+        xds_port: 18000,
+        delta: false,
+        admin_port: 9901,
+        node_id: None,
+        dns_resolver: None,
+    };
+    assert_eq!(shipped, pier::envoy::ads_bootstrap::bootstrap(&spec));
+}
+
+fn pier(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_pier")).args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn serve_help_documents_every_kubernetes_option_and_crds_print() {
+    let help = pier(&["serve", "--help"]);
+    for (flag, env) in [
+        ("--kubernetes", "PIER_KUBERNETES"),
+        ("--watch-namespaces", "PIER_WATCH_NAMESPACES"),
+        ("--lease-name", "PIER_LEASE_NAME"),
+        ("--lease-namespace", "PIER_LEASE_NAMESPACE"),
+        ("--lease-identity", "PIER_LEASE_IDENTITY"),
+        ("--status-writes-per-second", "PIER_STATUS_WRITES_PER_SECOND"),
+    ] {
+        assert!(help.contains(flag) && help.contains(env), "{flag} / {env} in:\n{help}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_pier"))
+        .args([
+            "serve",
+            "--admin-address",
+            "127.0.0.1:0",
+            "--xds-address",
+            "127.0.0.1:0",
+        ])
+        .env("PIER_KUBERNETES", "false")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--config-dir (PIER_CONFIG_DIR) is required unless --kubernetes")
+    );
+    let crds = pier(&["crds"]);
+    let names: Vec<String> = serde_yaml::Deserializer::from_str(&crds)
+        .map(|d| {
+            Value::deserialize(d).unwrap()["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "xbackends.gateway.networking.x-k8s.io",
+            "backends.gateway.networking.k8s.io",
+            "backends.gateway.envoyproxy.io"
+        ]
+    );
+}
