@@ -14,9 +14,9 @@ use gateway_api::apis::standard::gateways::{
 };
 
 use super::conditions::reason;
-use super::refs::{self, RefEnd};
+use super::refs;
 use super::tls::{self, CaRef};
-use crate::api::consts::{CA_CERT_KEY, CORE_GROUP, GATEWAY_GROUP, KIND_CONFIGMAP, KIND_GATEWAY, KIND_SECRET};
+use crate::api::consts::{CA_CERT_KEY, CORE_GROUP, KIND_CONFIGMAP, KIND_SECRET};
 use crate::envoy::names;
 use crate::ir;
 use crate::model::{Model, ObjectKey};
@@ -105,19 +105,7 @@ fn resolve(model: &Model, gw: &ObjectKey, w: &Written) -> PortValidation {
             ));
             continue;
         }
-        let from = RefEnd {
-            group: GATEWAY_GROUP,
-            kind: KIND_GATEWAY,
-            namespace: &gw.namespace,
-            name: &gw.name,
-        };
-        let to = RefEnd {
-            group: CORE_GROUP,
-            kind,
-            namespace: &ns,
-            name,
-        };
-        if !refs::permitted(model, from, to) {
+        if !refs::gateway_may_use(model, gw, kind, &ns, name) {
             problems.push((
                 reason::REF_NOT_PERMITTED,
                 format!("{at}: {kind} {ns}/{name} is in another namespace and no ReferenceGrant allows it"),

@@ -41,7 +41,7 @@ use routes::{Entry, RouteKind};
 use status::ObjectStatus;
 use vhosts::virtual_hosts;
 
-use crate::api::consts::{CORE_GROUP, GATEWAY_GROUP, KIND_GATEWAY, KIND_SECRET};
+use crate::api::consts::{CORE_GROUP, KIND_SECRET};
 use crate::envoy::names::{self, BackendKind};
 use crate::ir;
 use crate::model::{Model, ObjectKey};
@@ -164,21 +164,9 @@ fn gateway_client_cert(
         return (None, ok);
     };
     let ns = r.namespace.clone().unwrap_or_else(|| key.namespace.clone());
-    let from = refs::RefEnd {
-        group: GATEWAY_GROUP,
-        kind: KIND_GATEWAY,
-        namespace: &key.namespace,
-        name: &key.name,
-    };
-    let to = refs::RefEnd {
-        group: CORE_GROUP,
-        kind: KIND_SECRET,
-        namespace: &ns,
-        name: &r.name,
-    };
     let group = r.group.as_deref().unwrap_or("");
     let kind = r.kind.as_deref().unwrap_or(KIND_SECRET);
-    if group == CORE_GROUP && kind == KIND_SECRET && !refs::permitted(model, from, to) {
+    if group == CORE_GROUP && kind == KIND_SECRET && !refs::gateway_may_use(model, key, KIND_SECRET, &ns, &r.name) {
         return (
             None,
             Condition::fail(

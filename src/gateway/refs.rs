@@ -4,7 +4,8 @@
 //! entries (group, kind, optional name). Every field must match; entries are ORed. The model is a
 //! snapshot, so removing a grant revokes access on the next translation.
 
-use crate::model::Model;
+use crate::api::consts::{CORE_GROUP, GATEWAY_GROUP, KIND_GATEWAY};
+use crate::model::{Model, ObjectKey};
 
 /// One side of a reference: group ("" for core), kind, namespace, name.
 #[derive(Debug, Clone, Copy)]
@@ -13,6 +14,24 @@ pub struct RefEnd<'a> {
     pub kind: &'a str,
     pub namespace: &'a str,
     pub name: &'a str,
+}
+
+/// May Gateway `gateway` use the core object (`Secret`, `ConfigMap`) `kind` `namespace/name`? Every
+/// Gateway-side reference (listener certificates, the backend client certificate, frontend CAs) asks this.
+pub fn gateway_may_use(model: &Model, gateway: &ObjectKey, kind: &str, namespace: &str, name: &str) -> bool {
+    let from = RefEnd {
+        group: GATEWAY_GROUP,
+        kind: KIND_GATEWAY,
+        namespace: &gateway.namespace,
+        name: &gateway.name,
+    };
+    let to = RefEnd {
+        group: CORE_GROUP,
+        kind,
+        namespace,
+        name,
+    };
+    permitted(model, from, to)
 }
 
 /// True if `from` may reference `to`: same namespace, or a ReferenceGrant in `to.namespace` allows it.

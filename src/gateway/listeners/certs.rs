@@ -13,9 +13,9 @@
 use gateway_api::apis::standard::gateways::GatewayListenersTlsCertificateRefs as CertRef;
 
 use super::super::conditions::reason;
-use super::super::refs::{self, RefEnd};
+use super::super::refs;
 use super::super::tls::{self, CertRefUse, SecretSet};
-use crate::api::consts::{CORE_GROUP, GATEWAY_GROUP, KIND_GATEWAY, KIND_SECRET};
+use crate::api::consts::{CORE_GROUP, KIND_SECRET};
 use crate::model::{Model, ObjectKey};
 
 /// The SDS names of the valid certificates (their secrets go to `secrets`) and, if any reference is
@@ -50,19 +50,7 @@ pub(super) fn resolve(
             ));
             continue;
         }
-        let from = RefEnd {
-            group: GATEWAY_GROUP,
-            kind: KIND_GATEWAY,
-            namespace: &gw.namespace,
-            name: &gw.name,
-        };
-        let to = RefEnd {
-            group: CORE_GROUP,
-            kind: KIND_SECRET,
-            namespace: &ns,
-            name: &r.name,
-        };
-        if !refs::permitted(model, from, to) {
+        if !refs::gateway_may_use(model, gw, KIND_SECRET, &ns, &r.name) {
             problems.push((
                 reason::REF_NOT_PERMITTED,
                 format!(
