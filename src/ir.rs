@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 mod filters;
+pub mod names;
 pub use filters::*;
 
 /// Everything pier serves, per Gateway (`namespace/name`).
@@ -24,9 +25,9 @@ pub struct GatewayIr {
     pub name: String,
     /// One Envoy listener per port, sorted by port.
     pub listeners: Vec<Listener>,
-    /// Keyed by cluster name (minted in `envoy::names`).
+    /// Keyed by cluster name (minted in [`names`]).
     pub clusters: BTreeMap<String, Cluster>,
-    /// Keyed by SDS secret name (minted in `envoy::names`).
+    /// Keyed by SDS secret name (minted in [`names`]).
     pub secrets: BTreeMap<String, Secret>,
 }
 

@@ -7,7 +7,8 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use pier::envoy::{self, bootstrap::validation_bootstrap, names, render};
+use pier::envoy::{self, bootstrap::validation_bootstrap, render};
+use pier::ir::names;
 use pier::ir::*;
 use pier::options::Guardrails;
 use serde_json::{Value, json};

@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::pb::{cluster, hcm, listener, protobuf, tls};
-use super::{Resources, names, routes};
+use super::{Resources, routes};
+use crate::ir::names;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckError {

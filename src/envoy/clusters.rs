@@ -7,8 +7,9 @@ use std::collections::HashMap;
 use super::pb::{
     aggregate_cluster, cluster, common_dns, core, dfp_cluster, dfp_common, dns_cluster, ext, protobuf, upstream_http,
 };
-use super::{ads, duration_ms, endpoints, names, tls, typed_extension, u32_value};
+use super::{ads, duration_ms, endpoints, tls, typed_extension, u32_value};
 use crate::ir;
+use crate::ir::names;
 
 /// `Cluster.metadata.filter_metadata` key under which the cluster's origin is recorded.
 pub const METADATA_NAMESPACE: &str = "pier.dev";

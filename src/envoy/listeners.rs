@@ -3,8 +3,9 @@
 //! certificates. Every chain runs an HttpConnectionManager that fetches its routes by RDS over ADS.
 
 use super::pb::{cors_filter, dfp_common, dfp_filter, ext, hcm, listener, rbac_filter, router, tls_inspector};
-use super::{ads, names, socket_address, tls};
+use super::{ads, socket_address, tls};
 use crate::ir;
+use crate::ir::names;
 
 /// Answers "does this route configuration send traffic to a dynamic-forward-proxy cluster, and with
 /// which DNS cache?" for a route configuration name.

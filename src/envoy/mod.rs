@@ -12,7 +12,6 @@ mod endpoints;
 #[cfg(test)]
 mod fixture;
 mod listeners;
-pub mod names;
 pub mod pb;
 pub mod render;
 mod routes;

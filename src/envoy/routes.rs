@@ -11,9 +11,9 @@ mod policy;
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::names;
 use super::pb::{ext, protobuf, rbac, rbac_filter, route};
 use crate::ir;
+use crate::ir::names;
 
 /// Gateway API: requests to an invalid backendRef (and rules without any valid one) get HTTP 500.
 const INVALID_BACKEND_STATUS: u32 = 500;

@@ -17,8 +17,8 @@ use super::tls::{self, SecretSet};
 use crate::api::consts::{
     CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP,
 };
-use crate::envoy::names::BackendKind;
 use crate::ir;
+use crate::ir::names::BackendKind;
 use crate::model::ObjectKey;
 
 #[derive(Debug, Default)]

@@ -17,8 +17,8 @@ use super::conditions::reason;
 use super::refs;
 use super::tls::{self, CaRef};
 use crate::api::consts::{CA_CERT_KEY, CORE_GROUP, KIND_CONFIGMAP, KIND_SECRET};
-use crate::envoy::names;
 use crate::ir;
+use crate::ir::names;
 use crate::model::{Model, ObjectKey};
 
 /// What the frontend configuration means for the HTTPS listeners of one port.

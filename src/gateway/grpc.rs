@@ -155,7 +155,7 @@ pub fn over_http2(mut t: Target) -> Target {
             } else {
                 UpstreamProtocol::H2c
             };
-            t.cluster.name = crate::envoy::names::http2_twin(&t.cluster.name);
+            t.cluster.name = crate::ir::names::http2_twin(&t.cluster.name);
             t
         }
     }

@@ -42,8 +42,8 @@ use status::ObjectStatus;
 use vhosts::virtual_hosts;
 
 use crate::api::consts::{CORE_GROUP, KIND_SECRET};
-use crate::envoy::names::{self, BackendKind};
 use crate::ir;
+use crate::ir::names::{self, BackendKind};
 use crate::model::{Model, ObjectKey};
 use crate::options::Options;
 

@@ -67,7 +67,7 @@ impl RouteKind {
         }
     }
 
-    /// Prefix of Envoy route names (`envoy::names::route`).
+    /// Prefix of Envoy route names (`ir::names::route`).
     pub(super) fn prefix(self) -> &'static str {
         match self {
             RouteKind::Http => "httproute",

@@ -147,7 +147,7 @@ pub(super) fn rules(
             .filter(|m| !m.is_empty())
             .unwrap_or(&default_match);
         for (mi, m) in matches.iter().enumerate() {
-            let name = crate::envoy::names::route(r.kind.prefix(), &key.namespace, &key.name, ri, mi);
+            let name = crate::ir::names::route(r.kind.prefix(), &key.namespace, &key.name, ri, mi);
             let mut route = route_for_match(name, m, action.clone());
             route.grpc = grpc;
             let (route_filters, redirect) = filters.for_match(&route.path, &mirrors);

@@ -1,6 +1,6 @@
 //! Certificate references shared by every TLS-bearing object: CA bundles (ConfigMap or Secret key
 //! `ca.crt`) and certificate/key pairs (`kubernetes.io/tls` Secrets). Each resolved reference becomes an
-//! SDS secret with a name from `envoy::names`; each failure becomes a `Problem` with the upstream
+//! SDS secret with a name from `ir::names`; each failure becomes a `Problem` with the upstream
 //! reason, naming the object and key. PEM is checked for framing here so a broken bundle is refused
 //! in status instead of being NACKed by every proxy.
 
@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::Secret as K8sSecret;
 use super::conditions::{Problem, reason};
 use crate::api::consts::{CA_CERT_KEY, SECRET_TYPE_TLS, TLS_CERT_KEY, TLS_KEY_KEY};
 use crate::api::{LocalObjectReference, SecretObjectReference};
-use crate::envoy::names;
 use crate::ir;
+use crate::ir::names;
 use crate::model::{Model, ObjectKey};
 
 /// A resolved trust bundle: its SDS name and content.

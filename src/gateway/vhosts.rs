@@ -16,8 +16,8 @@ use super::hostnames;
 use super::listeners::{ListenerInfo, Protocol};
 use super::order;
 use super::routes::Entry;
-use crate::envoy::names;
 use crate::ir;
+use crate::ir::names;
 
 /// Virtual hosts of the listeners `build` (of the listeners `port` on one port): one per (listener,
 /// effective hostname). Listener isolation — a request matches at most one listener — holds because

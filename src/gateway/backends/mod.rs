@@ -1,7 +1,7 @@
 //! backendRef → cluster. Each Backend kind is evaluated once per translation into an [`Evaluated`]:
 //! the problems that go on its own status, and — if it is usable — one [`PortChoice`] per port it
 //! serves. A route's backendRef then only selects a port and checks route-level rules (kind, namespace,
-//! ReferenceGrant, protocol). Clusters are named by identity in `envoy::names`, so every route that
+//! ReferenceGrant, protocol). Clusters are named by identity in `ir::names`, so every route that
 //! uses the same backend port shares one cluster.
 //!
 //! Must not touch: listeners, routes, or anything Envoy-specific beyond the IR.
@@ -14,8 +14,8 @@ use super::tls::SecretSet;
 use crate::api::consts::{
     CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP,
 };
-use crate::envoy::names::{self, BackendKind};
 use crate::ir;
+use crate::ir::names::{self, BackendKind};
 use crate::model::{Model, ObjectKey};
 use crate::options::Options;
 

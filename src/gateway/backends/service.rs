@@ -2,10 +2,10 @@
 //! `appProtocol` names and the TLS of the BackendTLSPolicy that applies to that port.
 
 use super::{Ctx, GatewayCert, PortChoice, Target, Usable, endpoints, port_u16};
-use crate::envoy::names::{self, BackendKind};
 use crate::gateway::backend_tls::PolicyIndex;
 use crate::gateway::conditions::{Problem, reason};
 use crate::ir;
+use crate::ir::names::{self, BackendKind};
 use crate::model::ObjectKey;
 
 /// Kubernetes' standard application protocols (KEP-3726).
