@@ -17,6 +17,7 @@ pub mod backend_tls;
 pub mod backends;
 pub mod classes;
 pub mod conditions;
+pub mod duration;
 pub mod filters;
 pub mod frontend;
 pub mod gateways;

@@ -19,6 +19,7 @@ use crate::api::draft::{
     OutlierDetectionConfig,
 };
 use crate::gateway::conditions::{ACCEPTED, Problem, reason};
+use crate::gateway::duration::duration_ms;
 use crate::gateway::{policy, tls};
 use crate::ir;
 use crate::model::ObjectKey;
@@ -368,11 +369,7 @@ fn extensions(spec: &DraftBackendSpec, usable: &mut Usable) -> Result<(), Proble
                 let c: OutlierDetectionConfig = parse_config(&field, config).map_err(invalid)?;
                 let dur = |name: &str, v: &Option<String>| -> Result<Option<u64>, Problem> {
                     v.as_deref()
-                        .map(|s| {
-                            parse_duration_ms(s).ok_or_else(|| {
-                                invalid(format!("{field}.{name}: {s:?} is not a duration like 10s or 500ms"))
-                            })
-                        })
+                        .map(|s| duration_ms(s).map_err(|e| invalid(format!("{field}.{name}: {e}"))))
                         .transpose()
                 };
                 usable.outlier_detection = Some(ir::OutlierDetection {
@@ -404,35 +401,4 @@ fn parse_config<T: serde::de::DeserializeOwned>(field: &str, v: serde_json::Valu
             format!("{field}.{path}: {}", e.inner())
         }
     })
-}
-
-/// Gateway API (GEP-2257) durations: `1h`, `10s`, `500ms`, `1m30s`.
-pub fn parse_duration_ms(s: &str) -> Option<u64> {
-    let mut total = 0u64;
-    let mut rest = s;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
-        if digits == 0 {
-            return None;
-        }
-        let n: u64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let (mult, len) = if rest.starts_with("ms") {
-            (1, 2)
-        } else if rest.starts_with('h') {
-            (3_600_000, 1)
-        } else if rest.starts_with('m') {
-            (60_000, 1)
-        } else if rest.starts_with('s') {
-            (1000, 1)
-        } else {
-            return None;
-        };
-        total = total.checked_add(n.checked_mul(mult)?)?;
-        rest = &rest[len..];
-    }
-    Some(total)
 }
