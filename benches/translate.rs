@@ -43,9 +43,9 @@ fn bench(c: &mut Criterion) {
         let text = synthetic(n);
         let input = [("synthetic.yaml".to_string(), text)];
         group.bench_with_input(BenchmarkId::new("parse", n), &input, |b, input| {
-            b.iter(|| pier::source::files::parse_texts(input).expect("parses"));
+            b.iter(|| pier::model::load::parse_texts(input).expect("parses"));
         });
-        let model = pier::source::files::parse_texts(&input).expect("parses").model;
+        let model = pier::model::load::parse_texts(&input).expect("parses").model;
         group.bench_with_input(BenchmarkId::new("translate", n), &model, |b, model| {
             b.iter(|| pier::translate(model, &opts));
         });

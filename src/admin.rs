@@ -2,24 +2,25 @@
 //! `/debug/config_dump?gateway=NS/NAME` (what pier serves, private keys redacted), `/debug/clients`
 //! (every connected proxy) and `/debug/status` (the status pier computed for every object, plus the
 //! current source error). Read-only: nothing here changes what is served.
+//!
+//! Depends on the core and the xDS cache, never on `runtime`: the runtime fills the [`View`] this module
+//! serves, so the dependency runs one way.
 
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, RwLock};
 
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::runtime::SharedView;
+use crate::envoy::Resources;
+use crate::gateway::status::ObjectStatus;
 use crate::xds::cache::SnapshotCache;
 use crate::xds::clients::Clients;
 
@@ -31,42 +32,24 @@ pub struct AdminState {
     pub registry: Arc<Registry>,
 }
 
-/// Metrics of the source → translate → publish pipeline.
-#[derive(Clone)]
-pub struct PipelineMetrics {
-    translations: Counter,
-    translation_seconds: Histogram,
-    source_error: Gauge,
+/// What the admin API shows about the pipeline (everything but the xDS state, which lives in the
+/// cache and the client registry). The runtime writes it; this module only reads it.
+#[derive(Debug, Default)]
+pub struct View {
+    /// The first complete read has been translated and published.
+    pub ready: bool,
+    /// The source's current error (the last good model is still served).
+    pub source_error: Option<String>,
+    pub source_warnings: Vec<String>,
+    /// Gateways whose newest translation failed `envoy::check` (they keep their last good config).
+    pub check_errors: BTreeMap<String, Vec<String>>,
+    pub statuses: Vec<ObjectStatus>,
+    /// What is published, per Gateway.
+    pub published: BTreeMap<String, Resources>,
+    pub generation: u64,
 }
 
-impl PipelineMetrics {
-    pub fn new(registry: &mut Registry) -> Self {
-        let m = Self {
-            translations: Counter::default(),
-            translation_seconds: Histogram::new([0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0]),
-            source_error: Gauge::default(),
-        };
-        registry.register("pier_translations", "Translations run", m.translations.clone());
-        registry.register(
-            "pier_translation_seconds",
-            "Time to translate the model",
-            m.translation_seconds.clone(),
-        );
-        registry.register(
-            "pier_source_error",
-            "1 while the newest read of the config directory failed (the last good configuration is served)",
-            m.source_error.clone(),
-        );
-        m
-    }
-    pub fn observe_translation(&self, took: Duration) {
-        self.translations.inc();
-        self.translation_seconds.observe(took.as_secs_f64());
-    }
-    pub fn set_source_error(&self, failing: bool) {
-        self.source_error.set(i64::from(failing));
-    }
-}
+pub type SharedView = Arc<RwLock<View>>;
 
 pub async fn serve(
     listener: tokio::net::TcpListener,

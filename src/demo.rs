@@ -24,7 +24,7 @@ use tokio::task::JoinHandle;
 use crate::envoy::ads_bootstrap::{BootstrapSpec, bootstrap};
 use crate::options::{Guardrails, Options};
 use crate::runtime::ServeConfig;
-use crate::source::dir::Debounce;
+use crate::source::Debounce;
 use crate::testkit::dns::Dns;
 use crate::testkit::envoy::{self, Envoy, INSTALL_HINT};
 use crate::testkit::{eventually, http, local};

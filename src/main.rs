@@ -93,7 +93,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         xds_address: args.xds_address,
         admin_address: args.admin_address,
         address_file: args.address_file,
-        debounce: pier::source::dir::Debounce {
+        debounce: pier::source::Debounce {
             quiet: std::time::Duration::from_millis(args.debounce_quiet_ms),
             max_delay: std::time::Duration::from_millis(args.debounce_max_ms),
         },

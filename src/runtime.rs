@@ -10,23 +10,25 @@
 //! starts leader election and the status writer; both sources feed the same pipeline.
 
 mod cluster;
+mod metrics;
 pub use cluster::KubeSettings;
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use tokio::sync::watch;
 use tracing::{error, info, warn};
 
+use crate::admin::SharedView;
 use crate::envoy::Resources;
 use crate::gateway::status::ObjectStatus;
 use crate::options::Options;
-use crate::source::dir::{self, Debounce, DirState};
+use crate::source::{Debounce, SourceState, dir};
 use crate::xds::cache::SnapshotCache;
 use crate::xds::clients::Clients;
 use crate::xds::metrics::XdsMetrics;
@@ -43,25 +45,6 @@ pub struct ServeConfig {
     /// Watch the Kubernetes API instead of `config_dir`, and write status back.
     pub kubernetes: Option<KubeSettings>,
 }
-
-/// What the admin API shows about the pipeline (everything but the xDS state, which lives in the
-/// cache and the client registry).
-#[derive(Debug, Default)]
-pub struct View {
-    /// The first complete read has been translated and published.
-    pub ready: bool,
-    /// The source's current error (the last good model is still served).
-    pub source_error: Option<String>,
-    pub source_warnings: Vec<String>,
-    /// Gateways whose newest translation failed `envoy::check` (they keep their last good config).
-    pub check_errors: BTreeMap<String, Vec<String>>,
-    pub statuses: Vec<ObjectStatus>,
-    /// What is published, per Gateway.
-    pub published: BTreeMap<String, Resources>,
-    pub generation: u64,
-}
-
-pub type SharedView = Arc<RwLock<View>>;
 
 /// Serves until SIGTERM or SIGINT.
 pub async fn run(config: ServeConfig) -> Result<()> {
@@ -94,10 +77,10 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
     let clients = Arc::new(Clients::new());
     let xds_metrics = Arc::new(XdsMetrics::new(&mut registry));
     let server = AdsServer::new(cache.clone(), clients.clone(), xds_metrics);
-    let pipeline_metrics = crate::admin::PipelineMetrics::new(&mut registry);
+    let pipeline_metrics = metrics::PipelineMetrics::new(&mut registry);
     let view: SharedView = Arc::default();
 
-    let (dir_tx, dir_rx) = watch::channel(DirState::default());
+    let (dir_tx, dir_rx) = watch::channel(SourceState::default());
     let (statuses_tx, statuses_rx) = watch::channel(Arc::new(Vec::new()));
     let (source, kube_tasks) = match config.kubernetes.clone() {
         Some(settings) => {
@@ -175,12 +158,12 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
 
 /// Translates every new model and publishes the Gateways whose resources pass `envoy::check`.
 async fn pipeline(
-    mut source: watch::Receiver<DirState>,
+    mut source: watch::Receiver<SourceState>,
     opts: Options,
     server: AdsServer,
     view: SharedView,
     statuses: watch::Sender<Arc<Vec<ObjectStatus>>>,
-    metrics: crate::admin::PipelineMetrics,
+    metrics: metrics::PipelineMetrics,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut seen_generation = 0;

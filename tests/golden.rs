@@ -125,7 +125,7 @@ fn documents(text: &str) -> Vec<String> {
 }
 
 fn translate(name: &str, text: &str, opts: &Options) -> pier::Translation {
-    let loaded = pier::source::files::parse_texts(&[(name.to_string(), text.to_string())])
+    let loaded = pier::model::load::parse_texts(&[(name.to_string(), text.to_string())])
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     pier::translate(&loaded.model, opts)
 }

@@ -48,7 +48,7 @@ async fn examples_match_the_directory_source_and_wait_for_every_watch() {
     pier.wait_dump("the example's Gateway", |d| d.contains("demo/edge"))
         .await;
 
-    let loaded = pier::source::files::parse_texts(&texts).unwrap();
+    let loaded = pier::model::load::parse_texts(&texts).unwrap();
     let mut opts = pier::Options::default();
     opts.guardrails.allow_loopback = true;
     let expected: serde_json::Map<String, Value> = pier::translate(&loaded.model, &opts)
@@ -74,7 +74,7 @@ async fn examples_match_the_directory_source_and_wait_for_every_watch() {
 
 /// What the directory source would publish from these texts: the config dump and the statuses.
 fn expected(texts: &[(String, String)]) -> (Value, Value) {
-    let loaded = pier::source::files::parse_texts(texts).unwrap();
+    let loaded = pier::model::load::parse_texts(texts).unwrap();
     let mut opts = pier::Options::default();
     opts.guardrails.allow_loopback = true;
     let t = pier::translate(&loaded.model, &opts);

@@ -276,11 +276,11 @@ async fn grpcroute_changes_reach_the_model() {
     let api = FakeApiServer::start(&[]).await;
     api.apply_yaml(&base_model());
     let client = kube::Client::try_from(api.kube_config("source")).unwrap();
-    let (tx, mut rx) = tokio::sync::watch::channel(pier::source::dir::DirState::default());
+    let (tx, mut rx) = tokio::sync::watch::channel(pier::source::SourceState::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let cfg = pier::source::kube::SourceConfig {
         namespaces: vec![],
-        debounce: pier::source::dir::Debounce {
+        debounce: pier::source::Debounce {
             quiet: QUIET,
             max_delay: Duration::from_secs(1),
         },

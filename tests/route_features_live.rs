@@ -75,7 +75,7 @@ async fn envoy_answers_redirects_cors_and_extension_refs_as_gateway_api_says() {
         return;
     };
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let loaded = pier::source::files::parse_texts(&[("live.yaml".to_string(), manifest(port))]).unwrap();
+    let loaded = pier::model::load::parse_texts(&[("live.yaml".to_string(), manifest(port))]).unwrap();
     let opts = pier::Options {
         listener_address: "127.0.0.1".into(),
         ..Default::default()
@@ -306,7 +306,7 @@ async fn envoy_mirrors_times_out_and_retries_as_configured() {
     let (primary, shadow) = (Upstream::start(), Upstream::start());
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let text = backend_manifest(port, primary.port, shadow.port);
-    let loaded = pier::source::files::parse_texts(&[("live.yaml".to_string(), text)]).unwrap();
+    let loaded = pier::model::load::parse_texts(&[("live.yaml".to_string(), text)]).unwrap();
     let mut opts = pier::Options {
         listener_address: "127.0.0.1".into(),
         ..Default::default()

@@ -178,7 +178,7 @@ data: {{}}
 {extra}",
             ca = CA
         );
-        let loaded = crate::source::files::parse_texts(&[("t.yaml".to_string(), text)]).unwrap();
+        let loaded = crate::model::load::parse_texts(&[("t.yaml".to_string(), text)]).unwrap();
         let gw: Gateway = serde_yaml::from_str(
             "apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway

@@ -62,7 +62,7 @@ mod tests {
     use super::*;
 
     fn model(grants: &str) -> Model {
-        crate::source::files::parse_texts(&[("g.yaml".to_string(), grants.to_string())])
+        crate::model::load::parse_texts(&[("g.yaml".to_string(), grants.to_string())])
             .expect("grants parse")
             .model
     }

@@ -3,7 +3,8 @@
 //! Objects are keyed by `ObjectKey` (namespace, name; namespace is empty for cluster-scoped kinds) in
 //! `BTreeMap`s, so iteration order — and therefore translation output — never depends on the order the
 //! source delivered objects in. `yaml` is the one parser every entry point uses (directory source,
-//! golden tests, e2e, `pier translate`). Nothing here does I/O.
+//! golden tests, e2e, `pier translate`), `load` turns texts into a model and `insert` applies objects to
+//! one. Nothing here does I/O: sources read the bytes and hand them over.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -57,6 +58,7 @@ impl HttpRouteExtras {
 }
 
 pub mod insert;
+pub mod load;
 pub mod yaml;
 
 /// Identity of an object within its kind.

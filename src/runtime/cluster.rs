@@ -9,8 +9,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::gateway::status::ObjectStatus;
-use crate::source::dir::{Debounce, DirState};
 use crate::source::kube::SourceConfig;
+use crate::source::{Debounce, SourceState};
 use crate::status::kube::WriterConfig;
 use crate::status::leader::LeaseConfig;
 use crate::xds::clients::Clients;
@@ -76,7 +76,7 @@ impl KubeSettings {
 }
 
 pub(super) struct Channels {
-    pub source: watch::Sender<DirState>,
+    pub source: watch::Sender<SourceState>,
     pub statuses: watch::Receiver<Arc<Vec<ObjectStatus>>>,
     pub clients: Arc<Clients>,
     pub metrics: crate::status::metrics::StatusMetrics,

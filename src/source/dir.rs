@@ -12,41 +12,18 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use super::files;
-use crate::model::Model;
-
-/// What the directory source currently offers.
-#[derive(Debug, Clone, Default)]
-pub struct DirState {
-    /// The last model that was read completely; `None` until the first complete read.
-    pub model: Option<Arc<Model>>,
-    /// Bumped on every read that produced a new model.
-    pub generation: u64,
-    /// Why the latest read failed, if it did (the model above is still the last good one).
-    pub error: Option<String>,
-    /// Warnings of the last good read (unknown kinds skipped, ...).
-    pub warnings: Vec<String>,
-    /// Files the last good read took objects from.
-    pub files: Vec<PathBuf>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Debounce {
-    pub quiet: Duration,
-    pub max_delay: Duration,
-}
+use super::{Debounce, SourceState, files};
 
 /// Watches `dir` until `shutdown` fires, publishing each read on `tx`.
 pub async fn run(
     dir: PathBuf,
     debounce: Debounce,
-    tx: watch::Sender<DirState>,
+    tx: watch::Sender<SourceState>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), notify::Error> {
     use notify::Watcher;
@@ -92,7 +69,7 @@ pub async fn run(
 }
 
 /// Reads the whole directory and publishes the outcome.
-async fn read(dir: &std::path::Path, tx: &watch::Sender<DirState>) {
+async fn read(dir: &std::path::Path, tx: &watch::Sender<SourceState>) {
     let path = dir.to_path_buf();
     let result = tokio::task::spawn_blocking(move || files::load_paths(&[path])).await;
     let result = match result {
@@ -125,10 +102,11 @@ async fn read(dir: &std::path::Path, tx: &watch::Sender<DirState>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     const NS: &str = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n";
 
-    async fn next(rx: &mut watch::Receiver<DirState>) -> DirState {
+    async fn next(rx: &mut watch::Receiver<SourceState>) -> SourceState {
         tokio::time::timeout(Duration::from_secs(10), rx.changed())
             .await
             .expect("state within 10 s")
@@ -140,7 +118,7 @@ mod tests {
     async fn reads_at_start_keeps_last_good_on_error_and_coalesces_bursts() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.yaml"), NS).unwrap();
-        let (tx, mut rx) = watch::channel(DirState::default());
+        let (tx, mut rx) = watch::channel(SourceState::default());
         let (stop_tx, stop_rx) = watch::channel(false);
         let debounce = Debounce {
             quiet: Duration::from_millis(100),

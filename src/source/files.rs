@@ -1,32 +1,20 @@
-//! Reads objects from files and directories (or from in-memory texts) into a [`Model`], in one pass.
+//! Reads objects from files and directories into a [`Model`](crate::model::Model), in one pass.
 //!
-//! Owns the file-system walk and the order files are read in; parsing is [`model::yaml`] and duplicate
-//! detection [`ModelBuilder`], so this module adds nothing but I/O. It does not watch for changes.
+//! Owns the file-system walk and the order files are read in; turning texts into a model is
+//! [`model::load`](crate::model::load), so this module adds nothing but I/O. It does not watch for changes.
 //!
 //! Walk rules: an explicit file is read whatever its extension; a directory is read recursively, taking
 //! `*.yaml`, `*.yml` and `*.json` in byte-wise path order, so the "first" of two duplicates is the same on
 //! every machine. Entries whose name starts with `.` are skipped: editor and VCS droppings, and the
 //! `..data` / `..<timestamp>` links of a mounted ConfigMap, which would otherwise yield every object
 //! twice. Symlinks are followed, each real directory at most once.
-//!
-//! [`model::yaml`]: crate::model::yaml
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::model::Model;
-use crate::model::insert::{DuplicateError, ModelBuilder};
-use crate::model::yaml::{self, ParseError, Warning};
-
-/// A complete model, plus what the parser skipped and which files it read (in reading order).
-#[derive(Debug, Clone, Default)]
-pub struct Loaded {
-    pub model: Model,
-    pub warnings: Vec<Warning>,
-    pub files: Vec<PathBuf>,
-}
+use crate::model::load::{self, Loaded, Loader};
 
 /// The first thing that went wrong; every variant's message names the file (and document) at fault.
 #[derive(Debug, thiserror::Error)]
@@ -36,9 +24,7 @@ pub enum LoadError {
     #[error("reading {}: {error}", path.display())]
     Io { path: PathBuf, error: io::Error },
     #[error(transparent)]
-    Parse(#[from] ParseError),
-    #[error(transparent)]
-    Duplicate(#[from] Box<DuplicateError>),
+    Load(#[from] load::LoadError),
 }
 
 const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
@@ -46,47 +32,19 @@ const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 /// Loads every object under `paths` (files or directories) into one model.
 pub fn load_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
     let files = collect_files(paths)?;
-    let mut builder = ModelBuilder::new();
-    let mut warnings = Vec::new();
+    let mut loader = Loader::new();
     for path in &files {
         let text = fs::read_to_string(path).map_err(|error| io_error(path, error))?;
-        add(&mut builder, &mut warnings, &path.display().to_string(), &text)?;
+        loader.add(&path.display().to_string(), &text)?;
     }
+    let mut loaded = loader.finish();
+    loaded.files = files;
     tracing::debug!(
-        files = files.len(),
-        warnings = warnings.len(),
+        files = loaded.files.len(),
+        warnings = loaded.warnings.len(),
         "loaded objects from files"
     );
-    Ok(Loaded {
-        model: builder.finish(),
-        warnings,
-        files,
-    })
-}
-
-/// Loads (name, text) pairs as if each were a file called `name`; for tests and callers that already
-/// hold the text.
-pub fn parse_texts(inputs: &[(String, String)]) -> Result<Loaded, LoadError> {
-    let mut builder = ModelBuilder::new();
-    let mut warnings = Vec::new();
-    for (name, text) in inputs {
-        add(&mut builder, &mut warnings, name, text)?;
-    }
-    let files = inputs.iter().map(|(name, _)| PathBuf::from(name)).collect();
-    Ok(Loaded {
-        model: builder.finish(),
-        warnings,
-        files,
-    })
-}
-
-fn add(builder: &mut ModelBuilder, warnings: &mut Vec<Warning>, name: &str, text: &str) -> Result<(), LoadError> {
-    let parsed = yaml::parse(name, text)?;
-    for (doc, object) in parsed.objects {
-        builder.insert(doc, object)?;
-    }
-    warnings.extend(parsed.warnings);
-    Ok(())
+    Ok(loaded)
 }
 
 fn io_error(path: &Path, error: io::Error) -> LoadError {
@@ -240,22 +198,5 @@ mod tests {
             err.contains("bad.yaml: document 0 (Service): missing metadata.name"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn texts_load_like_files() {
-        let inputs = [
-            ("one.yaml".to_string(), svc("a")),
-            (
-                "two.yaml".to_string(),
-                "apiVersion: x/v1\nkind: Foo\nmetadata: {name: f}\n".to_string(),
-            ),
-        ];
-        let loaded = parse_texts(&inputs).unwrap();
-        assert_eq!(loaded.model.services.len(), 1);
-        assert_eq!(loaded.warnings.len(), 1);
-        assert_eq!(loaded.files, [PathBuf::from("one.yaml"), PathBuf::from("two.yaml")]);
-        let dup = parse_texts(&[("one.yaml".into(), svc("a")), ("two.yaml".into(), svc("a"))]);
-        assert!(matches!(dup, Err(LoadError::Duplicate(_))));
     }
 }

@@ -85,7 +85,7 @@ impl Pier {
             xds_address: "127.0.0.1:0".parse().unwrap(),
             admin_address: "127.0.0.1:0".parse().unwrap(),
             address_file: Some(address_file.clone()),
-            debounce: pier::source::dir::Debounce {
+            debounce: pier::source::Debounce {
                 quiet,
                 max_delay: Duration::from_secs(1),
             },

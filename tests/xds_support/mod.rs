@@ -105,8 +105,7 @@ pub fn simple(backends: &[&str]) -> BTreeMap<String, Resources> {
 }
 
 pub fn translate(yaml: &str) -> BTreeMap<String, Resources> {
-    let loaded =
-        pier::source::files::parse_texts(&[("input.yaml".to_string(), yaml.to_string())]).expect("model parses");
+    let loaded = pier::model::load::parse_texts(&[("input.yaml".to_string(), yaml.to_string())]).expect("model parses");
     let translation = pier::translate(&loaded.model, &pier::Options::default());
     assert!(
         !translation.gateways.is_empty(),

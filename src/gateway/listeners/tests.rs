@@ -7,7 +7,7 @@ fn gateway(yaml: &str) -> Gateway {
 }
 
 fn model(yaml: &str) -> Model {
-    crate::source::files::parse_texts(&[("t.yaml".to_string(), yaml.to_string())])
+    crate::model::load::parse_texts(&[("t.yaml".to_string(), yaml.to_string())])
         .expect("model yaml")
         .model
 }

@@ -1,5 +1,5 @@
 //! The Kubernetes source: watches every kind the model holds straight from the API server and publishes
-//! the same [`DirState`] stream the directory source does, so translation, checks and xDS serving are
+//! the same [`SourceState`] stream the directory source does, so translation, checks and xDS serving are
 //! identical whichever source feeds them.
 //!
 //! - [`kinds`]: the table of watched kinds and the API calls pier makes (RBAC is tested against it).
@@ -33,7 +33,7 @@ use tokio::sync::{mpsc, watch as latest};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use super::dir::{Debounce, DirState};
+use super::{Debounce, SourceState};
 use crate::model::{Model, Object, ObjectKey};
 use store::{Partition, Ref, Sync};
 
@@ -53,7 +53,7 @@ use refetch::{Fetched, spawn_fetch};
 pub async fn run(
     client: kube::Client,
     cfg: SourceConfig,
-    tx: latest::Sender<DirState>,
+    tx: latest::Sender<SourceState>,
     mut stop: latest::Receiver<bool>,
 ) {
     let mut src = Source::new(&cfg);
@@ -300,7 +300,7 @@ impl Source {
         &mut self,
         client: &kube::Client,
         fetch_tx: &mpsc::UnboundedSender<Fetched>,
-        tx: &latest::Sender<DirState>,
+        tx: &latest::Sender<SourceState>,
     ) {
         if !self.parts.iter().all(Partition::ready) {
             return;

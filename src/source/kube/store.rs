@@ -263,7 +263,7 @@ spec:
   targetRefs: [{group: '', kind: Service, name: web}]
   validation: {hostname: web.shop, caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}]}
 ";
-        let model = crate::source::files::parse_texts(&[("t".into(), text.into())])
+        let model = crate::model::load::parse_texts(&[("t".into(), text.into())])
             .unwrap()
             .model;
         let refs: Vec<Ref> = referenced(&model).into_iter().collect();
@@ -288,7 +288,7 @@ spec:
             let Ok(text) = std::fs::read_to_string(&input) else {
                 continue;
             };
-            let Ok(loaded) = crate::source::files::parse_texts(&[(input.display().to_string(), text)]) else {
+            let Ok(loaded) = crate::model::load::parse_texts(&[(input.display().to_string(), text)]) else {
                 continue;
             };
             let opts = crate::Options::default();

@@ -1,0 +1,96 @@
+//! Texts in, one [`Model`] out: the pure half of loading. Each `(name, text)` pair is parsed by
+//! [`yaml`](super::yaml) and its objects go into a [`ModelBuilder`](super::insert::ModelBuilder), which
+//! refuses duplicates by naming both places. Sources read bytes from wherever they live (the directory
+//! walk in `source::files`, a test's string) and hand the texts here, so every entry point — `pier serve`,
+//! `pier translate`, goldens, benches — builds its model the same way.
+
+use std::path::PathBuf;
+
+use super::Model;
+use super::insert::{DuplicateError, ModelBuilder};
+use super::yaml::{self, ParseError, Warning};
+
+/// A complete model, plus what the parser skipped and which inputs it read (in reading order).
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    pub model: Model,
+    pub warnings: Vec<Warning>,
+    pub files: Vec<PathBuf>,
+}
+
+/// Why a set of texts does not make a model; the message names the input (and document) at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error(transparent)]
+    Duplicate(#[from] Box<DuplicateError>),
+}
+
+/// Builds a model from texts added one input at a time.
+#[derive(Debug, Default)]
+pub struct Loader {
+    builder: ModelBuilder,
+    warnings: Vec<Warning>,
+    files: Vec<PathBuf>,
+}
+
+impl Loader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses `text` as if it were the file `name` and adds its objects.
+    pub fn add(&mut self, name: &str, text: &str) -> Result<(), LoadError> {
+        let parsed = yaml::parse(name, text)?;
+        for (doc, object) in parsed.objects {
+            self.builder.insert(doc, object)?;
+        }
+        self.warnings.extend(parsed.warnings);
+        self.files.push(PathBuf::from(name));
+        Ok(())
+    }
+
+    pub fn finish(self) -> Loaded {
+        Loaded {
+            model: self.builder.finish(),
+            warnings: self.warnings,
+            files: self.files,
+        }
+    }
+}
+
+/// Loads (name, text) pairs as if each were a file called `name`.
+pub fn parse_texts(inputs: &[(String, String)]) -> Result<Loaded, LoadError> {
+    let mut loader = Loader::new();
+    for (name, text) in inputs {
+        loader.add(name, text)?;
+    }
+    Ok(loader.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn svc(name: &str) -> String {
+        format!("apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\n")
+    }
+
+    #[test]
+    fn texts_load_like_files() {
+        let inputs = [
+            ("one.yaml".to_string(), svc("a")),
+            (
+                "two.yaml".to_string(),
+                "apiVersion: x/v1\nkind: Foo\nmetadata: {name: f}\n".to_string(),
+            ),
+        ];
+        let loaded = parse_texts(&inputs).unwrap();
+        assert_eq!(loaded.model.services.len(), 1);
+        assert_eq!(loaded.warnings.len(), 1);
+        assert_eq!(loaded.files, [PathBuf::from("one.yaml"), PathBuf::from("two.yaml")]);
+        let dup = parse_texts(&[("one.yaml".into(), svc("a")), ("two.yaml".into(), svc("a"))]);
+        assert!(matches!(dup, Err(LoadError::Duplicate(_))));
+    }
+}

@@ -1,0 +1,45 @@
+//! Metrics of the source → translate → publish pipeline.
+
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// Metrics of the source → translate → publish pipeline.
+#[derive(Clone)]
+pub struct PipelineMetrics {
+    translations: Counter,
+    translation_seconds: Histogram,
+    source_error: Gauge,
+}
+
+impl PipelineMetrics {
+    pub fn new(registry: &mut Registry) -> Self {
+        let m = Self {
+            translations: Counter::default(),
+            translation_seconds: Histogram::new([0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0]),
+            source_error: Gauge::default(),
+        };
+        registry.register("pier_translations", "Translations run", m.translations.clone());
+        registry.register(
+            "pier_translation_seconds",
+            "Time to translate the model",
+            m.translation_seconds.clone(),
+        );
+        registry.register(
+            "pier_source_error",
+            "1 while the newest read of the config directory failed (the last good configuration is served)",
+            m.source_error.clone(),
+        );
+        m
+    }
+    pub fn observe_translation(&self, took: Duration) {
+        self.translations.inc();
+        self.translation_seconds.observe(took.as_secs_f64());
+    }
+    pub fn set_source_error(&self, failing: bool) {
+        self.source_error.set(i64::from(failing));
+    }
+}
