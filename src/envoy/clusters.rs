@@ -4,12 +4,9 @@
 
 use std::collections::HashMap;
 
-use super::pb::{
-    aggregate_cluster, cluster, common_dns, core, dfp_cluster, dfp_common, dns_cluster, ext, protobuf, upstream_http,
-};
+use super::pb::{aggregate_cluster, cluster, common_dns, core, dfp_cluster, dns_cluster, ext, protobuf, upstream_http};
 use super::{ads, duration_ms, endpoints, tls, typed_extension, u32_value};
 use crate::ir;
-use crate::ir::names;
 
 /// `Cluster.metadata.filter_metadata` key under which the cluster's origin is recorded.
 pub const METADATA_NAMESPACE: &str = "pier.dev";
@@ -61,7 +58,9 @@ pub(super) fn build(name: &str, c: &ir::Cluster, opts: &crate::Options) -> clust
         ir::Discovery::DynamicForwardProxy { dns, .. } => {
             let config = dfp_cluster::ClusterConfig {
                 cluster_implementation_specifier: Some(
-                    dfp_cluster::cluster_config::ClusterImplementationSpecifier::DnsCacheConfig(dns_cache_config(dns)),
+                    dfp_cluster::cluster_config::ClusterImplementationSpecifier::DnsCacheConfig(
+                        super::features::dfp::dns_cache_config(dns),
+                    ),
                 ),
                 ..Default::default()
             };
@@ -88,17 +87,6 @@ pub(super) fn build(name: &str, c: &ir::Cluster, opts: &crate::Options) -> clust
         }
     }
     out
-}
-
-/// The DNS cache shared by a dynamic-forward-proxy cluster and the HTTP filter that fills it: both must
-/// carry exactly this config (Envoy keys caches by name and rejects one name with two configs).
-pub(super) fn dns_cache_config(dns: &ir::DnsSettings) -> dfp_common::DnsCacheConfig {
-    dfp_common::DnsCacheConfig {
-        name: names::dns_cache(lookup_family_label(dns.lookup_family), dns.refresh_rate_ms),
-        dns_lookup_family: cluster_lookup_family(dns.lookup_family) as i32,
-        dns_refresh_rate: Some(duration_ms(dns.refresh_rate_ms)),
-        ..Default::default()
-    }
 }
 
 fn custom<M: prost::Message + prost::Name>(name: &str, config: M) -> cluster::cluster::CustomClusterType {
@@ -211,27 +199,6 @@ fn origin_metadata(origin: &ir::Origin) -> core::Metadata {
     core::Metadata {
         filter_metadata: HashMap::from([(METADATA_NAMESPACE.to_string(), protobuf::Struct { fields })]),
         ..Default::default()
-    }
-}
-
-fn lookup_family_label(family: ir::LookupFamily) -> &'static str {
-    match family {
-        ir::LookupFamily::Auto => "auto",
-        ir::LookupFamily::V4Only => "v4-only",
-        ir::LookupFamily::V6Only => "v6-only",
-        ir::LookupFamily::V4Preferred => "v4-preferred",
-        ir::LookupFamily::All => "all",
-    }
-}
-
-fn cluster_lookup_family(family: ir::LookupFamily) -> cluster::cluster::DnsLookupFamily {
-    use cluster::cluster::DnsLookupFamily as F;
-    match family {
-        ir::LookupFamily::Auto => F::Auto,
-        ir::LookupFamily::V4Only => F::V4Only,
-        ir::LookupFamily::V6Only => F::V6Only,
-        ir::LookupFamily::V4Preferred => F::V4Preferred,
-        ir::LookupFamily::All => F::All,
     }
 }
 

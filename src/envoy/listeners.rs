@@ -2,31 +2,21 @@
 //! Gateway listener, selected by SNI (the TLS inspector reads it), each terminating TLS with its own
 //! certificates. Every chain runs an HttpConnectionManager that fetches its routes by RDS over ADS.
 
-use super::pb::{cors_filter, dfp_common, dfp_filter, ext, hcm, listener, rbac_filter, router, tls_inspector};
+use std::collections::BTreeMap;
+
+use super::features::{self, Used};
+use super::pb::{ext, hcm, listener, tls_inspector};
 use super::{ads, socket_address, tls};
 use crate::ir;
 use crate::ir::names;
 
-/// Answers "does this route configuration send traffic to a dynamic-forward-proxy cluster, and with
-/// which DNS cache?" for a route configuration name.
-pub(super) type DfpLookup<'a> = dyn Fn(&str) -> Option<dfp_common::DnsCacheConfig> + 'a;
-
-/// Answers "does a route of this route configuration carry the per-route authority guard?".
-pub(super) type GuardLookup<'a> = dyn Fn(&str) -> bool + 'a;
-
-/// What the connection managers need to know about their route configurations.
-pub(super) struct Lookups<'a> {
-    pub dfp: &'a DfpLookup<'a>,
-    pub guarded: &'a GuardLookup<'a>,
-    /// Does a route of this route configuration carry a CORS policy?
-    pub cors: &'a GuardLookup<'a>,
-}
-
-pub(super) fn build(l: &ir::Listener, lookups: &Lookups<'_>) -> listener::Listener {
+/// `used`: what the routes of each route configuration (by name) use, which decides the HTTP filters of
+/// the connection manager serving it.
+pub(super) fn build(l: &ir::Listener, used: &BTreeMap<String, Used>) -> listener::Listener {
     let stat_prefix = stat_prefix(&l.name);
     let (filter_chains, listener_filters) = match &l.kind {
         ir::ListenerKind::Http { route_config } => {
-            let hcm = http_connection_manager(&stat_prefix, &route_config.name, lookups);
+            let hcm = http_connection_manager(&stat_prefix, &route_config.name, used);
             (
                 vec![listener::FilterChain {
                     filters: vec![hcm],
@@ -45,7 +35,7 @@ pub(super) fn build(l: &ir::Listener, lookups: &Lookups<'_>) -> listener::Listen
                         server_names: c.server_names.clone(),
                         ..Default::default()
                     }),
-                    filters: vec![http_connection_manager(&stat_prefix, &c.route_config.name, lookups)],
+                    filters: vec![http_connection_manager(&stat_prefix, &c.route_config.name, used)],
                     transport_socket: Some(tls::downstream(&c.certificates, c.client_validation.as_ref())),
                     ..Default::default()
                 })
@@ -70,36 +60,12 @@ pub(super) fn build(l: &ir::Listener, lookups: &Lookups<'_>) -> listener::Listen
     }
 }
 
-fn http_connection_manager(stat_prefix: &str, route_config_name: &str, lookups: &Lookups<'_>) -> listener::Filter {
-    let mut http_filters = Vec::new();
-    // CORS first: a preflight is answered (and an actual request's response decorated) by the proxy,
-    // whatever later filters decide. The listener-wide config is empty; each route's policy is in its
-    // per-route config (`routes::policy::cors`), and routes without one are untouched. Only where a route
-    // has a policy.
-    if (lookups.cors)(route_config_name) {
-        http_filters.push(http_filter(ext::CORS_FILTER, cors_filter::Cors::default()));
-    }
-    // A dynamic forward proxy connects wherever the request's authority says; the RBAC filter enforces the
-    // destination guardrails on that authority (403), before the DFP filter so a refused name is never
-    // even resolved. Its rules are per route (`routes::authority_guard`) so that only routes forwarding
-    // to a DFP cluster are guarded, and ordinary routes reached by IP or any name keep working: this
-    // listener-wide config has no `rules`, which Envoy reads as "no enforcement".
-    if (lookups.guarded)(route_config_name) {
-        http_filters.push(http_filter(ext::RBAC_FILTER, rbac_filter::Rbac::default()));
-    }
-    // The DFP filter resolves the request's host into the DNS cache the DFP cluster then reads; it must
-    // run before the router and share the cluster's cache config. Only where a route needs it: on other
-    // traffic it would be dead weight in every request.
-    if let Some(cache) = (lookups.dfp)(route_config_name) {
-        let config = dfp_filter::FilterConfig {
-            implementation_specifier: Some(dfp_filter::filter_config::ImplementationSpecifier::DnsCacheConfig(
-                cache,
-            )),
-            ..Default::default()
-        };
-        http_filters.push(http_filter(ext::DFP_FILTER, config));
-    }
-    http_filters.push(http_filter(ext::ROUTER, router::Router::default()));
+fn http_connection_manager(
+    stat_prefix: &str,
+    route_config_name: &str,
+    used: &BTreeMap<String, Used>,
+) -> listener::Filter {
+    let http_filters = features::http_filters(used.get(route_config_name).unwrap_or(&Used::default()));
     let manager = hcm::HttpConnectionManager {
         stat_prefix: stat_prefix.to_string(),
         route_specifier: Some(hcm::http_connection_manager::RouteSpecifier::Rds(hcm::Rds {
@@ -123,16 +89,6 @@ fn http_connection_manager(stat_prefix: &str, route_config_name: &str, lookups: 
         config_type: Some(listener::filter::ConfigType::TypedConfig(envoy_types::util::pack_any(
             manager,
         ))),
-    }
-}
-
-fn http_filter<M: prost::Message + prost::Name>(name: &str, config: M) -> hcm::HttpFilter {
-    hcm::HttpFilter {
-        name: name.to_string(),
-        config_type: Some(hcm::http_filter::ConfigType::TypedConfig(envoy_types::util::pack_any(
-            config,
-        ))),
-        ..Default::default()
     }
 }
 

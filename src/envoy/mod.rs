@@ -1,4 +1,6 @@
-//! IR → Envoy protos. One builder file per xDS type, `names` for every resource name, `render` for
+//! IR → Envoy protos. One builder file per xDS type, `features` for the HTTP features that span a
+//! connection-manager filter and per-route config (CORS, the authority guard, the dynamic forward proxy),
+//! resource names read from the IR (`ir::names`), `render` for
 //! canonical proto3 JSON, `check` for referential integrity, `bootstrap` for validating a whole resource
 //! set with `envoy --mode validate`. Builders decide *how* Envoy is configured; *what* is configured was
 //! decided in `gateway/`. Nothing here reads the clock, the environment or files: the same IR always
@@ -9,6 +11,7 @@ pub mod bootstrap;
 pub mod check;
 mod clusters;
 mod endpoints;
+mod features;
 #[cfg(test)]
 mod fixture;
 mod listeners;
@@ -19,6 +22,8 @@ mod secrets;
 mod tls;
 
 pub use check::{CheckError, check};
+
+use std::collections::BTreeMap;
 
 // `pb::tls` is spelled out: the `tls` module here is the transport-socket builder.
 use pb::{cluster, core, endpoint, listener, protobuf, route};
@@ -52,6 +57,7 @@ pub fn build(gw: &ir::GatewayIr, opts: &crate::Options) -> Resources {
             _ => None,
         })
         .collect();
+    let mut used: BTreeMap<String, features::Used> = BTreeMap::new();
     let mut routes: Vec<_> = gw
         .listeners
         .iter()
@@ -63,35 +69,13 @@ pub fn build(gw: &ir::GatewayIr, opts: &crate::Options) -> Resources {
                 ir::ListenerKind::Https { chains } => chains.iter().map(|c| (&c.route_config, at)).collect(),
             }
         })
-        .map(|(rc, at)| routes::build(rc, &gw.clusters, at))
+        .map(|(rc, at)| {
+            let (built, u) = routes::build(rc, &gw.clusters, at);
+            used.insert(rc.name.clone(), u);
+            built
+        })
         .collect();
-    // Whether a listener needs the dynamic-forward-proxy filter is read off the *built* routes (weight-0
-    // and invalid shares already gone), the same way `check` verifies it.
-    let dfp = |route_config: &str| {
-        let rc = routes.iter().find(|r| r.name == route_config)?;
-        routes::referenced_clusters(rc)
-            .into_iter()
-            .find_map(|r| match &gw.clusters.get(r.cluster)?.discovery {
-                ir::Discovery::DynamicForwardProxy { dns, .. } => Some(clusters::dns_cache_config(dns)),
-                _ => None,
-            })
-    };
-    // Likewise the RBAC filter: wherever a built route carries the authority guard.
-    let guarded = |route_config: &str| {
-        let rc = routes.iter().find(|r| r.name == route_config);
-        rc.is_some_and(|rc| routes::all_routes(rc).any(|(_, r)| routes::has_authority_guard(r)))
-    };
-    // And the CORS filter: wherever a built route carries a CORS policy.
-    let cors = |route_config: &str| {
-        let rc = routes.iter().find(|r| r.name == route_config);
-        rc.is_some_and(|rc| routes::all_routes(rc).any(|(_, r)| routes::has_cors_policy(r)))
-    };
-    let lookups = listeners::Lookups {
-        dfp: &dfp,
-        guarded: &guarded,
-        cors: &cors,
-    };
-    let mut listeners: Vec<_> = gw.listeners.iter().map(|l| listeners::build(l, &lookups)).collect();
+    let mut listeners: Vec<_> = gw.listeners.iter().map(|l| listeners::build(l, &used)).collect();
     let mut secrets: Vec<_> = gw.secrets.iter().map(|(name, s)| secrets::build(name, s)).collect();
 
     clusters.sort_by(|a, b| a.name.cmp(&b.name));

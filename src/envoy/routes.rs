@@ -1,17 +1,18 @@
 //! RDS: one `RouteConfiguration` per `ir::RouteConfig` (an HTTP port, or one HTTPS filter chain). Owns
 //! request matching (in `matching`), rule filters (in `filters`: header changes, URL rewrite, redirect,
-//! per-backend headers on weighted clusters), mirrors, timeouts, retries, CORS and rule names (in
-//! `policy`) and the forward / direct-response actions, including the HTTP 500
-//! share of invalid backendRefs that the Gateway API requires, and the authority guard of routes to a
-//! dynamic forward proxy.
+//! per-backend headers on weighted clusters), mirrors, timeouts, retries and rule names (in `policy`) and
+//! the forward / direct-response actions, including the HTTP 500 share of invalid backendRefs that the
+//! Gateway API requires. The per-route halves of CORS and the authority guard come from `features`, and
+//! each route configuration reports what it used ([`Used`]) for its connection manager.
 
 mod filters;
 mod matching;
 mod policy;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use super::pb::{ext, protobuf, rbac, rbac_filter, route};
+use super::features::{Used, authority_guard, cors, dfp};
+use super::pb::{ext, protobuf, route};
 use crate::ir;
 use crate::ir::names;
 
@@ -20,12 +21,6 @@ const INVALID_BACKEND_STATUS: u32 = 500;
 /// GRPCRoute: the same failures get 503, which Envoy answers a gRPC client as UNAVAILABLE.
 const GRPC_INVALID_BACKEND_STATUS: u32 = 503;
 
-/// RBAC policy (in the per-route config) denying authorities that match a guardrail regex; Envoy names
-/// it in the response details of a 403 (`rbac_access_denied_matched_policy[destination-guardrails]`).
-const GUARDRAILS_POLICY: &str = "destination-guardrails";
-/// RBAC policy denying authorities outside the operator's hostname allow-list.
-const ALLOW_LIST_POLICY: &str = "hostname-not-allowed";
-
 /// Where a route configuration is served: a redirect without a port goes to the listener's port.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Listening {
@@ -33,36 +28,45 @@ pub(super) struct Listening {
     pub https: bool,
 }
 
-/// `clusters` (the Gateway's, by name) tells which routes forward to a dynamic forward proxy.
+/// A route configuration and what its routes use (`features::Used`), so the connection manager that
+/// serves it gets exactly the filters they need. `clusters` (the Gateway's, by name) tells which routes
+/// forward to a dynamic forward proxy.
 pub(super) fn build(
     rc: &ir::RouteConfig,
     clusters: &BTreeMap<String, ir::Cluster>,
     at: Listening,
-) -> route::RouteConfiguration {
-    route::RouteConfiguration {
+) -> (route::RouteConfiguration, Used) {
+    let mut used = Used::default();
+    let virtual_hosts = rc
+        .virtual_hosts
+        .iter()
+        .map(|vh| route::VirtualHost {
+            name: vh.name.clone(),
+            domains: vh.domains.clone(),
+            routes: vh
+                .routes
+                .iter()
+                .map(|r| {
+                    let (route, u) = route_entry(r, clusters, at);
+                    used.merge(u);
+                    route
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    let config = route::RouteConfiguration {
         name: rc.name.clone(),
-        virtual_hosts: rc
-            .virtual_hosts
-            .iter()
-            .map(|vh| virtual_host(vh, clusters, at))
-            .collect(),
+        virtual_hosts,
         // Weighted entries name `names::INVALID_BACKEND_CLUSTER` on purpose, which never exists. Under RDS
         // false is already the default; spelled out so the config also holds when inlined (validation).
         validate_clusters: Some(protobuf::BoolValue { value: false }),
         ..Default::default()
-    }
+    };
+    (config, used)
 }
 
-fn virtual_host(vh: &ir::VirtualHost, clusters: &BTreeMap<String, ir::Cluster>, at: Listening) -> route::VirtualHost {
-    route::VirtualHost {
-        name: vh.name.clone(),
-        domains: vh.domains.clone(),
-        routes: vh.routes.iter().map(|r| route_entry(r, clusters, at)).collect(),
-        ..Default::default()
-    }
-}
-
-fn route_entry(r: &ir::Route, clusters: &BTreeMap<String, ir::Cluster>, at: Listening) -> route::Route {
+fn route_entry(r: &ir::Route, clusters: &BTreeMap<String, ir::Cluster>, at: Listening) -> (route::Route, Used) {
     let invalid_status = if r.grpc {
         GRPC_INVALID_BACKEND_STATUS
     } else {
@@ -75,9 +79,14 @@ fn route_entry(r: &ir::Route, clusters: &BTreeMap<String, ir::Cluster>, at: List
         }
         policy::apply(forward, &r.filters);
     }
-    let guard =
-        authority_guard(&action, clusters).map(|g| (ext::RBAC_FILTER.to_string(), envoy_types::util::pack_any(g)));
-    let cors = r.filters.cors.as_ref().map(policy::cors);
+    let guard = authority_guard::per_route(&action, clusters)
+        .map(|g| (ext::RBAC_FILTER.to_string(), envoy_types::util::pack_any(g)));
+    let cors = r.filters.cors.as_ref().map(cors::per_route);
+    let used = Used {
+        cors: cors.is_some(),
+        authority_guard: guard.is_some(),
+        dfp: dfp::reached(action_clusters(&action), clusters),
+    };
     let mut out = route::Route {
         name: r.name.clone(),
         r#match: Some(matching::route_match(r)),
@@ -87,123 +96,7 @@ fn route_entry(r: &ir::Route, clusters: &BTreeMap<String, ir::Cluster>, at: List
         ..Default::default()
     };
     filters::apply_headers(&mut out, &r.filters);
-    out
-}
-
-/// A dynamic forward proxy connects wherever the request's authority says, so a route forwarding to one
-/// (after weight-0 shares are dropped) carries the destination guardrails as RBAC rules on the authority;
-/// the RBAC filter that reads them runs before the DFP filter (`listeners`). Per route, not in the
-/// listener-wide filter config: ordinary routes on the same listener must keep answering requests that
-/// name the Gateway by IP (`Host: 10.0.0.5`) or by any hostname. Several DFP clusters on one route (a
-/// weighted split, or an aggregate's members) pool their rules: each request may reach any of them.
-fn authority_guard(
-    action: &route::route::Action,
-    clusters: &BTreeMap<String, ir::Cluster>,
-) -> Option<rbac_filter::RbacPerRoute> {
-    let mut dfp = false;
-    let mut deny: Vec<&str> = Vec::new();
-    let mut allow_lists: Vec<&[String]> = Vec::new();
-    let reached = action_clusters(action)
-        .into_iter()
-        .flat_map(|name| match clusters.get(name).map(|c| &c.discovery) {
-            Some(ir::Discovery::Aggregate { clusters: members }) => members.iter().map(String::as_str).collect(),
-            _ => vec![name],
-        });
-    for name in reached {
-        let Some(ir::Discovery::DynamicForwardProxy {
-            deny_authorities,
-            allow_authorities,
-            ..
-        }) = clusters.get(name).map(|c| &c.discovery)
-        else {
-            continue;
-        };
-        dfp = true;
-        for re in deny_authorities {
-            if !deny.contains(&re.as_str()) {
-                deny.push(re);
-            }
-        }
-        if let Some(list) = allow_authorities
-            && !allow_lists.contains(&list.as_slice())
-        {
-            allow_lists.push(list);
-        }
-    }
-    if !dfp {
-        return None;
-    }
-    let mut policies = HashMap::new();
-    if !deny.is_empty() {
-        policies.insert(
-            GUARDRAILS_POLICY.to_string(),
-            anyone(deny.into_iter().map(authority_matches).collect()),
-        );
-    }
-    for (i, list) in allow_lists.into_iter().enumerate() {
-        use rbac::permission::{Rule, Set};
-        // Denied unless some entry matches; a missing authority matches none. An empty list allows nothing.
-        let outside = if list.is_empty() {
-            Rule::Any(true)
-        } else {
-            let not = |re: &String| rbac::Permission {
-                rule: Some(Rule::NotRule(Box::new(authority_matches(re)))),
-            };
-            Rule::AndRules(Set {
-                rules: list.iter().map(not).collect(),
-            })
-        };
-        let name = if i == 0 {
-            ALLOW_LIST_POLICY.to_string()
-        } else {
-            format!("{ALLOW_LIST_POLICY}-{i}")
-        };
-        policies.insert(name, anyone(vec![rbac::Permission { rule: Some(outside) }]));
-    }
-    let rules = rbac::Rbac {
-        action: rbac::rbac::Action::Deny as i32,
-        policies,
-        ..Default::default()
-    };
-    Some(rbac_filter::RbacPerRoute {
-        rbac: Some(rbac_filter::Rbac {
-            rules: Some(rules),
-            ..Default::default()
-        }),
-    })
-}
-
-/// An RBAC policy applying `permissions` to every client.
-fn anyone(permissions: Vec<rbac::Permission>) -> rbac::Policy {
-    let any = rbac::Principal {
-        identifier: Some(rbac::principal::Identifier::Any(true)),
-    };
-    rbac::Policy {
-        permissions,
-        principals: vec![any],
-        ..Default::default()
-    }
-}
-
-/// The request's authority (HTTP/1 `Host`) fully matches the RE2 `regex`.
-fn authority_matches(regex: &str) -> rbac::Permission {
-    use super::pb::matcher::{RegexMatcher, StringMatcher, string_matcher::MatchPattern};
-    let header = route::HeaderMatcher {
-        name: ":authority".to_string(),
-        header_match_specifier: Some(route::header_matcher::HeaderMatchSpecifier::StringMatch(
-            StringMatcher {
-                match_pattern: Some(MatchPattern::SafeRegex(RegexMatcher {
-                    regex: regex.to_string(),
-                    ..Default::default()
-                })),
-                ..Default::default()
-            },
-        )),
-        ..Default::default()
-    };
-    rbac::Permission {
-        rule: Some(rbac::permission::Rule::Header(header)),
-    }
+    (out, used)
 }
 
 fn action(a: &ir::RouteAction, invalid_status: u32, at: Listening) -> route::route::Action {
@@ -305,16 +198,6 @@ pub(crate) fn all_routes(rc: &route::RouteConfiguration) -> impl Iterator<Item =
     rc.virtual_hosts
         .iter()
         .flat_map(|vh| vh.routes.iter().map(move |r| (vh, r)))
-}
-
-/// Whether a built route carries the authority guard (so its connection manager needs the RBAC filter).
-pub(crate) fn has_authority_guard(r: &route::Route) -> bool {
-    r.typed_per_filter_config.contains_key(ext::RBAC_FILTER)
-}
-
-/// Whether a built route carries a CORS policy (so its connection manager needs the CORS filter).
-pub(crate) fn has_cors_policy(r: &route::Route) -> bool {
-    r.typed_per_filter_config.contains_key(ext::CORS_FILTER)
 }
 
 /// The clusters one route action can send traffic to, request mirrors included (a mirror is traffic

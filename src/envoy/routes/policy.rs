@@ -1,7 +1,6 @@
 //! What a rule adds to a forwarding route besides filters on headers and paths: request mirrors
 //! (`request_mirror_policies`), the request timeout (`timeout`), retries and the per-try timeout
-//! (`retry_policy`), the CORS policy (per-route config of the CORS HTTP filter, which the connection
-//! manager then runs: `listeners`), and the rule name (route metadata).
+//! (`retry_policy`), and the rule name (route metadata).
 //!
 //! Timeouts. `request` is the route `timeout` (`0s` disables it, which is Envoy's 0). `backendRequest`
 //! is the retry policy's `per_try_timeout` (a policy with no retries when the rule has none: Envoy applies
@@ -18,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use crate::envoy::pb::{core, cors_filter, ext, matcher, protobuf, route, types};
+use crate::envoy::pb::{core, protobuf, route, types};
 use crate::envoy::{clusters::METADATA_NAMESPACE, duration_ms};
 use crate::ir;
 
@@ -100,51 +99,6 @@ fn retry_policy(retry: Option<&ir::Retry>, per_try_ms: Option<u64>) -> route::Re
     p
 }
 
-/// The per-route CORS policy. Envoy answers `Access-Control-Allow-Origin` with the request's own origin
-/// whenever it matches, never `*`, which is what Gateway API requires of a credentialed request and
-/// allows otherwise; `*` as the methods or headers list makes Envoy echo what the preflight asked for.
-/// Origins: `*` → any, an exact origin → exact, a host starting with `*` → an RE2 regex where `*` is
-/// any run of characters (Gateway API: greedy to the left, across labels).
-pub(super) fn cors(c: &ir::Cors) -> (String, protobuf::Any) {
-    use matcher::string_matcher::MatchPattern;
-    let origin = |o: &String| {
-        let pattern = if o == "*" {
-            MatchPattern::SafeRegex(regex(".*"))
-        } else if let Some((scheme, host)) = o.split_once("://")
-            && let Some(rest) = host.strip_prefix('*')
-        {
-            MatchPattern::SafeRegex(regex(&format!(
-                "{}://.*{}",
-                ::regex::escape(scheme),
-                ::regex::escape(rest)
-            )))
-        } else {
-            MatchPattern::Exact(o.clone())
-        };
-        matcher::StringMatcher {
-            match_pattern: Some(pattern),
-            ..Default::default()
-        }
-    };
-    let policy = cors_filter::CorsPolicy {
-        allow_origin_string_match: c.allow_origins.iter().map(origin).collect(),
-        allow_methods: c.allow_methods.join(","),
-        allow_headers: c.allow_headers.join(","),
-        expose_headers: c.expose_headers.join(","),
-        max_age: c.max_age_seconds.to_string(),
-        allow_credentials: c.allow_credentials.then_some(protobuf::BoolValue { value: true }),
-        ..Default::default()
-    };
-    (ext::CORS_FILTER.to_string(), envoy_types::util::pack_any(policy))
-}
-
-fn regex(re: &str) -> matcher::RegexMatcher {
-    matcher::RegexMatcher {
-        regex: re.to_string(),
-        ..Default::default()
-    }
-}
-
 /// `pier.dev: {rule: <name>}` for a named rule, so `/config_dump` leads from a route to its rule.
 pub(super) fn rule_metadata(f: &ir::RouteFilters) -> Option<core::Metadata> {
     use protobuf::value::Kind;
@@ -216,23 +170,5 @@ mod tests {
         );
         assert_eq!(p.retriable_status_codes, vec![500]);
         assert_eq!(p.retry_back_off.unwrap().base_interval, Some(duration_ms(1)));
-    }
-
-    #[test]
-    fn wildcard_origins_are_regexes() {
-        let c = ir::Cors {
-            allow_origins: vec!["https://*.bar.com".into(), "*".into(), "https://www.foo.com".into()],
-            ..Default::default()
-        };
-        let (_, any) = cors(&c);
-        let p: cors_filter::CorsPolicy = prost::Message::decode(any.value.as_slice()).unwrap();
-        let patterns: Vec<String> = p
-            .allow_origin_string_match
-            .iter()
-            .map(|m| format!("{:?}", m.match_pattern.as_ref().unwrap()))
-            .collect();
-        assert!(patterns[0].contains(r#"https://.*\\.bar\\.com"#), "{patterns:?}");
-        assert!(patterns[1].contains(r#"".*""#), "{patterns:?}");
-        assert!(patterns[2].starts_with("Exact"), "{patterns:?}");
     }
 }
