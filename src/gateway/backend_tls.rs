@@ -7,24 +7,28 @@
 //! applies even if it is invalid — an invalid policy makes its traffic fail with a 5xx, never fall back
 //! to plaintext. Policies targeting a Backend kind are refused: the GEP gives Backends inline TLS.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;
 
-use super::backends::Ctx;
-use super::conditions::{self, Condition, Problem, reason};
+use super::MAX_POLICY_ANCESTORS;
+use super::backends::{Backends, Ctx};
+use super::conditions::{
+    Condition, PolicyCondition, PolicyProblem, PolicyReason as Reason, PolicyType as Type, Problem,
+};
+use super::status::{ObjectStatus, ParentRef, PolicyAncestorStatus, StatusBody};
 use super::tls::{self, SecretSet};
 use crate::api::consts::{
     CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP,
 };
 use crate::ir;
 use crate::ir::names::BackendKind;
-use crate::model::ObjectKey;
+use crate::model::{Model, ObjectKey};
 
 #[derive(Debug, Default)]
 pub struct PolicyVerdict {
     pub generation: i64,
-    pub problems: Vec<Problem>,
+    pub problems: Vec<PolicyProblem>,
     /// Lost a conflict on at least one target.
     pub conflicted_by: Option<ObjectKey>,
     /// Trust/SNI/SANs when valid.
@@ -32,7 +36,7 @@ pub struct PolicyVerdict {
     pub secrets: SecretSet,
     /// Problems with individual targetRefs (missing Service, a Backend kind): those targets are
     /// ignored; the policy still applies to its valid targets.
-    pub target_problems: Vec<Problem>,
+    pub target_problems: Vec<PolicyProblem>,
     pub valid_targets: usize,
     /// Every target of a kind routes can reference, found or not: the Gateways whose routes use one
     /// of them are the policy's status ancestors.
@@ -66,7 +70,7 @@ impl PolicyIndex {
                                 .push(policy);
                         } else {
                             verdict.target_problems.push(Problem::accepted(
-                                reason::TARGET_NOT_FOUND,
+                                Reason::TargetNotFound,
                                 format!("{field}: Service {target} not found"),
                             ));
                         }
@@ -80,7 +84,7 @@ impl PolicyIndex {
                         };
                         verdict.targets.extend(bk.map(|bk| (bk, target.clone())));
                         verdict.target_problems.push(Problem::accepted(
-                            reason::INVALID,
+                            Reason::Invalid,
                             format!(
                                 "{field}: a BackendTLSPolicy cannot target {} {kind} ({group}); set spec.tls on the Backend itself",
                                 super::backends::article(kind)
@@ -88,7 +92,7 @@ impl PolicyIndex {
                         ));
                     }
                     (g, k) => verdict.target_problems.push(Problem::accepted(
-                        reason::INVALID,
+                        Reason::Invalid,
                         format!(
                             "{field}: target kind {}/{k} is not supported; use a core Service",
                             if g.is_empty() { "core" } else { g }
@@ -121,61 +125,41 @@ impl PolicyIndex {
     }
 
     /// Accepted / ResolvedRefs of one policy.
-    pub fn conditions(v: &PolicyVerdict) -> Vec<Condition> {
+    pub fn conditions(v: &PolicyVerdict) -> Vec<PolicyCondition> {
         let g = v.generation;
         let accepted = if let Some(winner) = &v.conflicted_by {
             Condition::fail(
-                conditions::ACCEPTED,
-                reason::CONFLICTED,
+                Type::Accepted,
+                Reason::Conflicted,
                 format!(
                     "BackendTLSPolicy {winner} targets the same Service and section and takes precedence (older, or first by namespace/name)"
                 ),
                 g,
             )
-        } else if let Some(p) = v.problems.iter().find(|p| p.type_ == conditions::ACCEPTED) {
-            Condition::fail(
-                conditions::ACCEPTED,
-                p.reason,
-                join(&v.problems, conditions::ACCEPTED),
-                g,
-            )
+        } else if let Some(p) = v.problems.iter().find(|p| p.type_ == Type::Accepted) {
+            Condition::fail(Type::Accepted, p.reason, join(&v.problems, Type::Accepted), g)
         } else if v.valid_targets == 0
             && let Some(p) = v.target_problems.first()
         {
-            Condition::fail(
-                conditions::ACCEPTED,
-                p.reason,
-                join(&v.target_problems, conditions::ACCEPTED),
-                g,
-            )
+            Condition::fail(Type::Accepted, p.reason, join(&v.target_problems, Type::Accepted), g)
         } else if v.target_problems.is_empty() {
-            Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Policy accepted", g)
+            Condition::ok(Type::Accepted, Reason::Accepted, "Policy accepted", g)
         } else {
             let msg = format!(
                 "Policy accepted for its Service targets; ignored: {}",
-                join(&v.target_problems, conditions::ACCEPTED)
+                join(&v.target_problems, Type::Accepted)
             );
-            Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, msg, g)
+            Condition::ok(Type::Accepted, Reason::Accepted, msg, g)
         };
-        let refs = match v.problems.iter().find(|p| p.type_ == conditions::RESOLVED_REFS) {
-            Some(p) => Condition::fail(
-                conditions::RESOLVED_REFS,
-                p.reason,
-                join(&v.problems, conditions::RESOLVED_REFS),
-                g,
-            ),
-            None => Condition::ok(
-                conditions::RESOLVED_REFS,
-                reason::RESOLVED_REFS,
-                "All references resolved",
-                g,
-            ),
+        let refs = match v.problems.iter().find(|p| p.type_ == Type::ResolvedRefs) {
+            Some(p) => Condition::fail(Type::ResolvedRefs, p.reason, join(&v.problems, Type::ResolvedRefs), g),
+            None => Condition::ok(Type::ResolvedRefs, Reason::ResolvedRefs, "All references resolved", g),
         };
         vec![accepted, refs]
     }
 }
 
-fn join(problems: &[Problem], ty: &str) -> String {
+fn join(problems: &[PolicyProblem], ty: Type) -> String {
     problems
         .iter()
         .filter(|p| p.type_ == ty)
@@ -192,19 +176,64 @@ fn key_of(p: &BackendTlsPolicy) -> ObjectKey {
 }
 
 fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, policy: &BackendTlsPolicy) -> PolicyVerdict {
-    let out = tls::resolve_validation(
+    let site = tls::Site {
+        namespace: &key.namespace,
+        owner: ("backendtlspolicy", &key.namespace, &key.name),
+        field: "spec.validation",
+    };
+    let mut problems = Vec::new();
+    let validated = tls::resolve_validation(
         ctx.model,
         &ctx.opts.system_ca_path,
-        &key.namespace,
+        site,
         &policy.spec.validation,
-        ("backendtlspolicy", &key.namespace, &key.name),
-        "spec.validation",
+        &mut problems,
     );
+    let (tls, secrets) = match validated {
+        Ok(v) => (Some(v.tls), v.secrets),
+        Err(p) => {
+            problems.push(p);
+            (None, SecretSet::new())
+        }
+    };
     PolicyVerdict {
         generation: policy.metadata.generation.unwrap_or(0),
-        problems: out.problems,
-        tls: out.tls,
-        secrets: out.secrets,
+        problems: problems.into_iter().map(Problem::widen).collect(),
+        tls,
+        secrets,
         ..Default::default()
     }
+}
+
+/// `status.ancestors` of every policy: one entry per Gateway whose routes use one of its targets.
+pub fn statuses(model: &Model, backends: &Backends<'_>, controller: &str) -> Vec<ObjectStatus> {
+    let mut out = Vec::new();
+    for (key, verdict) in &backends.policies.verdicts {
+        let ancestors: BTreeSet<&ObjectKey> = verdict
+            .targets
+            .iter()
+            .filter_map(|t| backends.referenced_by.get(t))
+            .flatten()
+            .collect();
+        if ancestors.is_empty() || !model.backend_tls_policies.contains_key(key) {
+            continue;
+        }
+        let conditions = PolicyIndex::conditions(verdict);
+        let ancestors = ancestors
+            .into_iter()
+            .take(MAX_POLICY_ANCESTORS)
+            .map(|gw| PolicyAncestorStatus {
+                ancestor_ref: ParentRef::gateway(gw, None, None),
+                controller_name: controller.to_string(),
+                conditions: conditions.clone(),
+            })
+            .collect();
+        out.push(ObjectStatus::new(
+            "gateway.networking.k8s.io/v1",
+            "BackendTLSPolicy",
+            key,
+            StatusBody::Policy { ancestors },
+        ));
+    }
+    out
 }

@@ -2,10 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::json;
-
-use super::conditions::{self, Condition, reason};
-use super::status::{self, ObjectStatus};
+use super::conditions::{ClassReason, ClassType, Condition};
+use super::status::{ObjectStatus, StatusBody};
 use crate::model::Model;
 use crate::options::Options;
 
@@ -21,8 +19,8 @@ pub fn process(model: &Model, opts: &Options) -> (BTreeSet<String>, Vec<ObjectSt
         let g = class.metadata.generation.unwrap_or(0);
         let accepted = if let Some(p) = &class.spec.parameters_ref {
             Condition::fail(
-                conditions::ACCEPTED,
-                reason::INVALID_PARAMETERS,
+                ClassType::Accepted,
+                ClassReason::InvalidParameters,
                 format!(
                     "spec.parametersRef ({} {}): pier takes no GatewayClass parameters",
                     p.kind, p.name
@@ -32,8 +30,8 @@ pub fn process(model: &Model, opts: &Options) -> (BTreeSet<String>, Vec<ObjectSt
         } else {
             ours.insert(key.name.clone());
             Condition::ok(
-                conditions::ACCEPTED,
-                reason::ACCEPTED,
+                ClassType::Accepted,
+                ClassReason::Accepted,
                 "GatewayClass accepted by pier",
                 g,
             )
@@ -42,7 +40,9 @@ pub fn process(model: &Model, opts: &Options) -> (BTreeSet<String>, Vec<ObjectSt
             "gateway.networking.k8s.io/v1",
             crate::api::consts::KIND_GATEWAY_CLASS,
             key,
-            json!({ "conditions": status::conditions(&[accepted]) }),
+            StatusBody::GatewayClass {
+                conditions: vec![accepted],
+            },
         ));
     }
     (ours, statuses)

@@ -13,7 +13,7 @@ use gateway_api::apis::standard::gateways::{
     Gateway, GatewayTlsFrontendDefaultValidation, GatewayTlsFrontendDefaultValidationMode as Mode,
 };
 
-use super::conditions::reason;
+use super::conditions::ListenerReason;
 use super::refs;
 use super::tls::{self, CaRef};
 use crate::api::consts::{CA_CERT_KEY, CORE_GROUP, KIND_CONFIGMAP, KIND_SECRET};
@@ -27,7 +27,7 @@ pub struct PortValidation {
     /// The trust bundle and mode, when at least one reference is valid.
     pub validation: Option<(ir::ClientValidation, ir::Secret)>,
     /// One (reason, message) per invalid reference, in reference order.
-    pub problems: Vec<(&'static str, String)>,
+    pub problems: Vec<(ListenerReason, String)>,
 }
 
 impl PortValidation {
@@ -97,7 +97,7 @@ fn resolve(model: &Model, gw: &ObjectKey, w: &Written) -> PortValidation {
         let ns = namespace.clone().unwrap_or_else(|| gw.namespace.clone());
         if group != CORE_GROUP || (kind != KIND_CONFIGMAP && kind != KIND_SECRET) {
             problems.push((
-                reason::INVALID_CA_CERTIFICATE_KIND,
+                ListenerReason::InvalidCACertificateKind,
                 format!(
                     "{at}: kind {}/{kind} is not supported (core ConfigMap or Secret)",
                     if group.is_empty() { "core" } else { group }
@@ -107,7 +107,7 @@ fn resolve(model: &Model, gw: &ObjectKey, w: &Written) -> PortValidation {
         }
         if !refs::gateway_may_use(model, gw, kind, &ns, name) {
             problems.push((
-                reason::REF_NOT_PERMITTED,
+                ListenerReason::RefNotPermitted,
                 format!("{at}: {kind} {ns}/{name} is in another namespace and no ReferenceGrant allows it"),
             ));
             continue;
@@ -125,8 +125,8 @@ fn resolve(model: &Model, gw: &ObjectKey, w: &Written) -> PortValidation {
                     pems.push((kind.to_ascii_lowercase(), format!("{ns}/{name}"), pem));
                 }
             }
-            (None, Some(p)) => problems.push((reason::INVALID_CA_CERTIFICATE_REF, format!("{at}: {}", p.message))),
-            (None, None) => problems.push((reason::INVALID_CA_CERTIFICATE_REF, format!("{at}: no certificate"))),
+            (None, Some(p)) => problems.push((ListenerReason::InvalidCACertificateRef, format!("{at}: {}", p.message))),
+            (None, None) => problems.push((ListenerReason::InvalidCACertificateRef, format!("{at}: no certificate"))),
         }
     }
     let validation = (!pems.is_empty()).then(|| {
@@ -218,13 +218,13 @@ spec:
 
         // Cross-namespace without a grant, an unknown kind and a ConfigMap without ca.crt: all invalid.
         let p = for_port(&m, &key, &gw, 8443).expect("per-port applies");
-        let reasons: Vec<&str> = p.problems.iter().map(|(r, _)| *r).collect();
+        let reasons: Vec<ListenerReason> = p.problems.iter().map(|(r, _)| *r).collect();
         assert_eq!(
             reasons,
             vec![
-                reason::REF_NOT_PERMITTED,
-                reason::INVALID_CA_CERTIFICATE_KIND,
-                reason::INVALID_CA_CERTIFICATE_REF
+                ListenerReason::RefNotPermitted,
+                ListenerReason::InvalidCACertificateKind,
+                ListenerReason::InvalidCACertificateRef
             ]
         );
         assert!(p.none_valid());

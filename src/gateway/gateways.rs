@@ -12,14 +12,12 @@
 //!   `ListenersNotValid` as soon as one is not programmable (conflicted, unsupported, without a
 //!   usable certificate); `Programmed=True` while at least one listener is programmed.
 
-use gateway_api::apis::standard::gateways::Gateway;
-use serde_json::json;
-
-use super::conditions::{self, Condition, Status, reason};
+use super::conditions::{Condition, GatewayCondition, GatewayReason as Reason, GatewayType as Type, Status};
 use super::listeners::{self, ListenerInfo};
-use super::status::{self, ObjectStatus};
+use super::status::{ObjectStatus, StatusBody};
 use crate::api::consts::KIND_GATEWAY;
 use crate::model::ObjectKey;
+use gateway_api::apis::standard::gateways::Gateway;
 
 /// Address types Gateway API defines (`GatewayAddress.Type`); the default is `IPAddress`.
 const ADDRESS_TYPES: [&str; 3] = ["IPAddress", "Hostname", "NamedAddress"];
@@ -28,8 +26,8 @@ const ADDRESS_TYPES: [&str; 3] = ["IPAddress", "Hostname", "NamedAddress"];
 /// message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    pub type_: &'static str,
-    pub reason: &'static str,
+    pub type_: Type,
+    pub reason: Reason,
     pub message: String,
 }
 
@@ -38,8 +36,8 @@ pub fn refusal(gw: &Gateway) -> Option<Refusal> {
     let refuse = |type_, reason, message: String| Refusal { type_, reason, message };
     if let Some(p) = gw.spec.infrastructure.as_ref().and_then(|i| i.parameters_ref.as_ref()) {
         return Some(refuse(
-            conditions::ACCEPTED,
-            reason::INVALID_PARAMETERS,
+            Type::Accepted,
+            Reason::InvalidParameters,
             format!(
                 "spec.infrastructure.parametersRef ({}/{} {:?}): pier takes no Gateway parameters",
                 p.group, p.kind, p.name
@@ -51,8 +49,8 @@ pub fn refusal(gw: &Gateway) -> Option<Refusal> {
         let ty = a.r#type.as_deref().unwrap_or(ADDRESS_TYPES[0]);
         if !ADDRESS_TYPES.contains(&ty) {
             return Some(refuse(
-                conditions::ACCEPTED,
-                reason::UNSUPPORTED_ADDRESS,
+                Type::Accepted,
+                Reason::UnsupportedAddress,
                 format!("spec.addresses[{i}]: address type {ty:?} is not supported"),
             ));
         }
@@ -60,15 +58,15 @@ pub fn refusal(gw: &Gateway) -> Option<Refusal> {
     let (i, a) = addresses.iter().enumerate().next()?;
     Some(match a.value.as_deref().filter(|v| !v.is_empty()) {
         None => refuse(
-            conditions::PROGRAMMED,
-            reason::ADDRESS_NOT_ASSIGNED,
+            Type::Programmed,
+            Reason::AddressNotAssigned,
             format!(
                 "spec.addresses[{i}]: pier does not assign Gateway addresses; the proxies' addresses are set where they are deployed"
             ),
         ),
         Some(v) => refuse(
-            conditions::PROGRAMMED,
-            reason::ADDRESS_NOT_USABLE,
+            Type::Programmed,
+            Reason::AddressNotUsable,
             format!(
                 "spec.addresses[{i}]: pier cannot bind the Gateway to {v:?}; the proxies' addresses are set where they are deployed"
             ),
@@ -78,7 +76,7 @@ pub fn refusal(gw: &Gateway) -> Option<Refusal> {
 
 /// The Gateway's status: its conditions (`refs` is the `ResolvedRefs` condition of
 /// `spec.tls.backend`) and one entry per listener.
-pub fn status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], refs: Condition) -> ObjectStatus {
+pub fn status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], refs: GatewayCondition) -> ObjectStatus {
     let g = gw.metadata.generation.unwrap_or(0);
     let refusal = refusal(gw);
     let programmed = listeners.iter().filter(|l| l.programmable).count();
@@ -92,11 +90,9 @@ pub fn status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], refs: C
         .map(|l| l.name.as_str())
         .collect();
     let accepted = match &refusal {
-        Some(r) if r.type_ == conditions::ACCEPTED => {
-            Condition::fail(conditions::ACCEPTED, r.reason, r.message.clone(), g)
-        }
+        Some(r) if r.type_ == Type::Accepted => Condition::fail(Type::Accepted, r.reason, r.message.clone(), g),
         _ if invalid.is_empty() || refusal.is_some() => {
-            Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Gateway accepted", g)
+            Condition::ok(Type::Accepted, Reason::Accepted, "Gateway accepted", g)
         }
         _ => {
             let valid: Vec<&str> = listeners
@@ -118,40 +114,28 @@ pub fn status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], refs: C
             } else {
                 Status::False
             };
-            Condition::new(conditions::ACCEPTED, status, reason::LISTENERS_NOT_VALID, msg, g)
+            Condition::new(Type::Accepted, status, Reason::ListenersNotValid, msg, g)
         }
     };
     let prog = match &refusal {
-        Some(r) if r.type_ == conditions::PROGRAMMED => {
-            Condition::fail(conditions::PROGRAMMED, r.reason, r.message.clone(), g)
-        }
-        Some(_) => Condition::fail(
-            conditions::PROGRAMMED,
-            reason::INVALID,
-            "the Gateway is not accepted",
-            g,
-        ),
+        Some(r) if r.type_ == Type::Programmed => Condition::fail(Type::Programmed, r.reason, r.message.clone(), g),
+        Some(_) => Condition::fail(Type::Programmed, Reason::Invalid, "the Gateway is not accepted", g),
         None if programmed > 0 || listeners.is_empty() => Condition::ok(
-            conditions::PROGRAMMED,
-            reason::PROGRAMMED,
+            Type::Programmed,
+            Reason::Programmed,
             "Configuration is served to the Gateway's proxies",
             g,
         ),
-        None => Condition::fail(
-            conditions::PROGRAMMED,
-            reason::INVALID,
-            "no listener can be programmed",
-            g,
-        ),
+        None => Condition::fail(Type::Programmed, Reason::Invalid, "no listener can be programmed", g),
     };
     ObjectStatus::new(
         "gateway.networking.k8s.io/v1",
         KIND_GATEWAY,
         key,
-        json!({
-            "conditions": status::conditions(&[accepted, prog, refs]),
-            "listeners": listeners.iter().map(listeners::status).collect::<Vec<_>>(),
-        }),
+        StatusBody::Gateway {
+            conditions: vec![accepted, prog, refs],
+            listeners: listeners.iter().map(listeners::status).collect(),
+        },
     )
 }
 
@@ -159,7 +143,7 @@ pub fn status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], refs: C
 mod tests {
     use super::*;
 
-    fn refusal_of(spec_extra: &str) -> Option<(&'static str, &'static str)> {
+    fn refusal_of(spec_extra: &str) -> Option<(Type, Reason)> {
         let gw: Gateway = serde_yaml::from_str(&format!(
             "
 metadata: {{name: gw, namespace: ns}}
@@ -174,38 +158,38 @@ spec:
 
     #[test]
     fn refusal_table() {
-        let accepted = conditions::ACCEPTED;
-        let programmed = conditions::PROGRAMMED;
+        let accepted = Type::Accepted;
+        let programmed = Type::Programmed;
         let table = [
             ("", None),
             ("  addresses: []", None),
             (
                 "  infrastructure: {parametersRef: {group: invalid.io, kind: InvalidParameters, name: x}}",
-                Some((accepted, reason::INVALID_PARAMETERS)),
+                Some((accepted, Reason::InvalidParameters)),
             ),
             // Infrastructure labels alone are no parameters.
             ("  infrastructure: {labels: {a: b}}", None),
             (
                 "  addresses: [{type: test/fake-invalid-type, value: x}, {type: IPAddress, value: 192.0.2.1}]",
-                Some((accepted, reason::UNSUPPORTED_ADDRESS)),
+                Some((accepted, Reason::UnsupportedAddress)),
             ),
             // GatewayStaticAddresses, later steps: IP addresses pier cannot bind.
             (
                 "  addresses: [{type: IPAddress, value: 198.51.100.7}, {type: IPAddress, value: 192.0.2.7}]",
-                Some((programmed, reason::ADDRESS_NOT_USABLE)),
+                Some((programmed, Reason::AddressNotUsable)),
             ),
             (
                 "  addresses: [{value: 192.0.2.7}]",
-                Some((programmed, reason::ADDRESS_NOT_USABLE)),
+                Some((programmed, Reason::AddressNotUsable)),
             ),
             (
                 "  addresses: [{type: Hostname, value: gw.example.com}]",
-                Some((programmed, reason::ADDRESS_NOT_USABLE)),
+                Some((programmed, Reason::AddressNotUsable)),
             ),
             // GatewayOptionalAddressValue: nothing pier could assign.
             (
                 "  addresses: [{type: IPAddress}]",
-                Some((programmed, reason::ADDRESS_NOT_ASSIGNED)),
+                Some((programmed, Reason::AddressNotAssigned)),
             ),
         ];
         for (extra, want) in table {

@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use gateway_api::apis::standard::gateways::Gateway;
 use gateway_api::apis::standard::httproutes::HttpRoute;
-use serde_json::json;
 
 pub mod backend_tls;
 pub mod backends;
@@ -36,33 +35,70 @@ pub mod tls;
 mod vhosts;
 
 use backends::{Backends, Ctx};
-use conditions::{Condition, reason};
+use conditions::{Condition, GatewayCondition, GatewayReason, GatewayType};
 use listeners::{ListenerInfo, Protocol};
 use routes::{Entry, RouteKind};
-use status::ObjectStatus;
+use status::{ObjectStatus, RouteParentStatus, StatusBody};
 use vhosts::virtual_hosts;
 
 use crate::api::consts::{CORE_GROUP, KIND_SECRET};
 use crate::ir;
-use crate::ir::names::{self, BackendKind};
+use crate::ir::names;
 use crate::model::{Model, ObjectKey};
 use crate::options::Options;
 
 /// Gateway API caps (`RouteStatus.parents`, `PolicyStatus.ancestors`).
-const MAX_ROUTE_PARENTS: usize = 32;
-const MAX_POLICY_ANCESTORS: usize = 16;
+pub(crate) const MAX_ROUTE_PARENTS: usize = 32;
+pub(crate) const MAX_POLICY_ANCESTORS: usize = 16;
 
 /// Translates the model into per-Gateway IR and the status of every object pier has a say on.
 pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
     let ctx = Ctx { model, opts };
     let (classes, mut statuses) = classes::process(model, opts);
     let mut backends = Backends::new(ctx);
-
-    // Routes of both kinds in Gateway API precedence order (oldest first, then namespace/name): the
-    // order also decides which of an HTTPRoute and a GRPCRoute keeps a shared hostname.
     let grpc_forms: BTreeMap<&ObjectKey, (HttpRoute, grpc::GrpcInfo)> =
         model.grpc_routes.iter().map(|(k, r)| (k, grpc::to_http(r))).collect();
-    let mut all_routes: Vec<(RouteKind, &ObjectKey, &HttpRoute, Option<&grpc::GrpcInfo>)> = model
+    let routes = routes_in_order(model, &grpc_forms);
+    let mut out = ir::Ir::default();
+    let mut route_parents: BTreeMap<(RouteKind, ObjectKey), Vec<RouteParentStatus>> = BTreeMap::new();
+    for (gw_key, gw) in &model.gateways {
+        if !classes.contains(&gw.spec.gateway_class_name) {
+            continue;
+        }
+        let (gir, status) = gateway(ctx, &mut backends, gw_key, gw, &routes, &mut route_parents);
+        statuses.push(status);
+        out.gateways.insert(gw_key.to_string(), gir);
+    }
+    for ((kind, key), mut parents) in route_parents {
+        if parents.is_empty() {
+            continue;
+        }
+        parents.truncate(MAX_ROUTE_PARENTS);
+        let body = StatusBody::Route { parents };
+        statuses.push(ObjectStatus::new(
+            "gateway.networking.k8s.io/v1",
+            kind.name(),
+            &key,
+            body,
+        ));
+    }
+    statuses.extend(backends::verdict::statuses(&backends, &opts.controller_name));
+    statuses.extend(backend_tls::statuses(model, &backends, &opts.controller_name));
+    statuses.sort_by_key(ObjectStatus::sort_key);
+    (out, statuses)
+}
+
+/// A route of either kind, as attached: its kind, key, HTTPRoute form and (GRPCRoute) what that form
+/// cannot say.
+type RouteItem<'a> = (RouteKind, &'a ObjectKey, &'a HttpRoute, Option<&'a grpc::GrpcInfo>);
+
+/// Routes of both kinds in Gateway API precedence order (oldest first, then namespace/name): the order
+/// also decides which of an HTTPRoute and a GRPCRoute keeps a shared hostname.
+fn routes_in_order<'a>(
+    model: &'a Model,
+    grpc_forms: &'a BTreeMap<&'a ObjectKey, (HttpRoute, grpc::GrpcInfo)>,
+) -> Vec<RouteItem<'a>> {
+    let mut all: Vec<RouteItem<'a>> = model
         .http_routes
         .iter()
         .map(|(k, r)| (RouteKind::Http, k, r.as_ref(), None))
@@ -72,72 +108,60 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
                 .map(|(k, (r, info))| (RouteKind::Grpc, *k, r, Some(info))),
         )
         .collect();
-    all_routes.sort_by(|a, b| order::oldest_first(&a.2.metadata, &b.2.metadata).then(a.0.cmp(&b.0)));
+    all.sort_by(|a, b| order::oldest_first(&a.2.metadata, &b.2.metadata).then(a.0.cmp(&b.0)));
+    all
+}
 
-    let mut out = ir::Ir::default();
-    let mut route_parents: BTreeMap<(RouteKind, ObjectKey), Vec<serde_json::Value>> = BTreeMap::new();
-    for (gw_key, gw) in &model.gateways {
-        if !classes.contains(&gw.spec.gateway_class_name) {
-            continue;
-        }
-        let mut secrets = tls::SecretSet::new();
-        let mut listeners = listeners::process(model, gw_key, gw, &mut secrets);
-        let (client_cert, cert_condition) = gateway_client_cert(model, gw_key, gw, &mut secrets);
-        let scope = routes::Scope {
-            model,
-            gateway: gw_key,
-            client_cert: client_cert.as_deref(),
-            controller: &opts.controller_name,
+/// One Gateway's IR and status; each route's status entries for this Gateway go to `route_parents`.
+fn gateway(
+    ctx: Ctx<'_>,
+    backends: &mut Backends<'_>,
+    gw_key: &ObjectKey,
+    gw: &Gateway,
+    routes: &[RouteItem<'_>],
+    route_parents: &mut BTreeMap<(RouteKind, ObjectKey), Vec<RouteParentStatus>>,
+) -> (ir::GatewayIr, ObjectStatus) {
+    let model = ctx.model;
+    let mut secrets = tls::SecretSet::new();
+    let mut listeners = listeners::process(model, gw_key, gw, &mut secrets);
+    let (client_cert, cert_condition) = gateway_client_cert(model, gw_key, gw, &mut secrets);
+    let scope = routes::Scope {
+        model,
+        gateway: gw_key,
+        client_cert: client_cert.as_deref(),
+        controller: &ctx.opts.controller_name,
+    };
+    let mut sink = routes::Sink::default();
+    for (order, (kind, key, route, grpc)) in routes.iter().enumerate() {
+        let r = routes::RouteRef {
+            key,
+            kind: *kind,
+            route,
+            grpc: *grpc,
+            order,
         };
-        let mut sink = routes::Sink::default();
-        for (order, (kind, key, route, grpc)) in all_routes.iter().enumerate() {
-            let r = routes::RouteRef {
-                key,
-                kind: *kind,
-                route,
-                grpc: *grpc,
-                order,
-            };
-            let parents = routes::attach(&scope, &mut backends, r, &mut listeners, &mut sink);
-            route_parents
-                .entry((*kind, (*key).clone()))
-                .or_default()
-                .extend(parents);
-        }
-        let mut gir = ir::GatewayIr {
-            namespace: gw_key.namespace.clone(),
-            name: gw_key.name.clone(),
-            ..Default::default()
-        };
-        for t in sink.targets {
-            secrets.extend(t.secrets);
-            gir.clusters.insert(t.cluster.name.clone(), t.cluster);
-        }
-        gir.listeners = envoy_listeners(opts, gw_key, &listeners, &sink.entries);
-        // Only secrets something references are served (a listener certificate of an unprogrammed
-        // listener, or an unused client certificate, stays out).
-        let used = used_secrets(&gir);
-        gir.secrets = secrets.into_iter().filter(|(k, _)| used.contains(k)).collect();
-        statuses.push(gateway_status(gw_key, gw, &listeners, cert_condition));
-        out.gateways.insert(gw_key.to_string(), gir);
+        let parents = routes::attach(&scope, backends, r, &mut listeners, &mut sink);
+        route_parents
+            .entry((*kind, (*key).clone()))
+            .or_default()
+            .extend(parents);
     }
-
-    for ((kind, key), mut parents) in route_parents {
-        if parents.is_empty() {
-            continue;
-        }
-        parents.truncate(MAX_ROUTE_PARENTS);
-        statuses.push(ObjectStatus::new(
-            "gateway.networking.k8s.io/v1",
-            kind.name(),
-            &key,
-            json!({ "parents": parents }),
-        ));
+    let mut gir = ir::GatewayIr {
+        namespace: gw_key.namespace.clone(),
+        name: gw_key.name.clone(),
+        ..Default::default()
+    };
+    for t in sink.targets {
+        secrets.extend(t.secrets);
+        gir.clusters.insert(t.cluster.name.clone(), t.cluster);
     }
-    statuses.extend(backend_statuses(&backends, &opts.controller_name));
-    statuses.extend(policy_statuses(model, &backends, &opts.controller_name));
-    statuses.sort_by_key(ObjectStatus::sort_key);
-    (out, statuses)
+    gir.listeners = envoy_listeners(ctx.opts, gw_key, &listeners, &sink.entries);
+    // Only secrets something references are served (a listener certificate of an unprogrammed
+    // listener, or an unused client certificate, stays out).
+    let used = used_secrets(&gir);
+    gir.secrets = secrets.into_iter().filter(|(k, _)| used.contains(k)).collect();
+    let status = gateways::status(gw_key, gw, &listeners, cert_condition);
+    (gir, status)
 }
 
 /// The Gateway's `spec.tls.backend.clientCertificateRef`: the SDS name to present upstream (if valid)
@@ -147,11 +171,11 @@ fn gateway_client_cert(
     key: &ObjectKey,
     gw: &Gateway,
     secrets: &mut tls::SecretSet,
-) -> (Option<String>, Condition) {
+) -> (Option<String>, GatewayCondition) {
     let g = gw.metadata.generation.unwrap_or(0);
     let ok = Condition::ok(
-        conditions::RESOLVED_REFS,
-        reason::RESOLVED_REFS,
+        GatewayType::ResolvedRefs,
+        GatewayReason::ResolvedRefs,
         "All references resolved",
         g,
     );
@@ -171,8 +195,8 @@ fn gateway_client_cert(
         return (
             None,
             Condition::fail(
-                conditions::RESOLVED_REFS,
-                reason::REF_NOT_PERMITTED,
+                GatewayType::ResolvedRefs,
+                GatewayReason::RefNotPermitted,
                 format!(
                     "spec.tls.backend.clientCertificateRef: Secret {ns}/{} is in another namespace and no ReferenceGrant allows it",
                     r.name
@@ -183,25 +207,21 @@ fn gateway_client_cert(
     }
     let mut sref = r.clone();
     sref.namespace = Some(ns.clone());
-    match tls::resolve_tls_secret(model, &ns, &sref, tls::CertRefUse::Client) {
+    match tls::resolve_tls_secret(model, &ns, &sref) {
         Ok((name, secret)) => {
             secrets.insert(name.clone(), secret);
             (Some(name), ok)
         }
-        Err(p) => (
+        Err(msg) => (
             None,
             Condition::fail(
-                conditions::RESOLVED_REFS,
-                p.reason,
-                format!("spec.tls.backend.clientCertificateRef: {}", p.message),
+                GatewayType::ResolvedRefs,
+                GatewayReason::InvalidClientCertificateRef,
+                format!("spec.tls.backend.clientCertificateRef: {msg}"),
                 g,
             ),
         ),
     }
-}
-
-fn gateway_status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], refs: Condition) -> ObjectStatus {
-    gateways::status(key, gw, listeners, refs)
 }
 
 /// Groups programmable listeners by port into Envoy listeners with their virtual hosts.
@@ -270,67 +290,4 @@ fn used_secrets(g: &ir::GatewayIr) -> BTreeSet<String> {
         }
     }
     used
-}
-
-fn backend_statuses(backends: &Backends<'_>, controller: &str) -> Vec<ObjectStatus> {
-    let mut out = Vec::new();
-    for (kind, key, conds) in backends.object_conditions() {
-        let (api, kind_name) = match kind {
-            BackendKind::XBackend => ("gateway.networking.x-k8s.io/v1alpha1", "XBackend"),
-            BackendKind::Backend => ("gateway.networking.k8s.io/v1alpha1", "Backend"),
-            BackendKind::EgBackend => {
-                // Envoy Gateway's Backend has plain `status.conditions`, reported whether used or not.
-                let accepted: Vec<Condition> = conds.into_iter().filter(|c| c.type_ == conditions::ACCEPTED).collect();
-                out.push(ObjectStatus::new(
-                    "gateway.envoyproxy.io/v1alpha1",
-                    "Backend",
-                    key,
-                    json!({ "conditions": status::conditions(&accepted) }),
-                ));
-                continue;
-            }
-            BackendKind::Service => continue,
-        };
-        let Some(gateways) = backends.referenced_by.get(&(kind, key.clone())) else {
-            continue;
-        };
-        let parents: Vec<serde_json::Value> = gateways
-            .iter()
-            .take(MAX_ROUTE_PARENTS)
-            .map(|gw| {
-                let conds = backends.parent_conditions(kind, key, gw);
-                json!({ "controllerName": controller, "parentRef": status::gateway_ref(gw, None, None), "conditions": status::conditions(&conds) })
-            })
-            .collect();
-        out.push(ObjectStatus::new(api, kind_name, key, json!({ "parents": parents })));
-    }
-    out
-}
-
-fn policy_statuses(model: &Model, backends: &Backends<'_>, controller: &str) -> Vec<ObjectStatus> {
-    let mut out = Vec::new();
-    for (key, verdict) in &backends.policies.verdicts {
-        let ancestors: BTreeSet<&ObjectKey> = verdict
-            .targets
-            .iter()
-            .filter_map(|t| backends.referenced_by.get(t))
-            .flatten()
-            .collect();
-        if ancestors.is_empty() || !model.backend_tls_policies.contains_key(key) {
-            continue;
-        }
-        let conds = backend_tls::PolicyIndex::conditions(verdict);
-        let list: Vec<serde_json::Value> = ancestors
-            .into_iter()
-            .take(MAX_POLICY_ANCESTORS)
-            .map(|gw| json!({ "ancestorRef": status::gateway_ref(gw, None, None), "controllerName": controller, "conditions": status::conditions(&conds) }))
-            .collect();
-        out.push(ObjectStatus::new(
-            "gateway.networking.k8s.io/v1",
-            "BackendTLSPolicy",
-            key,
-            json!({ "ancestors": list }),
-        ));
-    }
-    out
 }

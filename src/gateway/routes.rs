@@ -6,15 +6,15 @@
 //! `gateway::rules`.
 
 use gateway_api::apis::standard::httproutes::HttpRoute;
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 use super::backends::Backends;
-use super::conditions::{self, Condition, reason};
+use super::conditions::{Condition, RouteCondition, RouteReason, RouteType, Status};
 use super::hostnames;
 use super::listeners::{AllowedNamespaces, ListenerInfo};
 use super::rules::{Rejection, rules};
 use super::selector;
+use super::status::{ParentRef, RouteParentStatus};
 use crate::api::consts::{GATEWAY_GROUP, KIND_GATEWAY, KIND_GRPCROUTE, KIND_HTTPROUTE};
 use crate::ir;
 use crate::model::{Model, ObjectKey};
@@ -103,7 +103,7 @@ pub fn attach(
     r: RouteRef<'_>,
     listeners: &mut [ListenerInfo],
     sink: &mut Sink,
-) -> Vec<Value> {
+) -> Vec<RouteParentStatus> {
     let g = r.generation();
     let gw_key = scope.gateway;
     let mut statuses = Vec::new();
@@ -114,7 +114,7 @@ pub fn attach(
         if group != GATEWAY_GROUP || kind != KIND_GATEWAY || ns != gw_key.namespace || parent.name != gw_key.name {
             continue;
         }
-        let parent_ref = super::status::gateway_ref(gw_key, parent.section_name.as_deref(), parent.port);
+        let parent_ref = ParentRef::gateway(gw_key, parent.section_name.as_deref(), parent.port);
         let (accepted, attached) = accept_on_listeners(
             scope,
             r,
@@ -124,23 +124,23 @@ pub fn attach(
             parent.port,
         );
         let mut conds = vec![accepted.clone()];
-        if accepted.status == conditions::Status::True {
+        if accepted.status == Status::True {
             let (resolved, partial) = rules(scope, backends, r, &attached, sink);
             match partial {
                 Some(Rejection::All(msg)) => {
-                    conds[0] = Condition::fail(conditions::ACCEPTED, reason::UNSUPPORTED_VALUE, msg, g);
+                    conds[0] = Condition::fail(RouteType::Accepted, RouteReason::UnsupportedValue, msg, g);
                 }
                 Some(Rejection::Some(msg)) => {
                     conds.push(Condition::ok(
-                        conditions::PARTIALLY_INVALID,
-                        reason::UNSUPPORTED_VALUE,
+                        RouteType::PartiallyInvalid,
+                        RouteReason::UnsupportedValue,
                         msg,
                         g,
                     ));
                 }
                 None => {}
             }
-            if conds[0].status == conditions::Status::True {
+            if conds[0].status == Status::True {
                 for (i, hosts) in &attached {
                     listeners[*i].attached_routes += 1;
                     sink.claims.entry(*i).or_default().push((r.kind, hosts.clone()));
@@ -149,17 +149,17 @@ pub fn attach(
             conds.insert(1, resolved);
         } else {
             conds.push(Condition::ok(
-                conditions::RESOLVED_REFS,
-                reason::RESOLVED_REFS,
+                RouteType::ResolvedRefs,
+                RouteReason::ResolvedRefs,
                 "References not evaluated: route not accepted",
                 g,
             ));
         }
-        statuses.push(json!({
-            "parentRef": parent_ref,
-            "controllerName": scope.controller,
-            "conditions": super::status::conditions(&conds),
-        }));
+        statuses.push(RouteParentStatus {
+            parent_ref,
+            controller_name: scope.controller.to_string(),
+            conditions: conds,
+        });
     }
     statuses
 }
@@ -172,7 +172,7 @@ fn accept_on_listeners(
     claims: &BTreeMap<usize, Vec<(RouteKind, Vec<String>)>>,
     section: Option<&str>,
     port: Option<i32>,
-) -> (Condition, Vec<(usize, Vec<String>)>) {
+) -> (RouteCondition, Vec<(usize, Vec<String>)>) {
     let g = r.generation();
     let selected: Vec<usize> = (0..listeners.len())
         .filter(|&i| section.is_none_or(|s| listeners[i].name == s))
@@ -186,7 +186,7 @@ fn accept_on_listeners(
             (None, None) => "the Gateway has no listeners".into(),
         };
         return (
-            Condition::fail(conditions::ACCEPTED, reason::NO_MATCHING_PARENT, what, g),
+            Condition::fail(RouteType::Accepted, RouteReason::NoMatchingParent, what, g),
             Vec::new(),
         );
     }
@@ -200,8 +200,8 @@ fn accept_on_listeners(
     if allowed.is_empty() {
         return (
             Condition::fail(
-                conditions::ACCEPTED,
-                reason::NOT_ALLOWED_BY_LISTENERS,
+                RouteType::Accepted,
+                RouteReason::NotAllowedByListeners,
                 format!(
                     "no listener of the parent admits {}s from namespace {route_ns:?}",
                     r.kind.name()
@@ -220,8 +220,8 @@ fn accept_on_listeners(
     if attached.is_empty() {
         return (
             Condition::fail(
-                conditions::ACCEPTED,
-                reason::NO_MATCHING_LISTENER_HOSTNAME,
+                RouteType::Accepted,
+                RouteReason::NoMatchingListenerHostname,
                 "none of the route's hostnames intersects a listener hostname",
                 g,
             ),
@@ -249,12 +249,17 @@ fn accept_on_listeners(
         .collect();
     if attached.is_empty() {
         return (
-            Condition::fail(conditions::ACCEPTED, reason::HOSTNAME_CONFLICT, conflicts.join("; "), g),
+            Condition::fail(
+                RouteType::Accepted,
+                RouteReason::HostnameConflict,
+                conflicts.join("; "),
+                g,
+            ),
             Vec::new(),
         );
     }
     (
-        Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Route accepted", g),
+        Condition::ok(RouteType::Accepted, RouteReason::Accepted, "Route accepted", g),
         attached,
     )
 }

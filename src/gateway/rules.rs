@@ -14,7 +14,7 @@ use gateway_api::apis::standard::httproutes::{
 };
 
 use super::backends::{Backends, GatewaySide, RefSpec, RouteSide};
-use super::conditions::{self, Condition, Problem, reason};
+use super::conditions::{Condition, Problem, RouteCondition, RouteProblem, RouteReason, RouteType};
 use super::routes::{Entry, RouteKind, RouteRef, Scope, Sink};
 use crate::api::consts::{GATEWAY_GROUP, KIND_SERVICE};
 use crate::ir;
@@ -32,7 +32,7 @@ pub(super) fn rules(
     r: RouteRef<'_>,
     attached: &[(usize, Vec<String>)],
     sink: &mut Sink,
-) -> (Condition, Option<Rejection>) {
+) -> (RouteCondition, Option<Rejection>) {
     let (key, route, order, g, gw_key) = (r.key, r.route, r.order, r.generation(), scope.gateway);
     let side = RouteSide {
         group: GATEWAY_GROUP,
@@ -40,7 +40,7 @@ pub(super) fn rules(
         namespace: &key.namespace,
     };
     let grpc = r.kind == RouteKind::Grpc;
-    let mut ref_problems: Vec<Problem> = Vec::new();
+    let mut ref_problems: Vec<RouteProblem> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut dropped: Vec<String> = Vec::new();
     let rules = route.spec.rules.clone().unwrap_or_default();
@@ -67,8 +67,8 @@ pub(super) fn rules(
         // A filter that must not be skipped but cannot be served: the rule answers 500 (`filters`).
         if let Some((why_reason, why)) = &filters.fail_closed {
             let msg = format!("Rule {ri}: {why}");
-            if *why_reason == reason::INVALID_KIND {
-                ref_problems.push(Problem::refs(reason::INVALID_KIND, msg));
+            if *why_reason == RouteReason::InvalidKind {
+                ref_problems.push(Problem::refs(RouteReason::InvalidKind, msg));
             } else {
                 dropped.push(msg);
             }
@@ -177,11 +177,11 @@ pub(super) fn rules(
                     msgs.push(m);
                 }
             }
-            Condition::fail(conditions::RESOLVED_REFS, p.reason, msgs.join("; "), g)
+            Condition::fail(RouteType::ResolvedRefs, p.reason, msgs.join("; "), g)
         }
         None if notes.is_empty() => Condition::ok(
-            conditions::RESOLVED_REFS,
-            reason::RESOLVED_REFS,
+            RouteType::ResolvedRefs,
+            RouteReason::ResolvedRefs,
             "All references resolved",
             g,
         ),
@@ -189,7 +189,7 @@ pub(super) fn rules(
             notes.sort();
             notes.dedup();
             let msg = format!("All references resolved; ignored: {}", notes.join("; "));
-            Condition::ok(conditions::RESOLVED_REFS, reason::RESOLVED_REFS, msg, g)
+            Condition::ok(RouteType::ResolvedRefs, RouteReason::ResolvedRefs, msg, g)
         }
     };
     let rejection = if dropped.is_empty() {
@@ -219,7 +219,7 @@ fn resolve_mirrors(
     backends: &mut Backends<'_>,
     side: RouteSide<'_>,
     gw: GatewaySide<'_>,
-    problems: &mut Vec<Problem>,
+    problems: &mut Vec<RouteProblem>,
     ri: usize,
 ) -> Vec<(super::backends::Target, Option<ir::Fraction>)> {
     let mut out = Vec::new();

@@ -1,11 +1,17 @@
-//! The status pier computes for each object, in the shape Kubernetes stores it (`status` of the
-//! object's own kind), without timestamps. `pier translate` prints these; the status writers of the
-//! serving modes add `lastTransitionTime` and write them back.
+//! The status pier computes for each object, typed per kind in the shape Kubernetes stores it (`status`
+//! of the object's own kind), without timestamps. `pier translate` prints these; the status writers of
+//! the serving modes serialise them at the edge, add `lastTransitionTime` and write them back.
+//!
+//! The `gateway-api` crate has status types, but their conditions are k8s-openapi `Condition`s, whose
+//! `lastTransitionTime` is required: a pure translator has no time to put there. These types are the
+//! same shapes with typed, timestamp-free conditions.
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
-use super::conditions::Condition;
+use super::conditions::{
+    BackendCondition, ClassCondition, GatewayCondition, ListenerCondition, PolicyCondition, RouteCondition,
+};
+use crate::api::consts::{GATEWAY_GROUP, KIND_GATEWAY};
 use crate::model::ObjectKey;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -14,7 +20,7 @@ pub struct ObjectStatus {
     pub api_version: String,
     pub kind: String,
     pub metadata: StatusMeta,
-    pub status: Value,
+    pub status: StatusBody,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -24,8 +30,104 @@ pub struct StatusMeta {
     pub name: String,
 }
 
+/// The `status` of one object, by kind.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum StatusBody {
+    GatewayClass {
+        conditions: Vec<ClassCondition>,
+    },
+    Gateway {
+        conditions: Vec<GatewayCondition>,
+        listeners: Vec<ListenerStatus>,
+    },
+    /// HTTPRoute and GRPCRoute.
+    Route {
+        parents: Vec<RouteParentStatus>,
+    },
+    /// BackendTLSPolicy.
+    Policy {
+        ancestors: Vec<PolicyAncestorStatus>,
+    },
+    /// XBackend and the standard-group Backend: one entry per Gateway that uses it.
+    Backend {
+        parents: Vec<BackendParentStatus>,
+    },
+    /// Envoy Gateway's Backend: plain conditions, reported whether used or not.
+    EgBackend {
+        conditions: Vec<BackendCondition>,
+    },
+}
+
+/// `status.listeners[]` of a Gateway.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerStatus {
+    pub name: String,
+    pub attached_routes: i32,
+    pub supported_kinds: Vec<RouteGroupKind>,
+    pub conditions: Vec<ListenerCondition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RouteGroupKind {
+    pub group: &'static str,
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteParentStatus {
+    pub parent_ref: ParentRef,
+    pub controller_name: String,
+    pub conditions: Vec<RouteCondition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyAncestorStatus {
+    pub ancestor_ref: ParentRef,
+    pub controller_name: String,
+    pub conditions: Vec<PolicyCondition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackendParentStatus {
+    pub controller_name: String,
+    pub parent_ref: ParentRef,
+    pub conditions: Vec<BackendCondition>,
+}
+
+/// A Gateway API `ParentReference` to a Gateway (also a policy's `ancestorRef`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentRef {
+    pub group: &'static str,
+    pub kind: &'static str,
+    pub namespace: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub section_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<i32>,
+}
+
+impl ParentRef {
+    pub fn gateway(gw: &ObjectKey, section: Option<&str>, port: Option<i32>) -> Self {
+        Self {
+            group: GATEWAY_GROUP,
+            kind: KIND_GATEWAY,
+            namespace: gw.namespace.clone(),
+            name: gw.name.clone(),
+            section_name: section.map(str::to_string),
+            port,
+        }
+    }
+}
+
 impl ObjectStatus {
-    pub fn new(api_version: &str, kind: &str, key: &ObjectKey, status: Value) -> Self {
+    pub fn new(api_version: &str, kind: &str, key: &ObjectKey, status: StatusBody) -> Self {
         Self {
             api_version: api_version.to_string(),
             kind: kind.to_string(),
@@ -41,25 +143,9 @@ impl ObjectStatus {
     pub fn sort_key(&self) -> (String, String, StatusMeta) {
         (self.kind.clone(), self.api_version.clone(), self.metadata.clone())
     }
-}
 
-/// A Gateway API `ParentReference` to a Gateway (also used as a policy `ancestorRef`).
-pub fn gateway_ref(gw: &ObjectKey, section: Option<&str>, port: Option<i32>) -> Value {
-    let mut v = json!({
-        "group": crate::api::consts::GATEWAY_GROUP,
-        "kind": crate::api::consts::KIND_GATEWAY,
-        "namespace": gw.namespace,
-        "name": gw.name,
-    });
-    if let Some(s) = section {
-        v["sectionName"] = json!(s);
+    /// The status as JSON, the form the writers merge and store.
+    pub fn status_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.status).expect("statuses serialize")
     }
-    if let Some(p) = port {
-        v["port"] = json!(p);
-    }
-    v
-}
-
-pub fn conditions(cs: &[Condition]) -> Value {
-    serde_json::to_value(cs).expect("conditions serialize")
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Secret as K8sSecret;
 
-use super::conditions::{Problem, reason};
+use super::conditions::{Problem, TlsProblem, TlsReason};
 use crate::api::consts::{CA_CERT_KEY, SECRET_TYPE_TLS, TLS_CERT_KEY, TLS_KEY_KEY};
 use crate::api::{LocalObjectReference, SecretObjectReference};
 use crate::ir;
@@ -27,7 +27,7 @@ pub struct CaBundle {
 #[derive(Debug, Default)]
 pub struct CaOutcome {
     pub bundle: Option<CaBundle>,
-    pub problems: Vec<Problem>,
+    pub problems: Vec<TlsProblem>,
 }
 
 /// One CA reference: a core ConfigMap or Secret and the key holding the PEM bundle.
@@ -59,7 +59,7 @@ pub fn resolve_ca_refs(model: &Model, namespace: &str, refs: &[CaRef], owner: (&
         let path = format!("{} {namespace}/{}", r.kind, r.name);
         if !r.group.is_empty() || (r.kind != "ConfigMap" && r.kind != "Secret") {
             out.problems.push(Problem::refs(
-                reason::INVALID_KIND,
+                TlsReason::InvalidKind,
                 format!(
                     "caCertificateRef {}/{} {:?}: only core ConfigMap and Secret are supported",
                     if r.group.is_empty() { "core" } else { &r.group },
@@ -94,7 +94,7 @@ pub fn resolve_ca_refs(model: &Model, namespace: &str, refs: &[CaRef], owner: (&
             Ok(p) => valid.push((r.kind.to_ascii_lowercase(), r.name.clone(), p)),
             Err(msg) => out
                 .problems
-                .push(Problem::refs(reason::INVALID_CA_CERTIFICATE_REF, msg)),
+                .push(Problem::refs(TlsReason::InvalidCACertificateRef, msg)),
         }
     }
     out.bundle = match valid.len() {
@@ -128,57 +128,38 @@ pub fn system_ca(path: &str) -> CaBundle {
     }
 }
 
-/// Which reason a certificate-reference failure carries on the object that holds the reference.
-#[derive(Debug, Clone, Copy)]
-pub enum CertRefUse {
-    /// Gateway listener `certificateRefs`.
-    Listener,
-    /// Upstream client certificate (Gateway `tls.backend`, Backend `clientCertificateRef`).
-    Client,
-}
-
-impl CertRefUse {
-    fn reason(self) -> &'static str {
-        match self {
-            CertRefUse::Listener => reason::INVALID_CERTIFICATE_REF,
-            CertRefUse::Client => reason::INVALID_CLIENT_CERTIFICATE_REF,
-        }
-    }
-}
-
 /// Resolves a reference to a `kubernetes.io/tls` Secret into an SDS certificate. The caller has
 /// already decided whether the (possibly cross-namespace) reference is permitted; `namespace` is
-/// where the Secret lives.
+/// where the Secret lives. A failure is a message naming the Secret and key; the caller gives it the
+/// reason its object carries (`InvalidCertificateRef` on a listener, `InvalidClientCertificateRef` for a
+/// client certificate).
 pub fn resolve_tls_secret(
     model: &Model,
     namespace: &str,
     r: &SecretObjectReference,
-    usage: CertRefUse,
-) -> Result<(String, ir::Secret), Problem> {
+) -> Result<(String, ir::Secret), String> {
     let group = r.group.as_deref().unwrap_or("");
     let kind = r.kind.as_deref().unwrap_or("Secret");
-    let fail = |msg: String| Problem::refs(usage.reason(), msg);
     if !group.is_empty() || kind != "Secret" {
-        return Err(fail(format!(
+        return Err(format!(
             "certificate reference {}/{kind} {:?}: only core Secrets are supported",
             if group.is_empty() { "core" } else { group },
             r.name
-        )));
+        ));
     }
     let path = format!("Secret {namespace}/{}", r.name);
     let secret = model
         .secrets
         .get(&ObjectKey::new(namespace, &r.name))
-        .ok_or_else(|| fail(format!("{path} not found")))?;
+        .ok_or_else(|| format!("{path} not found"))?;
     let ty = secret.type_.as_deref().unwrap_or("Opaque");
     if ty != SECRET_TYPE_TLS {
-        return Err(fail(format!("{path} has type {ty:?}, want {SECRET_TYPE_TLS:?}")));
+        return Err(format!("{path} has type {ty:?}, want {SECRET_TYPE_TLS:?}"));
     }
-    let chain =
-        secret_string(secret, TLS_CERT_KEY).ok_or_else(|| fail(format!("{path} has no key {TLS_CERT_KEY:?}")))?;
-    let key = secret_string(secret, TLS_KEY_KEY).ok_or_else(|| fail(format!("{path} has no key {TLS_KEY_KEY:?}")))?;
-    check_certificates(&chain).map_err(|e| fail(format!("{path} key {TLS_CERT_KEY}: {e}")))?;
-    check_private_key(&key).map_err(|e| fail(format!("{path} key {TLS_KEY_KEY}: {e}")))?;
+    let chain = secret_string(secret, TLS_CERT_KEY).ok_or_else(|| format!("{path} has no key {TLS_CERT_KEY:?}"))?;
+    let key = secret_string(secret, TLS_KEY_KEY).ok_or_else(|| format!("{path} has no key {TLS_KEY_KEY:?}"))?;
+    check_certificates(&chain).map_err(|e| format!("{path} key {TLS_CERT_KEY}: {e}"))?;
+    check_private_key(&key).map_err(|e| format!("{path} key {TLS_KEY_KEY}: {e}"))?;
     Ok((
         names::tls_certificate_secret(namespace, &r.name),
         ir::Secret::TlsCertificate { chain, key },
@@ -238,83 +219,124 @@ pub fn upstream_tls(sni: Option<String>, trust: ir::Trust, sans: Vec<ir::SanMatc
 }
 
 /// Server validation (Gateway API `BackendTLSPolicyValidation`, shared by BackendTLSPolicy and the
-/// Backend's inline `tls.validation`) resolved into trust, SNI and SAN matchers.
-#[derive(Debug, Default)]
-pub struct ValidationOutcome {
-    pub tls: Option<ir::UpstreamTls>,
+/// Backend's inline `tls.validation`) resolved into trust, SNI and SAN matchers, and the secrets they need.
+#[derive(Debug)]
+pub struct Validated {
+    pub tls: ir::UpstreamTls,
     pub secrets: SecretSet,
-    pub problems: Vec<Problem>,
 }
 
-/// `field` is the path of the validation block in the object, for messages (`spec.tls.validation`).
+/// Where a validation block sits: the namespace its references resolve in, the object that owns a bundle
+/// made of several references (`("xbackend", ns, name)`), and its field path for messages
+/// (`spec.tls.validation`).
+#[derive(Debug, Clone, Copy)]
+pub struct Site<'a> {
+    pub namespace: &'a str,
+    pub owner: (&'a str, &'a str, &'a str),
+    pub field: &'a str,
+}
+
+/// Resolves a validation block. A CA reference that does not resolve while another does is a problem
+/// that does not refuse the block (`problems`); the `Err` is the one that does.
 pub fn resolve_validation(
     model: &Model,
     system_ca_path: &str,
-    namespace: &str,
+    site: Site<'_>,
     v: &crate::api::TlsValidation,
-    owner: (&str, &str, &str),
-    field: &str,
-) -> ValidationOutcome {
-    use crate::api::SubjectAltNameType;
-    let mut out = ValidationOutcome::default();
-    let refs = v.ca_certificate_refs.as_deref().unwrap_or_default();
-    let invalid = |m: String| Problem::accepted(reason::INVALID, m);
-    let trust = match (refs.is_empty(), v.well_known_ca_certificates.as_deref()) {
+    problems: &mut Vec<TlsProblem>,
+) -> Result<Validated, TlsProblem> {
+    let crate::api::TlsValidation {
+        ca_certificate_refs,
+        hostname,
+        subject_alt_names,
+        well_known_ca_certificates,
+    } = v;
+    let mut secrets = SecretSet::new();
+    let refs = ca_certificate_refs.as_deref().unwrap_or_default();
+    let trust = trust(
+        model,
+        system_ca_path,
+        site,
+        refs,
+        well_known_ca_certificates.as_deref(),
+        &mut secrets,
+        problems,
+    )?;
+    let sans = san_matchers(site.field, subject_alt_names.as_deref().unwrap_or_default(), hostname)?;
+    Ok(Validated {
+        tls: upstream_tls(Some(hostname.clone()), trust, sans),
+        secrets,
+    })
+}
+
+/// `caCertificateRefs` xor `wellKnownCACertificates: System`.
+fn trust(
+    model: &Model,
+    system_ca_path: &str,
+    site: Site<'_>,
+    refs: &[LocalObjectReference],
+    well_known: Option<&str>,
+    secrets: &mut SecretSet,
+    problems: &mut Vec<TlsProblem>,
+) -> Result<ir::Trust, TlsProblem> {
+    let field = site.field;
+    let invalid = |m: String| Problem::accepted(TlsReason::Invalid, m);
+    let bundle = match (refs.is_empty(), well_known) {
         (false, Some(_)) => {
-            out.problems.push(invalid(format!(
+            return Err(invalid(format!(
                 "{field}: must not contain both caCertificateRefs and wellKnownCACertificates"
             )));
-            return out;
         }
         (true, None) => {
-            out.problems.push(invalid(format!(
+            return Err(invalid(format!(
                 "{field}: must specify either caCertificateRefs or wellKnownCACertificates"
             )));
-            return out;
         }
-        (true, Some("System")) => {
-            let ca = system_ca(system_ca_path);
-            out.secrets.insert(ca.secret_name.clone(), ca.secret);
-            ir::Trust::Sds(ca.secret_name)
-        }
+        (true, Some("System")) => system_ca(system_ca_path),
         (true, Some(other)) => {
-            out.problems.push(invalid(format!(
+            return Err(invalid(format!(
                 "{field}.wellKnownCACertificates: {other:?} is not supported; pier supports \"System\""
             )));
-            return out;
         }
         (false, None) => {
             let refs: Vec<CaRef> = refs.iter().map(CaRef::from).collect();
-            let ca = resolve_ca_refs(model, namespace, &refs, owner);
-            out.problems.extend(ca.problems);
-            let Some(bundle) = ca.bundle else {
-                out.problems.push(Problem::accepted(
-                    reason::NO_VALID_CA_CERTIFICATE,
+            let ca = resolve_ca_refs(model, site.namespace, &refs, site.owner);
+            problems.extend(ca.problems);
+            ca.bundle.ok_or_else(|| {
+                Problem::accepted(
+                    TlsReason::NoValidCACertificate,
                     format!("{field}.caCertificateRefs: no valid CA certificate"),
-                ));
-                return out;
-            };
-            out.secrets.insert(bundle.secret_name.clone(), bundle.secret);
-            ir::Trust::Sds(bundle.secret_name)
+                )
+            })?
         }
     };
-    let mut sans = Vec::new();
-    for (i, san) in v.subject_alt_names.iter().flatten().enumerate() {
-        let m = match (&san.r#type, &san.hostname, &san.uri) {
+    secrets.insert(bundle.secret_name.clone(), bundle.secret);
+    Ok(ir::Trust::Sds(bundle.secret_name))
+}
+
+/// `subjectAltNames`, or the hostname when there are none.
+fn san_matchers(
+    field: &str,
+    sans: &[crate::api::SubjectAltName],
+    hostname: &str,
+) -> Result<Vec<ir::SanMatch>, TlsProblem> {
+    use crate::api::SubjectAltNameType;
+    let mut out = Vec::new();
+    for (i, san) in sans.iter().enumerate() {
+        let crate::api::SubjectAltName { hostname, r#type, uri } = san;
+        out.push(match (r#type, hostname, uri) {
             (SubjectAltNameType::Hostname, Some(h), None) => ir::SanMatch::Dns(h.clone()),
             (SubjectAltNameType::Uri, None, Some(u)) => ir::SanMatch::Uri(u.clone()),
             _ => {
-                out.problems.push(invalid(format!(
-                    "{field}.subjectAltNames[{i}]: type Hostname needs exactly hostname, type URI exactly uri"
-                )));
-                return out;
+                return Err(Problem::accepted(
+                    TlsReason::Invalid,
+                    format!("{field}.subjectAltNames[{i}]: type Hostname needs exactly hostname, type URI exactly uri"),
+                ));
             }
-        };
-        sans.push(m);
+        });
     }
-    if sans.is_empty() {
-        sans.push(ir::SanMatch::Dns(v.hostname.clone()));
+    if out.is_empty() {
+        out.push(ir::SanMatch::Dns(hostname.to_string()));
     }
-    out.tls = Some(upstream_tls(Some(v.hostname.clone()), trust, sans));
-    out
+    Ok(out)
 }

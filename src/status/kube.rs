@@ -152,9 +152,9 @@ fn desired(statuses: &[ObjectStatus], clients: &Clients, synced: &BTreeMap<Key, 
         let key = (s.api_version.clone(), s.kind.clone(), ns, s.metadata.name.clone());
         let status = if s.kind == crate::api::consts::KIND_GATEWAY {
             let gateway = format!("{}/{}", key.2, key.3);
-            merge::with_rejections(s.status.clone(), &clients.nacks_for_gateway(&gateway))
+            merge::with_rejections(s.status_json(), &clients.nacks_for_gateway(&gateway))
         } else {
-            s.status.clone()
+            s.status_json()
         };
         out.insert(key, status);
     }

@@ -7,226 +7,222 @@
 //!   Gateway's backend client certificate).
 //! - `type: Service` → EDS from the EndpointSlices of `kubernetesService` (same namespace), one
 //!   cluster per listed port or, with no `ports`, per Service port.
-//! - `extensions`: `pier.dev/connection-pool` (circuit breakers) and `pier.dev/outlier-detection`;
-//!   any other type is refused, because silently ignoring a connection policy is a surprise.
+//! - `extensions`: `pier.dev/connection-pool` (circuit breakers) and `pier.dev/outlier-detection`
+//!   (`extensions`); any other type is refused, because silently ignoring a connection policy is a
+//!   surprise.
 //! - `fqdn.protocol.type`: `HTTP`, `HTTP11`, `HTTP2`, `H2C`, `GRPC`, `MCP`, `TCP`; vendor protocols
 //!   (`vendor.io/x`) are refused.
 
-use super::{Ctx, Evaluated, GatewayCert, PortChoice, Usable, endpoints, port_u16};
+mod extensions;
+
+use super::common::{Findings, Refused, allowed_hostname, client_certificate, invalid, port, same_namespace, set_iff};
+use super::{Ctx, Evaluated, GatewayCert, PortChoice, Usable, endpoints};
 use crate::api::consts::CA_CERT_KEY;
 use crate::api::draft::{
-    ConnectionPoolConfig, DestinationType, DraftBackendSpec, EXT_CONNECTION_POOL, EXT_OUTLIER_DETECTION,
-    OutlierDetectionConfig,
+    Destination, DestinationType, DraftBackendSpec, DraftPort, DraftProtocol, DraftTls, Fqdn, ServiceBackend,
+    TlsCertificateRef,
 };
-use crate::gateway::conditions::{ACCEPTED, Problem, reason};
-use crate::gateway::duration::duration_ms;
-use crate::gateway::{policy, tls};
+use crate::gateway::conditions::{BackendProblem, BackendReason, Problem};
+use crate::gateway::tls::{self, SecretSet};
 use crate::ir;
 use crate::model::ObjectKey;
 
+/// A destination port: its number and the protocol written on it.
+type Port = (u16, Option<String>);
+
 pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generation: i64) -> Evaluated {
-    let mut ev = Evaluated {
-        generation,
-        deprecated: true,
-        ..Default::default()
-    };
+    let mut found = Findings::default();
+    let verdict = usable(ctx, key, spec, &mut found);
+    Evaluated::new(generation, true, found, verdict)
+}
+
+fn usable(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, found: &mut Findings) -> Result<Usable, Refused> {
+    let DraftBackendSpec {
+        destination,
+        extensions,
+    } = spec;
     let mut usable = Usable::default();
-    if let Err(p) = extensions(spec, &mut usable) {
-        ev.problems.push(p);
-        return ev;
-    }
-    let d = &spec.destination;
-    let invalid = |m: String| Problem::accepted(reason::INVALID, m);
-    let mut ports: Vec<(u16, Option<String>)> = Vec::new();
-    for (i, p) in d.ports.iter().flatten().enumerate() {
-        match port_u16(p.port) {
-            Some(n) => ports.push((n, p.protocol.clone())),
-            None => {
-                ev.problems.push(invalid(format!(
-                    "spec.destination.ports[{i}].port: must be in 1..65535"
-                )));
-                return ev;
-            }
-        }
-    }
-    match d.type_ {
+    extensions::apply(extensions.as_deref().unwrap_or_default(), &mut usable)?;
+    let Destination {
+        type_,
+        ports,
+        fqdn,
+        kubernetes_service,
+    } = destination;
+    let ports = ports_of(ports.as_deref().unwrap_or_default())?;
+    usable.choices = match type_ {
         DestinationType::Fqdn => {
-            if d.kubernetes_service.is_some() {
-                ev.problems.push(invalid(
-                    "spec.destination.kubernetesService: must be unset when type is FQDN".into(),
-                ));
-                return ev;
-            }
-            let Some(fqdn) = &d.fqdn else {
-                ev.problems
-                    .push(invalid("spec.destination.fqdn: must be set when type is FQDN".into()));
-                return ev;
-            };
-            if let Err(r) = policy::check_hostname(&fqdn.hostname, &ctx.opts.guardrails) {
-                ev.problems.push(Problem::accepted(
-                    reason::DESTINATION_NOT_ALLOWED,
-                    format!("spec.destination.fqdn.hostname: {r}"),
-                ));
-                return ev;
-            }
-            let app = match fqdn.protocol.as_ref().map(|p| p.type_.as_str()) {
-                None => None,
-                Some(t) => match parse_protocol(&t.to_ascii_uppercase()) {
-                    Some(p) => Some(p),
-                    None => {
-                        ev.problems.push(Problem::accepted(
-                            reason::UNSUPPORTED_VALUE,
-                            format!("spec.destination.fqdn.protocol.type: {t:?} is not supported (HTTP, HTTP11, HTTP2, H2C, GRPC, MCP, TCP)"),
-                        ));
-                        return ev;
-                    }
-                },
-            };
-            if ports.is_empty() {
-                ports.push((if fqdn.tls.is_some() { 443 } else { 80 }, None));
-            }
-            for (i, (port, port_proto)) in ports.iter().enumerate() {
-                let port_proto = port_proto.as_deref().map(str::to_ascii_uppercase);
-                let https = port_proto.as_deref() == Some("HTTPS");
-                let proto = match (&app, port_proto.as_deref()) {
-                    (Some(p), _) => *p,
-                    (None, None | Some("HTTPS")) => Proto::Http,
-                    (None, Some(other)) => match parse_protocol(other) {
-                        Some(p) => p,
-                        None => {
-                            ev.problems.push(Problem::accepted(
-                                reason::UNSUPPORTED_VALUE,
-                                format!("spec.destination.ports[{i}].protocol: {other:?} is not supported"),
-                            ));
-                            return ev;
-                        }
-                    },
-                };
-                let use_tls = https || fqdn.tls.is_some();
-                let mut choice = PortChoice {
-                    port: *port,
-                    discovery: ir::Discovery::Dns {
-                        targets: vec![ir::DnsTarget {
-                            hostname: fqdn.hostname.clone(),
-                            port: *port,
-                            priority: 0,
-                        }],
-                        dns: ctx.opts.dns.clone(),
-                    },
-                    protocol: proto.upstream(use_tls),
-                    tls: None,
-                    gateway_client_cert: GatewayCert::No,
-                    tcp: proto == Proto::Tcp,
-                    secrets: Default::default(),
-                };
-                if use_tls {
-                    match fqdn_tls(ctx, key, &fqdn.hostname, fqdn.tls.as_ref(), &mut usable) {
-                        Ok((t, gw_cert)) => {
-                            choice.tls = Some(t);
-                            choice.gateway_client_cert = if gw_cert {
-                                GatewayCert::Optional
-                            } else {
-                                GatewayCert::No
-                            };
-                        }
-                        Err(p) => {
-                            ev.problems.extend(p);
-                            return ev;
-                        }
-                    }
-                }
-                usable.choices.push(choice);
-            }
+            let fqdn = set_iff(
+                "FQDN",
+                ("spec.destination.fqdn", fqdn.as_ref()),
+                &[("spec.destination.kubernetesService", kubernetes_service.is_some())],
+            )?;
+            fqdn_choices(ctx, key, fqdn, ports, &mut usable.secrets)?
         }
         DestinationType::Service => {
-            if d.fqdn.is_some() {
-                ev.problems.push(invalid(
-                    "spec.destination.fqdn: must be unset when type is Service".into(),
-                ));
-                return ev;
-            }
-            let Some(svc) = &d.kubernetes_service else {
-                ev.problems.push(invalid(
-                    "spec.destination.kubernetesService: must be set when type is Service".into(),
-                ));
-                return ev;
-            };
-            if svc.namespace.as_deref().is_some_and(|ns| ns != key.namespace) {
-                ev.problems.push(Problem::refs(
-                    reason::REF_NOT_PERMITTED,
-                    "spec.destination.kubernetesService.namespace: the Service must be in the Backend's namespace",
-                ));
-                return ev;
-            }
-            let svc_key = ObjectKey::new(&key.namespace, &svc.name);
-            if ports.is_empty() {
-                let svc_ports = ctx
-                    .model
-                    .services
-                    .get(&svc_key)
-                    .and_then(|s| s.spec.as_ref())
-                    .and_then(|s| s.ports.clone());
-                ports = svc_ports
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|p| port_u16(p.port))
-                    .map(|p| (p, None))
-                    .collect();
-            }
-            if !ctx.model.services.contains_key(&svc_key) {
-                ev.problems.push(Problem::refs(
-                    reason::BACKEND_NOT_FOUND,
-                    format!("spec.destination.kubernetesService: Service {svc_key} not found"),
-                ));
-                return ev;
-            }
-            for (i, (port, port_proto)) in ports.iter().enumerate() {
-                // The draft gives TLS settings only to FQDN destinations: HTTPS to a Service would
-                // have nothing to verify against, and plaintext is not what was asked for.
-                let proto = match port_proto.as_deref() {
-                    None => Proto::Http,
-                    Some(p) => match parse_protocol(&p.to_ascii_uppercase()) {
-                        Some(proto) => proto,
-                        None => {
-                            let why = if p.eq_ignore_ascii_case("HTTPS") {
-                                "HTTPS to a Service destination is not supported: the draft shape has no TLS settings for it; use an XBackend of type EndpointSelector with spec.tls, or a BackendTLSPolicy on the Service"
-                            } else {
-                                "is not supported (HTTP, HTTP11, HTTP2, H2C, GRPC, MCP, TCP)"
-                            };
-                            ev.problems.push(Problem::accepted(
-                                reason::UNSUPPORTED_VALUE,
-                                format!("spec.destination.ports[{i}].protocol: {p:?}: {why}"),
-                            ));
-                            return ev;
-                        }
-                    },
-                };
-                let found = match endpoints::for_service_port(ctx, &svc_key, *port) {
-                    Ok(f) => f,
-                    Err(p) => {
-                        ev.problems.push(p);
-                        return ev;
-                    }
-                };
-                ev.notes.extend(found.notes);
-                usable.choices.push(PortChoice {
-                    port: *port,
-                    discovery: ir::Discovery::Eds {
-                        endpoints: found.endpoints,
-                    },
-                    protocol: proto.upstream(false),
-                    tls: None,
-                    gateway_client_cert: GatewayCert::No,
-                    tcp: proto == Proto::Tcp,
-                    secrets: Default::default(),
-                });
-            }
+            let svc = set_iff(
+                "Service",
+                ("spec.destination.kubernetesService", kubernetes_service.as_ref()),
+                &[("spec.destination.fqdn", fqdn.is_some())],
+            )?;
+            service_choices(ctx, key, svc, ports, found)?
         }
+    };
+    Ok(usable)
+}
+
+fn ports_of(ports: &[DraftPort]) -> Result<Vec<Port>, BackendProblem> {
+    ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let DraftPort {
+                name: _,
+                port: number,
+                protocol,
+            } = p;
+            Ok((
+                port(*number, &format!("spec.destination.ports[{i}].port"))?,
+                protocol.clone(),
+            ))
+        })
+        .collect()
+}
+
+/// `type: FQDN`: one DNS cluster per port, TLS where the port or `fqdn.tls` asks for it.
+fn fqdn_choices(
+    ctx: Ctx<'_>,
+    key: &ObjectKey,
+    fqdn: &Fqdn,
+    mut ports: Vec<Port>,
+    secrets: &mut SecretSet,
+) -> Result<Vec<PortChoice>, Refused> {
+    let Fqdn {
+        hostname,
+        tls,
+        protocol,
+    } = fqdn;
+    allowed_hostname(ctx, hostname, "spec.destination.fqdn.hostname")?;
+    let app = app_protocol(protocol.as_ref())?;
+    if ports.is_empty() {
+        ports.push((if tls.is_some() { 443 } else { 80 }, None));
     }
-    if ev.problems.iter().all(|p| p.type_ != ACCEPTED) {
-        ev.usable = Some(usable);
+    let mut out = Vec::new();
+    for (i, (port, written)) in ports.into_iter().enumerate() {
+        let written = written.as_deref().map(str::to_ascii_uppercase);
+        let https = written.as_deref() == Some("HTTPS");
+        let proto = match (app, written.as_deref()) {
+            (Some(p), _) => p,
+            (None, None | Some("HTTPS")) => Proto::Http,
+            (None, Some(other)) => parse_protocol(other).ok_or_else(|| {
+                Problem::accepted(
+                    BackendReason::UnsupportedValue,
+                    format!("spec.destination.ports[{i}].protocol: {other:?} is not supported"),
+                )
+            })?,
+        };
+        let use_tls = https || tls.is_some();
+        let discovery = ir::Discovery::Dns {
+            targets: vec![ir::DnsTarget {
+                hostname: hostname.clone(),
+                port,
+                priority: 0,
+            }],
+            dns: ctx.opts.dns.clone(),
+        };
+        let mut choice = PortChoice::plain(port, discovery, proto.upstream(use_tls), proto == Proto::Tcp);
+        if use_tls {
+            let (upstream, gateway_cert) = fqdn_tls(ctx, key, hostname, tls.as_ref(), secrets)?;
+            choice.tls = Some(upstream);
+            choice.gateway_client_cert = gateway_cert;
+        }
+        out.push(choice);
     }
-    ev
+    Ok(out)
+}
+
+/// `fqdn.protocol.type`, which applies to every port.
+fn app_protocol(p: Option<&DraftProtocol>) -> Result<Option<Proto>, BackendProblem> {
+    let Some(DraftProtocol { type_, options: _ }) = p else {
+        return Ok(None);
+    };
+    parse_protocol(&type_.to_ascii_uppercase()).map(Some).ok_or_else(|| {
+        Problem::accepted(
+            BackendReason::UnsupportedValue,
+            format!(
+                "spec.destination.fqdn.protocol.type: {type_:?} is not supported (HTTP, HTTP11, HTTP2, H2C, GRPC, MCP, TCP)"
+            ),
+        )
+    })
+}
+
+/// `type: Service`: one EDS cluster per listed port, or per Service port when none is listed. The draft
+/// gives TLS settings only to FQDN destinations: HTTPS to a Service would have nothing to verify
+/// against, and plaintext is not what was asked for.
+fn service_choices(
+    ctx: Ctx<'_>,
+    key: &ObjectKey,
+    svc: &ServiceBackend,
+    mut ports: Vec<Port>,
+    found: &mut Findings,
+) -> Result<Vec<PortChoice>, BackendProblem> {
+    let ServiceBackend { name, namespace } = svc;
+    same_namespace(
+        key,
+        namespace.as_deref(),
+        "spec.destination.kubernetesService",
+        "Service",
+    )?;
+    let svc_key = ObjectKey::new(&key.namespace, name);
+    let Some(service) = ctx.model.services.get(&svc_key) else {
+        return Err(Problem::refs(
+            BackendReason::BackendNotFound,
+            format!("spec.destination.kubernetesService: Service {svc_key} not found"),
+        ));
+    };
+    if ports.is_empty() {
+        let listed = service
+            .spec
+            .as_ref()
+            .and_then(|s| s.ports.as_deref())
+            .unwrap_or_default();
+        ports = listed
+            .iter()
+            .filter_map(|p| super::port_u16(p.port))
+            .map(|p| (p, None))
+            .collect();
+    }
+    let mut out = Vec::new();
+    for (i, (port, written)) in ports.into_iter().enumerate() {
+        let proto = match written.as_deref() {
+            None => Proto::Http,
+            Some(p) => parse_protocol(&p.to_ascii_uppercase()).ok_or_else(|| service_protocol_refused(i, p))?,
+        };
+        let eps = endpoints::for_service_port(ctx, &svc_key, port).map_err(Problem::widen)?;
+        found.notes.extend(eps.notes);
+        let discovery = ir::Discovery::Eds {
+            endpoints: eps.endpoints,
+        };
+        out.push(PortChoice::plain(
+            port,
+            discovery,
+            proto.upstream(false),
+            proto == Proto::Tcp,
+        ));
+    }
+    Ok(out)
+}
+
+fn service_protocol_refused(i: usize, p: &str) -> BackendProblem {
+    let why = if p.eq_ignore_ascii_case("HTTPS") {
+        "HTTPS to a Service destination is not supported: the draft shape has no TLS settings for it; use an XBackend of type EndpointSelector with spec.tls, or a BackendTLSPolicy on the Service"
+    } else {
+        "is not supported (HTTP, HTTP11, HTTP2, H2C, GRPC, MCP, TCP)"
+    };
+    Problem::accepted(
+        BackendReason::UnsupportedValue,
+        format!("spec.destination.ports[{i}].protocol: {p:?}: {why}"),
+    )
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,145 +256,96 @@ fn parse_protocol(upper: &str) -> Option<Proto> {
     })
 }
 
-/// TLS of an FQDN destination; `bool` = take the client certificate from the Gateway.
+/// TLS of an FQDN destination, and whether the Gateway's client certificate applies (no own one).
 fn fqdn_tls(
     ctx: Ctx<'_>,
     key: &ObjectKey,
     hostname: &str,
-    t: Option<&crate::api::draft::DraftTls>,
-    usable: &mut Usable,
-) -> Result<(ir::UpstreamTls, bool), Vec<Problem>> {
-    let default = crate::api::draft::DraftTls {
+    t: Option<&DraftTls>,
+    secrets: &mut SecretSet,
+) -> Result<(ir::UpstreamTls, GatewayCert), Refused> {
+    let none = DraftTls {
         server_name: None,
         ca_certificates: None,
         client_certificate: None,
         insecure_skip_verify: None,
     };
-    let t = t.unwrap_or(&default);
-    let sni = t.server_name.clone().unwrap_or_else(|| hostname.to_string());
-    let cas = t.ca_certificates.as_deref().unwrap_or_default();
-    let insecure = t.insecure_skip_verify.unwrap_or(false);
-    let trust = if insecure {
-        if !cas.is_empty() {
-            return Err(vec![Problem::accepted(
-                reason::INVALID,
-                "spec.destination.fqdn.tls: caCertificates and insecureSkipVerify are mutually exclusive",
-            )]);
-        }
-        ir::Trust::InsecureSkipVerify
-    } else if cas.is_empty() {
-        let ca = tls::system_ca(&ctx.opts.system_ca_path);
-        usable.secrets.insert(ca.secret_name.clone(), ca.secret);
-        ir::Trust::Sds(ca.secret_name)
-    } else {
-        let mut refs = Vec::new();
-        for (i, c) in cas.iter().enumerate() {
-            if c.secret_ref.namespace.as_deref().is_some_and(|ns| ns != key.namespace) {
-                return Err(vec![Problem::refs(
-                    reason::REF_NOT_PERMITTED,
-                    format!(
-                        "spec.destination.fqdn.tls.caCertificates[{i}].secretRef.namespace: must be the Backend's namespace"
-                    ),
-                )]);
-            }
-            refs.push(tls::CaRef {
-                group: c.secret_ref.group.clone().unwrap_or_default(),
-                kind: c.secret_ref.kind.clone().unwrap_or_else(|| "Secret".into()),
-                name: c.secret_ref.name.clone(),
-                key: c.key.clone().unwrap_or_else(|| CA_CERT_KEY.to_string()),
-            });
-        }
-        let out = tls::resolve_ca_refs(ctx.model, &key.namespace, &refs, ("backend", &key.namespace, &key.name));
-        let Some(bundle) = out.bundle else {
-            let mut ps = out.problems;
-            ps.push(Problem::accepted(
-                reason::NO_VALID_CA_CERTIFICATE,
-                "spec.destination.fqdn.tls.caCertificates: no valid CA certificate",
-            ));
-            return Err(ps);
-        };
-        if !out.problems.is_empty() {
-            return Err(out.problems);
-        }
-        usable.secrets.insert(bundle.secret_name.clone(), bundle.secret);
-        ir::Trust::Sds(bundle.secret_name)
-    };
+    let DraftTls {
+        server_name,
+        ca_certificates,
+        client_certificate: own_certificate,
+        insecure_skip_verify,
+    } = t.unwrap_or(&none);
+    let sni = server_name.clone().unwrap_or_else(|| hostname.to_string());
+    let insecure = insecure_skip_verify.unwrap_or(false);
+    let cas = ca_certificates.as_deref().unwrap_or_default();
+    let trust = fqdn_trust(ctx, key, cas, insecure, secrets)?;
     let sans = if insecure {
         Vec::new()
     } else {
         vec![ir::SanMatch::Dns(sni.clone())]
     };
     let mut upstream = tls::upstream_tls(Some(sni), trust, sans);
-    let mut gateway_cert = true;
-    if let Some(c) = &t.client_certificate {
-        if c.secret_ref.namespace.as_deref().is_some_and(|ns| ns != key.namespace) {
-            return Err(vec![Problem::refs(
-                reason::REF_NOT_PERMITTED,
-                "spec.destination.fqdn.tls.clientCertificate.secretRef.namespace: must be the Backend's namespace",
-            )]);
-        }
-        let (name, secret) = tls::resolve_tls_secret(ctx.model, &key.namespace, &c.secret_ref, tls::CertRefUse::Client)
-            .map_err(|p| vec![p])?;
-        usable.secrets.insert(name.clone(), secret);
-        upstream.client_certificate = Some(name);
-        gateway_cert = false;
-    }
-    Ok((upstream, gateway_cert))
+    let Some(c) = own_certificate else {
+        return Ok((upstream, GatewayCert::Optional));
+    };
+    let TlsCertificateRef { secret_ref, key: _ } = c;
+    let field = "spec.destination.fqdn.tls.clientCertificate.secretRef";
+    upstream.client_certificate = Some(client_certificate(ctx, key, secret_ref, field, secrets)?);
+    Ok((upstream, GatewayCert::No))
 }
 
-/// Parses `spec.extensions` into circuit breakers and outlier detection.
-fn extensions(spec: &DraftBackendSpec, usable: &mut Usable) -> Result<(), Problem> {
-    for (i, ext) in spec.extensions.iter().flatten().enumerate() {
-        let field = format!("spec.extensions[{i}].config");
-        let config = ext
-            .config
-            .clone()
-            .unwrap_or(serde_json::Value::Object(Default::default()));
-        let invalid = |e: String| Problem::accepted(reason::INVALID, e);
-        match ext.type_.as_str() {
-            EXT_CONNECTION_POOL => {
-                let c: ConnectionPoolConfig = parse_config(&field, config).map_err(invalid)?;
-                usable.circuit_breaker = Some(ir::CircuitBreaker {
-                    max_connections: c.max_connections,
-                    max_pending_requests: c.max_pending_requests,
-                    max_requests: c.max_requests,
-                    max_retries: c.max_retries,
-                });
-            }
-            EXT_OUTLIER_DETECTION => {
-                let c: OutlierDetectionConfig = parse_config(&field, config).map_err(invalid)?;
-                let dur = |name: &str, v: &Option<String>| -> Result<Option<u64>, Problem> {
-                    v.as_deref()
-                        .map(|s| duration_ms(s).map_err(|e| invalid(format!("{field}.{name}: {e}"))))
-                        .transpose()
-                };
-                usable.outlier_detection = Some(ir::OutlierDetection {
-                    consecutive_5xx: c.consecutive_5xx,
-                    interval_ms: dur("interval", &c.interval)?,
-                    base_ejection_time_ms: dur("baseEjectionTime", &c.base_ejection_time)?,
-                    max_ejection_percent: c.max_ejection_percent,
-                });
-            }
-            other => {
-                return Err(Problem::accepted(
-                    reason::UNSUPPORTED_VALUE,
-                    format!(
-                        "spec.extensions[{i}].type: {other:?} is not supported; pier implements {EXT_CONNECTION_POOL} and {EXT_OUTLIER_DETECTION}"
-                    ),
-                ));
-            }
+/// `insecureSkipVerify`, the listed `caCertificates` (every one must resolve), or the system bundle.
+fn fqdn_trust(
+    ctx: Ctx<'_>,
+    key: &ObjectKey,
+    cas: &[TlsCertificateRef],
+    insecure: bool,
+    secrets: &mut SecretSet,
+) -> Result<ir::Trust, Refused> {
+    if insecure {
+        if !cas.is_empty() {
+            return Err(invalid(
+                "spec.destination.fqdn.tls: caCertificates and insecureSkipVerify are mutually exclusive",
+            )
+            .into());
+        }
+        return Ok(ir::Trust::InsecureSkipVerify);
+    }
+    if cas.is_empty() {
+        let ca = tls::system_ca(&ctx.opts.system_ca_path);
+        secrets.insert(ca.secret_name.clone(), ca.secret);
+        return Ok(ir::Trust::Sds(ca.secret_name));
+    }
+    let mut refs = Vec::new();
+    for (i, c) in cas.iter().enumerate() {
+        let TlsCertificateRef {
+            secret_ref,
+            key: ca_key,
+        } = c;
+        let field = format!("spec.destination.fqdn.tls.caCertificates[{i}].secretRef");
+        same_namespace(key, secret_ref.namespace.as_deref(), &field, "Secret")?;
+        refs.push(tls::CaRef {
+            group: secret_ref.group.clone().unwrap_or_default(),
+            kind: secret_ref.kind.clone().unwrap_or_else(|| "Secret".into()),
+            name: secret_ref.name.clone(),
+            key: ca_key.clone().unwrap_or_else(|| CA_CERT_KEY.to_string()),
+        });
+    }
+    let out = tls::resolve_ca_refs(ctx.model, &key.namespace, &refs, ("backend", &key.namespace, &key.name));
+    let mut problems: Vec<BackendProblem> = out.problems.into_iter().map(Problem::widen).collect();
+    match out.bundle {
+        Some(bundle) if problems.is_empty() => {
+            secrets.insert(bundle.secret_name.clone(), bundle.secret);
+            Ok(ir::Trust::Sds(bundle.secret_name))
+        }
+        Some(_) => Err(Refused(problems)),
+        None => {
+            problems.push(Problem::accepted(
+                BackendReason::NoValidCACertificate,
+                "spec.destination.fqdn.tls.caCertificates: no valid CA certificate",
+            ));
+            Err(Refused(problems))
         }
     }
-    Ok(())
-}
-
-fn parse_config<T: serde::de::DeserializeOwned>(field: &str, v: serde_json::Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(v).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            format!("{field}: {}", e.inner())
-        } else {
-            format!("{field}.{path}: {}", e.inner())
-        }
-    })
 }

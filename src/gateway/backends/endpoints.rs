@@ -11,9 +11,10 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::ServicePort;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::Ctx;
-use crate::gateway::conditions::{Problem, reason};
+use crate::gateway::conditions::{EndpointsProblem, EndpointsReason, Problem};
 use crate::gateway::policy;
 use crate::ir;
 use crate::model::ObjectKey;
@@ -28,36 +29,14 @@ pub struct Found {
 }
 
 /// Endpoints of `svc` for its port numbered `port`.
-pub fn for_service_port(ctx: Ctx<'_>, svc: &ObjectKey, port: u16) -> Result<Found, Problem> {
-    let service = ctx
-        .model
-        .services
-        .get(svc)
-        .ok_or_else(|| Problem::refs(reason::BACKEND_NOT_FOUND, format!("Service {svc} not found")))?;
-    let spec = service.spec.clone().unwrap_or_default();
-    if spec.type_.as_deref() == Some("ExternalName") {
-        return Err(Problem::refs(
-            reason::INVALID_KIND,
-            format!(
-                "Service {svc} is of type ExternalName, which pier does not route to (it bypasses ReferenceGrant); use an XBackend of type ExternalHostname"
-            ),
-        ));
-    }
-    let ports = spec.ports.unwrap_or_default();
-    let service_port = ports
-        .iter()
-        .find(|p| p.port == i32::from(port))
-        .cloned()
-        .ok_or_else(|| {
-            Problem::refs(
-                reason::BACKEND_NOT_FOUND,
-                format!(
-                    "Service {svc} has no port {port} (ports: {})",
-                    ports.iter().map(|p| p.port.to_string()).collect::<Vec<_>>().join(", ")
-                ),
-            )
-        })?;
+pub fn for_service_port(ctx: Ctx<'_>, svc: &ObjectKey, port: u16) -> Result<Found, EndpointsProblem> {
+    let service_port = service_port(ctx, svc, port)?;
     let port_name = service_port.name.clone().unwrap_or_default();
+    let mut found = Found {
+        endpoints: Vec::new(),
+        notes: Vec::new(),
+        service_port,
+    };
     // Loopback is refused for Services too unless the operator allowed it; denied CIDRs are for
     // Backend destinations only (they typically list the Pod range Services legitimately use).
     let guard = crate::options::Guardrails {
@@ -65,57 +44,97 @@ pub fn for_service_port(ctx: Ctx<'_>, svc: &ObjectKey, port: u16) -> Result<Foun
         ..ctx.opts.guardrails.clone()
     };
     let mut seen = BTreeSet::new();
-    let mut notes = Vec::new();
     for (slice_key, slice) in ctx.model.endpoint_slices.range(ObjectKey::new(&svc.namespace, "")..) {
         if slice_key.namespace != svc.namespace {
             break;
         }
         let owner = slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL));
-        if owner.map(String::as_str) != Some(svc.name.as_str()) {
-            continue;
-        }
-        if slice.address_type == "FQDN" {
-            notes.push(format!(
-                "EndpointSlice {slice_key} has addressType FQDN, which is not supported"
-            ));
-            continue;
-        }
-        let Some(target) = slice
-            .ports
-            .iter()
-            .flatten()
-            .find(|p| p.name.clone().unwrap_or_default() == port_name)
-            .and_then(|p| p.port)
-            .and_then(super::port_u16)
-        else {
-            continue;
-        };
-        for ep in &slice.endpoints {
-            let cond = ep.conditions.clone().unwrap_or_default();
-            if cond.ready == Some(false) || cond.terminating == Some(true) {
-                continue;
-            }
-            for addr in &ep.addresses {
-                let Some(ip) = policy::parse_ip(addr) else {
-                    notes.push(format!("EndpointSlice {slice_key}: {addr:?} is not an IP address"));
-                    continue;
-                };
-                if let Err(refusal) = policy::check_ip(ip, &guard) {
-                    notes.push(format!("EndpointSlice {slice_key}: {refusal}"));
-                    continue;
-                }
-                seen.insert(ir::Endpoint {
-                    address: ir::EndpointAddress::Ip(ip, target),
-                    priority: 0,
-                    hostname: ep.hostname.clone(),
-                    zone: ep.zone.clone(),
-                });
-            }
+        if owner.map(String::as_str) == Some(svc.name.as_str()) {
+            ready_endpoints(slice_key, slice, &port_name, &guard, &mut seen, &mut found.notes);
         }
     }
-    Ok(Found {
-        endpoints: seen.into_iter().collect(),
-        notes,
-        service_port,
-    })
+    found.endpoints = seen.into_iter().collect();
+    Ok(found)
+}
+
+/// The Service's port numbered `port`; an ExternalName Service has none pier routes to.
+fn service_port(ctx: Ctx<'_>, svc: &ObjectKey, port: u16) -> Result<ServicePort, EndpointsProblem> {
+    let service = ctx
+        .model
+        .services
+        .get(svc)
+        .ok_or_else(|| Problem::refs(EndpointsReason::BackendNotFound, format!("Service {svc} not found")))?;
+    let spec = service.spec.as_ref();
+    if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
+        return Err(Problem::refs(
+            EndpointsReason::InvalidKind,
+            format!(
+                "Service {svc} is of type ExternalName, which pier does not route to (it bypasses ReferenceGrant); use an XBackend of type ExternalHostname"
+            ),
+        ));
+    }
+    let ports = spec.and_then(|s| s.ports.as_deref()).unwrap_or_default();
+    ports
+        .iter()
+        .find(|p| p.port == i32::from(port))
+        .cloned()
+        .ok_or_else(|| {
+            Problem::refs(
+                EndpointsReason::BackendNotFound,
+                format!(
+                    "Service {svc} has no port {port} (ports: {})",
+                    ports.iter().map(|p| p.port.to_string()).collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })
+}
+
+/// The ready endpoints of one of the Service's slices on the slice port named `port_name` (into `seen`);
+/// what is skipped, and why, into `notes`.
+fn ready_endpoints(
+    slice_key: &ObjectKey,
+    slice: &EndpointSlice,
+    port_name: &str,
+    guard: &crate::options::Guardrails,
+    seen: &mut BTreeSet<ir::Endpoint>,
+    notes: &mut Vec<String>,
+) {
+    if slice.address_type == "FQDN" {
+        notes.push(format!(
+            "EndpointSlice {slice_key} has addressType FQDN, which is not supported"
+        ));
+        return;
+    }
+    let Some(target) = slice
+        .ports
+        .iter()
+        .flatten()
+        .find(|p| p.name.as_deref().unwrap_or_default() == port_name)
+        .and_then(|p| p.port)
+        .and_then(super::port_u16)
+    else {
+        return;
+    };
+    for ep in &slice.endpoints {
+        let cond = ep.conditions.clone().unwrap_or_default();
+        if cond.ready == Some(false) || cond.terminating == Some(true) {
+            continue;
+        }
+        for addr in &ep.addresses {
+            let Some(ip) = policy::parse_ip(addr) else {
+                notes.push(format!("EndpointSlice {slice_key}: {addr:?} is not an IP address"));
+                continue;
+            };
+            if let Err(refusal) = policy::check_ip(ip, guard) {
+                notes.push(format!("EndpointSlice {slice_key}: {refusal}"));
+                continue;
+            }
+            seen.insert(ir::Endpoint {
+                address: ir::EndpointAddress::Ip(ip, target),
+                priority: 0,
+                hostname: ep.hostname.clone(),
+                zone: ep.zone.clone(),
+            });
+        }
+    }
 }

@@ -2,218 +2,227 @@
 //! STRICT_DNS cluster on hostname:port) or `EndpointSelector` (an EDS cluster fed by the EndpointSlices
 //! of a Service in the same namespace), with inline TLS and protocol.
 
-use super::{Ctx, Evaluated, GatewayCert, PortChoice, Usable, endpoints, port_u16};
+use super::common::{Findings, Refused, allowed_hostname, client_certificate, invalid, port, same_namespace, set_iff};
+use super::{Ctx, Evaluated, GatewayCert, PortChoice, Usable, endpoints};
 use crate::api::consts::{CORE_GROUP, KIND_SERVICE};
-use crate::api::xbackend::{BackendProtocol, BackendTlsMode, BackendType, XBackendSpec};
-use crate::gateway::conditions::{Problem, reason};
-use crate::gateway::{policy, tls};
+use crate::api::xbackend::{
+    BackendPort, BackendProtocol, BackendTls, BackendTlsMode, BackendType, EndpointSelector, ExternalHostname,
+    SelectorRef, XBackendSpec,
+};
+use crate::gateway::conditions::{BackendProblem, BackendReason, Problem};
+use crate::gateway::tls::{self, SecretSet};
 use crate::ir;
 use crate::model::ObjectKey;
 
 /// `owner_kind` is the lowercase kind used in minted secret names (`xbackend`, `backend`).
 pub fn evaluate(ctx: Ctx<'_>, owner_kind: &str, key: &ObjectKey, spec: &XBackendSpec, generation: i64) -> Evaluated {
-    let mut ev = Evaluated {
-        generation,
-        ..Default::default()
-    };
-    let invalid = |m: &str| Problem::accepted(reason::INVALID, m);
-    let Some(port) = port_u16(spec.port.port) else {
-        ev.problems.push(invalid("spec.port.port: must be in 1..65535"));
-        return ev;
-    };
-    let (protocol, tcp) = protocol_of(
-        spec.protocol,
-        spec.tls.as_ref().is_some_and(|t| t.mode != BackendTlsMode::None),
-    );
+    let mut found = Findings::default();
+    let verdict = usable(ctx, owner_kind, key, spec, &mut found);
+    Evaluated::new(generation, false, found, verdict)
+}
 
-    let discovery = match spec.type_ {
+fn usable(
+    ctx: Ctx<'_>,
+    owner_kind: &str,
+    key: &ObjectKey,
+    spec: &XBackendSpec,
+    found: &mut Findings,
+) -> Result<Usable, Refused> {
+    let XBackendSpec {
+        type_,
+        port: BackendPort { name: _, port: number },
+        external_hostname,
+        endpoint_selector,
+        protocol,
+        tls,
+    } = spec;
+    let port = port(*number, "spec.port.port")?;
+    let tls = tls.as_ref().filter(|t| t.mode != BackendTlsMode::None);
+    let (protocol, tcp) = protocol_of(*protocol, tls.is_some());
+    let discovery = match type_ {
         BackendType::ExternalHostname => {
-            if spec.endpoint_selector.is_some() {
-                ev.problems.push(invalid(
-                    "spec.endpointSelector: must be unset when type is ExternalHostname",
-                ));
-                return ev;
-            }
-            let Some(ext) = &spec.external_hostname else {
-                ev.problems.push(invalid(
-                    "spec.externalHostname: must be set when type is ExternalHostname",
-                ));
-                return ev;
-            };
-            if let Err(refusal) = policy::check_hostname(&ext.hostname, &ctx.opts.guardrails) {
-                ev.problems.push(Problem::accepted(
-                    reason::DESTINATION_NOT_ALLOWED,
-                    format!("spec.externalHostname.hostname: {refusal}"),
-                ));
-                return ev;
-            }
-            ir::Discovery::Dns {
-                targets: vec![ir::DnsTarget {
-                    hostname: ext.hostname.clone(),
-                    port,
-                    priority: 0,
-                }],
-                dns: ctx.opts.dns.clone(),
-            }
+            let ext = set_iff(
+                "ExternalHostname",
+                ("spec.externalHostname", external_hostname.as_ref()),
+                &[("spec.endpointSelector", endpoint_selector.is_some())],
+            )?;
+            external(ctx, ext, port)?
         }
         BackendType::EndpointSelector => {
-            if spec.external_hostname.is_some() {
-                ev.problems.push(invalid(
-                    "spec.externalHostname: must be unset when type is EndpointSelector",
-                ));
-                return ev;
-            }
-            let Some(sel) = &spec.endpoint_selector else {
-                ev.problems.push(invalid(
-                    "spec.endpointSelector: must be set when type is EndpointSelector",
-                ));
-                return ev;
-            };
-            match (&sel.selector_ref, &sel.selector) {
-                (Some(_), Some(_)) | (None, None) => {
-                    ev.problems.push(invalid(
-                        "spec.endpointSelector: set exactly one of selectorRef and selector",
-                    ));
-                    return ev;
-                }
-                (None, Some(_)) => {
-                    ev.problems.push(Problem::accepted(
-                        reason::UNSUPPORTED_VALUE,
-                        "spec.endpointSelector.selector: label selectors select Pods, which pier does not watch \
-                         (the EndpointSelector KEP is unfinished); use selectorRef to a Service",
-                    ));
-                    return ev;
-                }
-                (Some(r), None) => {
-                    let group = r.group.as_deref().unwrap_or(CORE_GROUP);
-                    let kind = r.kind.as_deref().unwrap_or(KIND_SERVICE);
-                    if group != CORE_GROUP || kind != KIND_SERVICE {
-                        ev.problems.push(Problem::refs(
-                            reason::INVALID_KIND,
-                            format!(
-                                "spec.endpointSelector.selectorRef: {}/{kind} is not supported; use a core Service",
-                                if group.is_empty() { "core" } else { group }
-                            ),
-                        ));
-                        return ev;
-                    }
-                    if r.namespace.as_deref().is_some_and(|ns| ns != key.namespace) {
-                        ev.problems.push(Problem::refs(
-                            reason::REF_NOT_PERMITTED,
-                            "spec.endpointSelector.selectorRef.namespace: the Service must be in the Backend's namespace",
-                        ));
-                        return ev;
-                    }
-                    let svc_key = ObjectKey::new(&key.namespace, &r.name);
-                    match endpoints::for_service_port(ctx, &svc_key, port) {
-                        Ok(found) => {
-                            ev.notes.extend(found.notes);
-                            ir::Discovery::Eds {
-                                endpoints: found.endpoints,
-                            }
-                        }
-                        Err(p) => {
-                            ev.problems.push(p);
-                            return ev;
-                        }
-                    }
-                }
-            }
+            let sel = set_iff(
+                "EndpointSelector",
+                ("spec.endpointSelector", endpoint_selector.as_ref()),
+                &[("spec.externalHostname", external_hostname.is_some())],
+            )?;
+            selected(ctx, key, sel, port, found)?
         }
     };
-
     let mut usable = Usable::default();
-    let mut choice = PortChoice {
-        port,
-        discovery,
-        protocol,
-        tls: None,
-        gateway_client_cert: GatewayCert::No,
-        tcp,
-        secrets: Default::default(),
-    };
-    if let Some(t) = &spec.tls
-        && t.mode != BackendTlsMode::None
-    {
+    let mut choice = PortChoice::plain(port, discovery, protocol, tcp);
+    if let Some(t) = tls {
         let owner = (owner_kind, key.namespace.as_str(), key.name.as_str());
-        let mut upstream = match &t.validation {
-            Some(v) => {
-                let out = tls::resolve_validation(
-                    ctx.model,
-                    &ctx.opts.system_ca_path,
-                    &key.namespace,
-                    v,
-                    owner,
-                    "spec.tls.validation",
-                );
-                ev.problems.extend(out.problems);
-                usable.secrets.extend(out.secrets);
-                match out.tls {
-                    Some(u) => u,
-                    None => return ev,
-                }
-            }
-            None => match &spec.external_hostname {
-                // No explicit validation: verify the external name against the system trust store.
-                Some(ext) => {
-                    let ca = tls::system_ca(&ctx.opts.system_ca_path);
-                    usable.secrets.insert(ca.secret_name.clone(), ca.secret);
-                    tls::upstream_tls(
-                        Some(ext.hostname.clone()),
-                        ir::Trust::Sds(ca.secret_name),
-                        vec![ir::SanMatch::Dns(ext.hostname.clone())],
-                    )
-                }
-                None => {
-                    ev.problems.push(invalid(
-                        "spec.tls.validation: required for EndpointSelector backends (there is no hostname to verify)",
-                    ));
-                    return ev;
-                }
-            },
-        };
-        match (t.mode, &t.client_certificate_ref) {
-            (BackendTlsMode::ServerOnly, Some(_)) => {
-                ev.problems.push(invalid(
-                    "spec.tls.clientCertificateRef: must be set if and only if mode is ClientAndServer",
-                ));
-                return ev;
-            }
-            (BackendTlsMode::ClientAndServer, None) => choice.gateway_client_cert = GatewayCert::Required,
-            (BackendTlsMode::ClientAndServer, Some(r)) => {
-                if r.namespace.as_deref().is_some_and(|ns| ns != key.namespace) {
-                    ev.problems.push(Problem::refs(
-                        reason::REF_NOT_PERMITTED,
-                        "spec.tls.clientCertificateRef.namespace: the Secret must be in the Backend's namespace",
-                    ));
-                    return ev;
-                }
-                match tls::resolve_tls_secret(ctx.model, &key.namespace, r, tls::CertRefUse::Client) {
-                    Ok((name, secret)) => {
-                        usable.secrets.insert(name.clone(), secret);
-                        upstream.client_certificate = Some(name);
-                    }
-                    Err(p) => {
-                        ev.problems.push(p);
-                        return ev;
-                    }
-                }
-            }
-            _ => {}
-        }
+        let hostname = external_hostname.as_ref().map(|e| e.hostname.as_str());
+        let (upstream, gateway_cert) = backend_tls(ctx, owner, key, t, hostname, &mut usable.secrets, found)?;
         choice.tls = Some(upstream);
+        choice.gateway_client_cert = gateway_cert;
     }
     usable.choices.push(choice);
-    // Partial CA failures (some refs valid) leave the backend usable with ResolvedRefs=False.
-    if ev
-        .problems
-        .iter()
-        .any(|p| p.type_ == crate::gateway::conditions::ACCEPTED)
-    {
-        return ev;
+    Ok(usable)
+}
+
+/// `ExternalHostname`: Envoy resolves the name (STRICT_DNS), once the guardrails allow it.
+fn external(ctx: Ctx<'_>, ext: &ExternalHostname, port: u16) -> Result<ir::Discovery, BackendProblem> {
+    let ExternalHostname { hostname } = ext;
+    allowed_hostname(ctx, hostname, "spec.externalHostname.hostname")?;
+    Ok(ir::Discovery::Dns {
+        targets: vec![ir::DnsTarget {
+            hostname: hostname.clone(),
+            port,
+            priority: 0,
+        }],
+        dns: ctx.opts.dns.clone(),
+    })
+}
+
+/// `EndpointSelector`: the EndpointSlices of the Service `selectorRef` names. The GEP's inline label
+/// `selector` selects Pods, which pier does not watch.
+fn selected(
+    ctx: Ctx<'_>,
+    key: &ObjectKey,
+    sel: &EndpointSelector,
+    port: u16,
+    found: &mut Findings,
+) -> Result<ir::Discovery, BackendProblem> {
+    let EndpointSelector { selector_ref, selector } = sel;
+    let r = match (selector_ref, selector) {
+        (Some(_), Some(_)) | (None, None) => {
+            return Err(invalid(
+                "spec.endpointSelector: set exactly one of selectorRef and selector",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(Problem::accepted(
+                BackendReason::UnsupportedValue,
+                "spec.endpointSelector.selector: label selectors select Pods, which pier does not watch \
+                 (the EndpointSelector KEP is unfinished); use selectorRef to a Service",
+            ));
+        }
+        (Some(r), None) => r,
+    };
+    let svc = selected_service(key, r)?;
+    let eps = endpoints::for_service_port(ctx, &svc, port).map_err(Problem::widen)?;
+    found.notes.extend(eps.notes);
+    Ok(ir::Discovery::Eds {
+        endpoints: eps.endpoints,
+    })
+}
+
+/// The Service a `selectorRef` names: core, in the Backend's namespace.
+fn selected_service(key: &ObjectKey, r: &SelectorRef) -> Result<ObjectKey, BackendProblem> {
+    let SelectorRef {
+        group,
+        kind,
+        name,
+        namespace,
+    } = r;
+    let group = group.as_deref().unwrap_or(CORE_GROUP);
+    let kind = kind.as_deref().unwrap_or(KIND_SERVICE);
+    if group != CORE_GROUP || kind != KIND_SERVICE {
+        return Err(Problem::refs(
+            BackendReason::InvalidKind,
+            format!(
+                "spec.endpointSelector.selectorRef: {}/{kind} is not supported; use a core Service",
+                if group.is_empty() { "core" } else { group }
+            ),
+        ));
     }
-    ev.usable = Some(usable);
-    ev
+    same_namespace(
+        key,
+        namespace.as_deref(),
+        "spec.endpointSelector.selectorRef",
+        "Service",
+    )?;
+    Ok(ObjectKey::new(&key.namespace, name))
+}
+
+/// `spec.tls` (mode not `None`): server validation, then the client certificate the mode asks for.
+fn backend_tls(
+    ctx: Ctx<'_>,
+    owner: (&str, &str, &str),
+    key: &ObjectKey,
+    t: &BackendTls,
+    hostname: Option<&str>,
+    secrets: &mut SecretSet,
+    found: &mut Findings,
+) -> Result<(ir::UpstreamTls, GatewayCert), BackendProblem> {
+    let BackendTls {
+        mode,
+        client_certificate_ref,
+        validation,
+    } = t;
+    let mut upstream = match validation {
+        Some(v) => validated(ctx, owner, v, secrets, found)?,
+        None => system_trust(ctx, hostname, secrets)?,
+    };
+    let gateway_cert = match (mode, client_certificate_ref) {
+        (BackendTlsMode::ServerOnly, Some(_)) => {
+            return Err(invalid(
+                "spec.tls.clientCertificateRef: must be set if and only if mode is ClientAndServer",
+            ));
+        }
+        (BackendTlsMode::ClientAndServer, None) => GatewayCert::Required,
+        (BackendTlsMode::ClientAndServer, Some(r)) => {
+            let name = client_certificate(ctx, key, r, "spec.tls.clientCertificateRef", secrets)?;
+            upstream.client_certificate = Some(name);
+            GatewayCert::No
+        }
+        // Mode `None` never gets here: it means no TLS at all.
+        (BackendTlsMode::ServerOnly | BackendTlsMode::None, _) => GatewayCert::No,
+    };
+    Ok((upstream, gateway_cert))
+}
+
+/// An explicit `validation` block. A CA reference that does not resolve while another does leaves the
+/// Backend usable with `ResolvedRefs=False`.
+fn validated(
+    ctx: Ctx<'_>,
+    owner: (&str, &str, &str),
+    v: &crate::api::TlsValidation,
+    secrets: &mut SecretSet,
+    found: &mut Findings,
+) -> Result<ir::UpstreamTls, BackendProblem> {
+    let site = tls::Site {
+        namespace: owner.1,
+        owner,
+        field: "spec.tls.validation",
+    };
+    let mut problems = Vec::new();
+    let result = tls::resolve_validation(ctx.model, &ctx.opts.system_ca_path, site, v, &mut problems);
+    found.problems.extend(problems.into_iter().map(Problem::widen));
+    let v = result.map_err(Problem::widen)?;
+    secrets.extend(v.secrets);
+    Ok(v.tls)
+}
+
+/// No `validation`: the external hostname is verified against the system trust store. An
+/// EndpointSelector Backend has no hostname to verify, so it must say what to trust.
+fn system_trust(
+    ctx: Ctx<'_>,
+    hostname: Option<&str>,
+    secrets: &mut SecretSet,
+) -> Result<ir::UpstreamTls, BackendProblem> {
+    let Some(host) = hostname else {
+        return Err(invalid(
+            "spec.tls.validation: required for EndpointSelector backends (there is no hostname to verify)",
+        ));
+    };
+    let ca = tls::system_ca(&ctx.opts.system_ca_path);
+    secrets.insert(ca.secret_name.clone(), ca.secret);
+    Ok(tls::upstream_tls(
+        Some(host.to_string()),
+        ir::Trust::Sds(ca.secret_name),
+        vec![ir::SanMatch::Dns(host.to_string())],
+    ))
 }
 
 /// Protocol → how Envoy speaks to the upstream, and whether it is TCP (unusable from HTTPRoute).

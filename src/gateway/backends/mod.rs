@@ -4,12 +4,16 @@
 //! ReferenceGrant, protocol). Clusters are named by identity in `ir::names`, so every route that
 //! uses the same backend port shares one cluster.
 //!
+//! Each shape's evaluation (`gep`, `draft`, `eg`) destructures its spec, so a field added upstream is a
+//! compile error here rather than a setting silently dropped, and is a chain of small steps returning
+//! `Result<_, BackendProblem>`; the steps every shape shares are in `common`.
+//!
 //! Must not touch: listeners, routes, or anything Envoy-specific beyond the IR.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::backend_tls::PolicyIndex;
-use super::conditions::{self, Condition, Problem, reason};
+use super::conditions::{BackendProblem, BackendReason, Problem, RouteProblem, RouteReason};
 use super::tls::SecretSet;
 use crate::api::consts::{
     CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP,
@@ -19,11 +23,16 @@ use crate::ir::names::{self, BackendKind};
 use crate::model::{Model, ObjectKey};
 use crate::options::Options;
 
+mod common;
 mod draft;
 mod eg;
-mod endpoints;
+pub mod endpoints;
 mod gep;
 mod service;
+pub mod verdict;
+
+pub(crate) use common::port_u16;
+use common::{Findings, Refused};
 
 /// What the translator needs from its surroundings while evaluating backends.
 #[derive(Clone, Copy)]
@@ -37,12 +46,39 @@ pub struct Ctx<'a> {
 pub struct Evaluated {
     pub generation: i64,
     /// Problems for the object's own status (Accepted / ResolvedRefs).
-    pub problems: Vec<Problem>,
+    pub problems: Vec<BackendProblem>,
     /// Draft `spec.destination` shape.
     pub deprecated: bool,
     /// Informational notes appended to the Accepted message (e.g. endpoints skipped).
     pub notes: Vec<String>,
     pub usable: Option<Usable>,
+}
+
+impl Evaluated {
+    /// `verdict` is the Backend's usable form or what refuses it; `found` what else its evaluation found.
+    /// A Backend with an `Accepted` problem is never usable.
+    fn new(generation: i64, deprecated: bool, found: Findings, verdict: Result<Usable, Refused>) -> Self {
+        let mut problems = found.problems;
+        let usable = match verdict {
+            Ok(u) => Some(u),
+            Err(Refused(ps)) => {
+                problems.extend(ps);
+                None
+            }
+        };
+        let usable = usable.filter(|_| {
+            problems
+                .iter()
+                .all(|p| p.type_ != super::conditions::BackendType::Accepted)
+        });
+        Self {
+            generation,
+            problems,
+            deprecated,
+            notes: found.notes,
+            usable,
+        }
+    }
 }
 
 /// Everything needed to build a cluster for any port of a usable backend.
@@ -83,6 +119,21 @@ pub struct PortChoice {
     pub tcp: bool,
     /// Extra secrets this port needs (e.g. a BackendTLSPolicy CA for a Service port).
     pub secrets: SecretSet,
+}
+
+impl PortChoice {
+    /// A port without TLS (callers add it).
+    fn plain(port: u16, discovery: ir::Discovery, protocol: ir::UpstreamProtocol, tcp: bool) -> Self {
+        Self {
+            port,
+            discovery,
+            protocol,
+            tls: None,
+            gateway_client_cert: GatewayCert::No,
+            tcp,
+            secrets: SecretSet::new(),
+        }
+    }
 }
 
 /// A resolved backendRef: the cluster to send to and what it needs.
@@ -131,25 +182,23 @@ pub struct Backends<'a> {
     pub referenced_by: BTreeMap<(BackendKind, ObjectKey), BTreeSet<ObjectKey>>,
     /// Problems of a Backend that hold for one Gateway only (a required client certificate the
     /// Gateway does not have), keyed by (kind, Backend, Gateway).
-    pub parent_problems: BTreeMap<(BackendKind, ObjectKey, ObjectKey), Problem>,
+    pub parent_problems: BTreeMap<(BackendKind, ObjectKey, ObjectKey), BackendProblem>,
 }
 
 impl<'a> Backends<'a> {
     pub fn new(ctx: Ctx<'a>) -> Self {
-        let policies = PolicyIndex::build(ctx);
+        use crate::api::backend::BackendShape;
         let mut evaluated = BTreeMap::new();
         for (key, xb) in &ctx.model.xbackends {
             let g = xb.metadata.generation.unwrap_or(0);
-            evaluated.insert(
-                (BackendKind::XBackend, key.clone()),
-                gep::evaluate(ctx, "xbackend", key, &xb.spec, g),
-            );
+            let ev = gep::evaluate(ctx, "xbackend", key, &xb.spec, g);
+            evaluated.insert((BackendKind::XBackend, key.clone()), ev);
         }
         for (key, b) in &ctx.model.backends {
             let g = b.metadata.generation.unwrap_or(0);
             let ev = match &b.spec {
-                crate::api::backend::BackendShape::Gep(spec) => gep::evaluate(ctx, "backend", key, spec, g),
-                crate::api::backend::BackendShape::Draft(spec) => draft::evaluate(ctx, key, spec, g),
+                BackendShape::Gep(spec) => gep::evaluate(ctx, "backend", key, spec, g),
+                BackendShape::Draft(spec) => draft::evaluate(ctx, key, spec, g),
             };
             evaluated.insert((BackendKind::Backend, key.clone()), ev);
         }
@@ -162,7 +211,7 @@ impl<'a> Backends<'a> {
         }
         Self {
             ctx,
-            policies,
+            policies: PolicyIndex::build(ctx),
             evaluated,
             referenced_by: BTreeMap::new(),
             parent_problems: BTreeMap::new(),
@@ -177,7 +226,7 @@ impl<'a> Backends<'a> {
         route: RouteSide<'_>,
         r: &RefSpec<'_>,
         gw: GatewaySide<'_>,
-    ) -> Result<Option<Target>, Problem> {
+    ) -> Result<Option<Target>, RouteProblem> {
         let mut target = self.resolve_target(route, r, gw.key)?;
         if let Some(t) = target.as_mut() {
             self.apply_gateway_cert(t, r, gw)?;
@@ -187,17 +236,16 @@ impl<'a> Backends<'a> {
 
     /// Puts the Gateway's client certificate on a target that takes it; refuses a target that
     /// requires one when the Gateway has none.
-    fn apply_gateway_cert(&mut self, t: &mut Target, r: &RefSpec<'_>, gw: GatewaySide<'_>) -> Result<(), Problem> {
+    fn apply_gateway_cert(&mut self, t: &mut Target, r: &RefSpec<'_>, gw: GatewaySide<'_>) -> Result<(), RouteProblem> {
         let Some(tls) = t.cluster.tls.as_mut() else {
             return Ok(());
         };
         match (t.gateway_client_cert, gw.client_cert) {
-            (GatewayCert::No, _) => Ok(()),
+            (GatewayCert::No, _) | (GatewayCert::Optional, None) => Ok(()),
             (_, Some(cert)) => {
                 tls.client_certificate = Some(cert.to_string());
                 Ok(())
             }
-            (GatewayCert::Optional, None) => Ok(()),
             (GatewayCert::Required, None) => {
                 let msg = format!(
                     "{} {}/{}: tls.mode ClientAndServer needs a client certificate, but it sets no clientCertificateRef and Gateway {} has no valid spec.tls.backend.clientCertificateRef",
@@ -208,9 +256,9 @@ impl<'a> Backends<'a> {
                     _ => BackendKind::Backend,
                 };
                 let key = (kind, ObjectKey::new(r.namespace, r.name), gw.key.clone());
-                self.parent_problems
-                    .insert(key, Problem::refs(reason::INVALID_CLIENT_CERTIFICATE_REF, msg.clone()));
-                Err(Problem::refs(reason::INVALID_BACKEND, msg))
+                let backend_side = Problem::refs(BackendReason::InvalidClientCertificateRef, msg.clone());
+                self.parent_problems.insert(key, backend_side);
+                Err(Problem::refs(RouteReason::InvalidBackend, msg))
             }
         }
     }
@@ -220,95 +268,26 @@ impl<'a> Backends<'a> {
         route: RouteSide<'_>,
         r: &RefSpec<'_>,
         gateway: &ObjectKey,
-    ) -> Result<Option<Target>, Problem> {
-        let kind = match (r.group, r.kind) {
-            (CORE_GROUP, KIND_SERVICE) => BackendKind::Service,
-            (X_GATEWAY_GROUP, KIND_XBACKEND) => BackendKind::XBackend,
-            (GATEWAY_GROUP, KIND_BACKEND) => BackendKind::Backend,
-            (EG_GROUP, KIND_BACKEND) => BackendKind::EgBackend,
-            _ => {
-                let g = if r.group.is_empty() { "core" } else { r.group };
-                return Err(Problem::refs(
-                    reason::INVALID_KIND,
-                    format!(
-                        "backendRef {g}/{} {:?}: unsupported kind; pier routes to core Service, {X_GATEWAY_GROUP}/XBackend, {GATEWAY_GROUP}/Backend and {EG_GROUP}/Backend",
-                        r.kind, r.name
-                    ),
-                ));
-            }
-        };
+    ) -> Result<Option<Target>, RouteProblem> {
+        let kind = backend_kind(r)?;
+        permitted(self.ctx.model, route, r, kind)?;
         let key = ObjectKey::new(r.namespace, r.name);
-        let what = format!("{} {key}", r.kind);
-        // The GEP requires a Backend to live in the route's namespace; a ReferenceGrant does not
-        // override that. Services and Envoy Gateway Backends follow ReferenceGrant.
-        if matches!(kind, BackendKind::XBackend | BackendKind::Backend) && r.namespace != route.namespace {
-            return Err(Problem::refs(
-                reason::REF_NOT_PERMITTED,
-                format!(
-                    "{what}: {} {} must be in the same namespace as the {} that references it ({}); ReferenceGrant does not apply",
-                    article(r.kind),
-                    r.kind,
-                    route.kind,
-                    route.namespace
-                ),
-            ));
-        }
-        let from = super::refs::RefEnd {
-            group: route.group,
-            kind: route.kind,
-            namespace: route.namespace,
-            name: "",
-        };
-        let to = super::refs::RefEnd {
-            group: r.group,
-            kind: r.kind,
-            namespace: r.namespace,
-            name: r.name,
-        };
-        if !super::refs::permitted(self.ctx.model, from, to) {
-            return Err(Problem::refs(
-                reason::REF_NOT_PERMITTED,
-                format!(
-                    "{what}: cross-namespace reference from {} {} needs a ReferenceGrant in namespace {}",
-                    route.kind, route.namespace, r.namespace
-                ),
-            ));
-        }
         if kind == BackendKind::Service {
-            self.referenced_by
-                .entry((kind, key.clone()))
-                .or_default()
-                .insert(gateway.clone());
+            self.note_reference(kind, &key, gateway);
             return service::resolve(self.ctx, &self.policies, &key, r.port);
         }
-        let Some(ev) = self.evaluated.get(&(kind, key.clone())) else {
-            return Err(Problem::refs(reason::BACKEND_NOT_FOUND, format!("{what} not found")));
-        };
-        self.referenced_by
-            .entry((kind, key.clone()))
-            .or_default()
-            .insert(gateway.clone());
-        let Some(usable) = &ev.usable else {
-            let why = ev
-                .problems
-                .iter()
-                .map(|p| format!("{}: {}", p.reason, p.message))
-                .collect::<Vec<_>>()
-                .join("; ");
-            return Err(Problem::refs(
-                reason::INVALID_BACKEND,
-                format!("{what} is not accepted: {why}"),
-            ));
-        };
+        let what = format!("{} {key}", r.kind);
+        if !self.evaluated.contains_key(&(kind, key.clone())) {
+            return Err(Problem::refs(RouteReason::BackendNotFound, format!("{what} not found")));
+        }
+        self.note_reference(kind, &key, gateway);
+        let ev = &self.evaluated[&(kind, key.clone())];
+        let usable = ev.usable.as_ref().ok_or_else(|| not_accepted(&what, ev))?;
         let choice = select_port(usable, r.port)
-            .map_err(|m| Problem::refs(reason::BACKEND_NOT_FOUND, format!("{what}: {m}")))?;
-        let name = match kind {
-            BackendKind::EgBackend => names::eg_backend_cluster(r.namespace, r.name),
-            _ => names::cluster(kind, r.namespace, r.name, choice.port),
-        };
+            .map_err(|m| Problem::refs(RouteReason::BackendNotFound, format!("{what}: {m}")))?;
         if choice.tcp && route.kind != "TCPRoute" {
             return Err(Problem::refs(
-                reason::UNSUPPORTED_PROTOCOL,
+                RouteReason::UnsupportedProtocol,
                 format!(
                     "{what} speaks TCP, which {} {} cannot carry",
                     article(route.kind),
@@ -316,54 +295,127 @@ impl<'a> Backends<'a> {
                 ),
             ));
         }
+        let name = match kind {
+            BackendKind::EgBackend => names::eg_backend_cluster(r.namespace, r.name),
+            _ => names::cluster(kind, r.namespace, r.name, choice.port),
+        };
         Ok(Some(target(kind, &key, name, usable, choice)))
     }
 
-    /// Status conditions of every evaluated Backend object.
-    pub fn object_conditions(&self) -> impl Iterator<Item = (BackendKind, &ObjectKey, Vec<Condition>)> {
-        self.evaluated
-            .iter()
-            .map(|((kind, key), ev)| (*kind, key, conditions_of(ev, None)))
+    fn note_reference(&mut self, kind: BackendKind, key: &ObjectKey, gateway: &ObjectKey) {
+        self.referenced_by
+            .entry((kind, key.clone()))
+            .or_default()
+            .insert(gateway.clone());
     }
 
-    /// Status conditions of a Backend object as seen from one Gateway (its `status.parents` entry).
-    pub fn parent_conditions(&self, kind: BackendKind, key: &ObjectKey, gateway: &ObjectKey) -> Vec<Condition> {
-        let extra = self.parent_problems.get(&(kind, key.clone(), gateway.clone()));
-        self.evaluated
-            .get(&(kind, key.clone()))
-            .map(|ev| conditions_of(ev, extra))
-            .unwrap_or_default()
+    /// Every evaluated Backend object.
+    pub fn evaluated(&self) -> impl Iterator<Item = (BackendKind, &ObjectKey, &Evaluated)> {
+        self.evaluated.iter().map(|((kind, key), ev)| (*kind, key, ev))
+    }
+
+    /// The problem a Backend has for one Gateway only, if any.
+    pub fn parent_problem(&self, kind: BackendKind, key: &ObjectKey, gateway: &ObjectKey) -> Option<&BackendProblem> {
+        self.parent_problems.get(&(kind, key.clone(), gateway.clone()))
     }
 }
 
+/// The kind a backendRef names, if pier routes to it.
+fn backend_kind(r: &RefSpec<'_>) -> Result<BackendKind, RouteProblem> {
+    match (r.group, r.kind) {
+        (CORE_GROUP, KIND_SERVICE) => Ok(BackendKind::Service),
+        (X_GATEWAY_GROUP, KIND_XBACKEND) => Ok(BackendKind::XBackend),
+        (GATEWAY_GROUP, KIND_BACKEND) => Ok(BackendKind::Backend),
+        (EG_GROUP, KIND_BACKEND) => Ok(BackendKind::EgBackend),
+        _ => {
+            let g = if r.group.is_empty() { "core" } else { r.group };
+            Err(Problem::refs(
+                RouteReason::InvalidKind,
+                format!(
+                    "backendRef {g}/{} {:?}: unsupported kind; pier routes to core Service, {X_GATEWAY_GROUP}/XBackend, {GATEWAY_GROUP}/Backend and {EG_GROUP}/Backend",
+                    r.kind, r.name
+                ),
+            ))
+        }
+    }
+}
+
+/// May the route reference this object? The GEP requires a Backend to live in the route's namespace (a
+/// ReferenceGrant does not override that); Services and Envoy Gateway Backends follow ReferenceGrant.
+fn permitted(model: &Model, route: RouteSide<'_>, r: &RefSpec<'_>, kind: BackendKind) -> Result<(), RouteProblem> {
+    let what = format!("{} {}/{}", r.kind, r.namespace, r.name);
+    if matches!(kind, BackendKind::XBackend | BackendKind::Backend) && r.namespace != route.namespace {
+        return Err(Problem::refs(
+            RouteReason::RefNotPermitted,
+            format!(
+                "{what}: {} {} must be in the same namespace as the {} that references it ({}); ReferenceGrant does not apply",
+                article(r.kind),
+                r.kind,
+                route.kind,
+                route.namespace
+            ),
+        ));
+    }
+    let from = super::refs::RefEnd {
+        group: route.group,
+        kind: route.kind,
+        namespace: route.namespace,
+        name: "",
+    };
+    let to = super::refs::RefEnd {
+        group: r.group,
+        kind: r.kind,
+        namespace: r.namespace,
+        name: r.name,
+    };
+    if !super::refs::permitted(model, from, to) {
+        return Err(Problem::refs(
+            RouteReason::RefNotPermitted,
+            format!(
+                "{what}: cross-namespace reference from {} {} needs a ReferenceGrant in namespace {}",
+                route.kind, route.namespace, r.namespace
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The route-side problem of referencing a Backend that is not accepted: its own problems, repeated.
+fn not_accepted(what: &str, ev: &Evaluated) -> RouteProblem {
+    let why = ev
+        .problems
+        .iter()
+        .map(|p| format!("{}: {}", p.reason, p.message))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Problem::refs(RouteReason::InvalidBackend, format!("{what} is not accepted: {why}"))
+}
+
 fn select_port(usable: &Usable, port: Option<i32>) -> Result<&PortChoice, String> {
-    if usable.any_port || port.is_none() {
+    let listed = || {
+        usable
+            .choices
+            .iter()
+            .map(|c| c.port.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some(want) = port.filter(|_| !usable.any_port) else {
         return match usable.choices.as_slice() {
             [one] => Ok(one),
             [] => Err("has no ports".into()),
             many if usable.any_port => Ok(&many[0]),
-            many => Err(format!(
+            _ => Err(format!(
                 "serves several ports ({}); the backendRef must name one",
-                many.iter().map(|c| c.port.to_string()).collect::<Vec<_>>().join(", ")
+                listed()
             )),
         };
-    }
-    let want = port.expect("checked");
+    };
     usable
         .choices
         .iter()
         .find(|c| i32::from(c.port) == want)
-        .ok_or_else(|| {
-            format!(
-                "has no port {want} (it serves {})",
-                usable
-                    .choices
-                    .iter()
-                    .map(|c| c.port.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
+        .ok_or_else(|| format!("has no port {want} (it serves {})", listed()))
 }
 
 pub(super) fn target(kind: BackendKind, key: &ObjectKey, name: String, usable: &Usable, c: &PortChoice) -> Target {
@@ -419,56 +471,7 @@ pub fn kind_name(kind: BackendKind) -> &'static str {
     }
 }
 
-/// Accepted / ResolvedRefs (and Deprecated) from an evaluation. The first problem of each type wins
-/// the reason; every message is kept.
-fn conditions_of(ev: &Evaluated, extra: Option<&Problem>) -> Vec<Condition> {
-    let g = ev.generation;
-    let problems: Vec<Problem> = ev.problems.iter().chain(extra).cloned().collect();
-    let usable = ev.usable.is_some() && extra.is_none();
-    let pick = |ty: &'static str| problems.iter().filter(move |p| p.type_ == ty);
-    let join = |ps: Vec<&Problem>| ps.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ");
-    let refs: Vec<&Problem> = pick(conditions::RESOLVED_REFS).collect();
-    let accepted: Vec<&Problem> = pick(conditions::ACCEPTED).collect();
-    let mut out = Vec::new();
-    let notes = if ev.notes.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", ev.notes.join("; "))
-    };
-    out.push(match (accepted.first(), usable, refs.first()) {
-        (Some(p), _, _) => Condition::fail(conditions::ACCEPTED, p.reason, join(accepted.clone()), g),
-        (None, false, Some(_)) => Condition::fail(
-            conditions::ACCEPTED,
-            reason::UNRESOLVED_REFS,
-            format!("references did not resolve: {}", join(refs.clone())),
-            g,
-        ),
-        _ => Condition::ok(
-            conditions::ACCEPTED,
-            reason::ACCEPTED,
-            format!("Backend accepted{notes}"),
-            g,
-        ),
-    });
-    out.push(match refs.first() {
-        Some(p) => Condition::fail(conditions::RESOLVED_REFS, p.reason, join(refs.clone()), g),
-        None => Condition::ok(
-            conditions::RESOLVED_REFS,
-            reason::RESOLVED_REFS,
-            "All references resolved",
-            g,
-        ),
-    });
-    if ev.deprecated {
-        out.push(Condition::ok(
-            conditions::DEPRECATED,
-            reason::DRAFT_SHAPE,
-            "spec.destination is the draft Backend shape; write the GEP-4488 shape (spec.type, spec.port, spec.externalHostname, spec.tls) instead",
-            g,
-        ));
-    }
-    out
-}
+pub use verdict::conditions_of;
 
 /// "a" or "an" before a kind name (an HTTPRoute, an XBackend, a Backend).
 pub(crate) fn article(word: &str) -> &'static str {
@@ -476,9 +479,4 @@ pub(crate) fn article(word: &str) -> &'static str {
         || word.starts_with("HTTP")
         || word.starts_with('X');
     if vowel_sound { "an" } else { "a" }
-}
-
-/// Port numbers in objects are i32; Envoy wants u16 in 1..=65535.
-pub(super) fn port_u16(p: i32) -> Option<u16> {
-    u16::try_from(p).ok().filter(|p| *p != 0)
 }

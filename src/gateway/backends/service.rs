@@ -3,7 +3,7 @@
 
 use super::{Ctx, GatewayCert, PortChoice, Target, Usable, endpoints, port_u16};
 use crate::gateway::backend_tls::PolicyIndex;
-use crate::gateway::conditions::{Problem, reason};
+use crate::gateway::conditions::{Problem, RouteProblem, RouteReason};
 use crate::ir;
 use crate::ir::names::{self, BackendKind};
 use crate::model::ObjectKey;
@@ -20,20 +20,20 @@ pub fn resolve(
     policies: &PolicyIndex,
     key: &ObjectKey,
     port: Option<i32>,
-) -> Result<Option<Target>, Problem> {
+) -> Result<Option<Target>, RouteProblem> {
     let Some(port) = port else {
         return Err(Problem::refs(
-            reason::BACKEND_NOT_FOUND,
+            RouteReason::BackendNotFound,
             format!("Service {key}: a Service backendRef must set port"),
         ));
     };
     let port = port_u16(port).ok_or_else(|| {
         Problem::refs(
-            reason::BACKEND_NOT_FOUND,
+            RouteReason::BackendNotFound,
             format!("Service {key}: port {port} is out of range"),
         )
     })?;
-    let found = endpoints::for_service_port(ctx, key, port)?;
+    let found = endpoints::for_service_port(ctx, key, port).map_err(Problem::widen)?;
     let notes = found.notes.clone();
     let port_name = found.service_port.name.clone().unwrap_or_default();
     let mut protocol = match found.service_port.app_protocol.as_deref() {
@@ -41,17 +41,10 @@ pub fn resolve(
         Some(APP_PROTOCOL_WS) => ir::UpstreamProtocol::Http1,
         _ => ir::UpstreamProtocol::Auto,
     };
-    let mut choice = PortChoice {
-        port,
-        discovery: ir::Discovery::Eds {
-            endpoints: found.endpoints,
-        },
-        protocol,
-        tls: None,
-        gateway_client_cert: GatewayCert::No,
-        tcp: false,
-        secrets: Default::default(),
+    let discovery = ir::Discovery::Eds {
+        endpoints: found.endpoints,
     };
+    let mut choice = PortChoice::plain(port, discovery, protocol, false);
     if let Some((_, verdict)) = policies.lookup(key, &port_name) {
         let Some(tls) = &verdict.tls else { return Ok(None) };
         if protocol == ir::UpstreamProtocol::H2c {

@@ -43,6 +43,7 @@ use gateway_api::apis::standard::httproutes::{
     HttpRouteRulesFiltersUrlRewritePathType as RewritePathType, HttpRouteRulesMatchesPathType as PathType,
 };
 
+use super::conditions::RouteReason;
 use crate::ir;
 
 /// A path change before it meets a match: a prefix replacement needs the match's prefix.
@@ -69,7 +70,7 @@ pub struct RuleFilters {
     pub per_backend: Vec<ir::BackendFilters>,
     /// Why the rule must answer 500 instead (a filter that must not be skipped), with the condition
     /// reason to report it under.
-    pub fail_closed: Option<(&'static str, String)>,
+    pub fail_closed: Option<(RouteReason, String)>,
 }
 
 impl RuleFilters {
@@ -136,7 +137,7 @@ pub fn parse(
     }
     if let Some(t) = unknown.first() {
         let why = format!("filter type {t} is not supported; the rule answers 500");
-        out.fail_closed = Some((super::conditions::reason::UNSUPPORTED_VALUE, why));
+        out.fail_closed = Some((super::conditions::RouteReason::UnsupportedValue, why));
     }
     if out.redirect.is_some() && out.rewrite.is_some() {
         return Err("RequestRedirect and URLRewrite filters are mutually exclusive".into());
@@ -271,7 +272,7 @@ fn apply(f: &HttpRouteRulesFilters, out: &mut RuleFilters) -> Result<(), String>
                     "filter ExtensionRef {}/{} {:?}: pier implements no extension filters; the rule answers 500",
                     e.group, e.kind, e.name
                 );
-                out.fail_closed = Some((super::conditions::reason::INVALID_KIND, why));
+                out.fail_closed = Some((super::conditions::RouteReason::InvalidKind, why));
             }
         }
     }

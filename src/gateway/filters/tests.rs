@@ -77,10 +77,10 @@ fn fail_closed_filters_keep_the_rule() {
     )
     .unwrap();
     let (reason, why) = f.fail_closed.unwrap();
-    assert_eq!(reason, "InvalidKind");
+    assert_eq!(reason, RouteReason::InvalidKind);
     assert!(why.contains("example.com/Auth"), "{why}");
     let f = parse(&rule("{}"), None, &["ExternalAuth".into()]).unwrap();
-    assert_eq!(f.fail_closed.unwrap().0, "UnsupportedValue");
+    assert_eq!(f.fail_closed.unwrap().0, RouteReason::UnsupportedValue);
 }
 
 #[test]

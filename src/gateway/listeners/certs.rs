@@ -12,9 +12,9 @@
 
 use gateway_api::apis::standard::gateways::GatewayListenersTlsCertificateRefs as CertRef;
 
-use super::super::conditions::reason;
+use super::super::conditions::ListenerReason as Reason;
 use super::super::refs;
-use super::super::tls::{self, CertRefUse, SecretSet};
+use super::super::tls::{self, SecretSet};
 use crate::api::consts::{CORE_GROUP, KIND_SECRET};
 use crate::model::{Model, ObjectKey};
 
@@ -25,12 +25,12 @@ pub(super) fn resolve(
     gw: &ObjectKey,
     refs: &[CertRef],
     secrets: &mut SecretSet,
-) -> (Vec<String>, Option<(&'static str, String)>) {
+) -> (Vec<String>, Option<(Reason, String)>) {
     let mut valid = Vec::new();
-    let mut problems: Vec<(&'static str, String)> = Vec::new();
+    let mut problems: Vec<(Reason, String)> = Vec::new();
     if refs.is_empty() {
         problems.push((
-            reason::INVALID_CERTIFICATE_REF,
+            Reason::InvalidCertificateRef,
             "an HTTPS listener needs tls.certificateRefs".to_string(),
         ));
     }
@@ -42,7 +42,7 @@ pub(super) fn resolve(
         if group != CORE_GROUP || kind != KIND_SECRET {
             let g = if group.is_empty() { "core" } else { group };
             problems.push((
-                reason::INVALID_CERTIFICATE_REF,
+                Reason::InvalidCertificateRef,
                 format!(
                     "tls.certificateRefs[{i}]: {g}/{kind} {:?}: only core Secrets are supported",
                     r.name
@@ -52,7 +52,7 @@ pub(super) fn resolve(
         }
         if !refs::gateway_may_use(model, gw, KIND_SECRET, &ns, &r.name) {
             problems.push((
-                reason::REF_NOT_PERMITTED,
+                Reason::RefNotPermitted,
                 format!(
                     "tls.certificateRefs[{i}]: Secret {ns}/{} is in another namespace and no ReferenceGrant allows it",
                     r.name
@@ -66,14 +66,17 @@ pub(super) fn resolve(
             name: r.name.clone(),
             namespace: Some(ns.clone()),
         };
-        match tls::resolve_tls_secret(model, &ns, &sref, CertRefUse::Listener) {
+        match tls::resolve_tls_secret(model, &ns, &sref) {
             Ok((name, secret)) => {
                 secrets.insert(name.clone(), secret);
                 if !valid.contains(&name) {
                     valid.push(name);
                 }
             }
-            Err(p) => problems.push((p.reason, format!("tls.certificateRefs[{i}]: {}", p.message))),
+            Err(msg) => problems.push((
+                Reason::InvalidCertificateRef,
+                format!("tls.certificateRefs[{i}]: {msg}"),
+            )),
         }
     }
     let problem = problems.first().map(|(why, _)| {

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::super::conditions::{self, Condition, Status, reason};
+use super::super::conditions::{Condition, ListenerReason as Reason, ListenerType as Type, Status};
 use super::{ListenerInfo, Protocol};
 
 /// Marks conflicts and sets each listener's `Conflicted` and `Programmed` conditions.
@@ -16,31 +16,31 @@ pub(super) fn mark(ls: &mut [ListenerInfo], g: i64) {
         let l = &mut ls[i];
         l.programmable = false;
         // Nothing attaches to a refused listener.
-        let msg = if why == reason::PROTOCOL_CONFLICT {
+        let msg = if why == Reason::ProtocolConflict {
             "another listener on this port uses a different protocol"
         } else {
             "another listener on this port has the same protocol and hostname"
         };
-        l.conditions[0] = Condition::fail(conditions::ACCEPTED, why, msg, g);
+        l.conditions[0] = Condition::fail(Type::Accepted, why, msg, g);
         l.conditions
-            .push(Condition::new(conditions::CONFLICTED, Status::True, why, msg, g));
+            .push(Condition::new(Type::Conflicted, Status::True, why, msg, g));
     }
     for l in ls.iter_mut() {
-        if !l.conditions.iter().any(|c| c.type_ == conditions::CONFLICTED) {
+        if !l.conditions.iter().any(|c| c.type_ == Type::Conflicted) {
             l.conditions.push(Condition::new(
-                conditions::CONFLICTED,
+                Type::Conflicted,
                 Status::False,
-                reason::NO_CONFLICTS,
+                Reason::NoConflicts,
                 "No conflicts",
                 g,
             ));
         }
         let programmed = if l.programmable {
-            Condition::ok(conditions::PROGRAMMED, reason::PROGRAMMED, "Listener programmed", g)
+            Condition::ok(Type::Programmed, Reason::Programmed, "Listener programmed", g)
         } else {
             Condition::fail(
-                conditions::PROGRAMMED,
-                reason::INVALID,
+                Type::Programmed,
+                Reason::Invalid,
                 "Listener is not programmed; see its other conditions",
                 g,
             )
@@ -51,7 +51,7 @@ pub(super) fn mark(ls: &mut [ListenerInfo], g: i64) {
 
 /// Indices of indistinct listeners and why. A protocol conflict on a port refuses every listener on
 /// it; otherwise listeners with equal hostnames (both empty included) conflict pairwise.
-fn find(ls: &[ListenerInfo]) -> BTreeMap<usize, &'static str> {
+fn find(ls: &[ListenerInfo]) -> BTreeMap<usize, Reason> {
     let mut by_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (i, l) in ls.iter().enumerate() {
         if l.conditions[0].status == Status::True {
@@ -62,14 +62,14 @@ fn find(ls: &[ListenerInfo]) -> BTreeMap<usize, &'static str> {
     for idx in by_port.values() {
         let first: Protocol = ls[idx[0]].protocol;
         if idx.iter().any(|&i| ls[i].protocol != first) {
-            conflicts.extend(idx.iter().map(|&i| (i, reason::PROTOCOL_CONFLICT)));
+            conflicts.extend(idx.iter().map(|&i| (i, Reason::ProtocolConflict)));
             continue;
         }
         for (a, &i) in idx.iter().enumerate() {
             for &j in &idx[a + 1..] {
                 if ls[i].hostname == ls[j].hostname {
-                    conflicts.insert(i, reason::HOSTNAME_CONFLICT);
-                    conflicts.insert(j, reason::HOSTNAME_CONFLICT);
+                    conflicts.insert(i, Reason::HostnameConflict);
+                    conflicts.insert(j, Reason::HostnameConflict);
                 }
             }
         }

@@ -14,17 +14,16 @@ mod conflicts;
 #[cfg(test)]
 mod tests;
 
+use super::conditions::{Condition, ListenerCondition, ListenerReason as Reason, ListenerType as Type, Status};
+use super::status::{ListenerStatus, RouteGroupKind};
+use super::tls::SecretSet;
+use crate::api::consts::{GATEWAY_GROUP, KIND_GRPCROUTE, KIND_HTTPROUTE};
+use crate::model::{Model, ObjectKey};
 use gateway_api::apis::standard::gateways::{
     Gateway, GatewayListeners, GatewayListenersAllowedRoutesKinds as RouteKind,
     GatewayListenersAllowedRoutesNamespacesFrom as From,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use serde_json::{Value, json};
-
-use super::conditions::{self, Condition, reason};
-use super::tls::SecretSet;
-use crate::api::consts::{GATEWAY_GROUP, KIND_GRPCROUTE, KIND_HTTPROUTE};
-use crate::model::{Model, ObjectKey};
 
 /// Route kinds an HTTP or HTTPS listener takes (group `gateway.networking.k8s.io`), in the order
 /// `supportedKinds` lists them when `allowedRoutes.kinds` is empty.
@@ -62,7 +61,7 @@ pub struct ListenerInfo {
     /// accepted Gateway. Unlike `programmable`, a missing certificate does not stop attachment:
     /// upstream counts such routes in `attachedRoutes` (GatewayWithAttachedRoutes).
     pub attachable: bool,
-    pub conditions: Vec<Condition>,
+    pub conditions: Vec<ListenerCondition>,
     pub attached_routes: i32,
 }
 
@@ -84,9 +83,9 @@ pub fn process(model: &Model, key: &ObjectKey, gw: &Gateway, secrets: &mut Secre
         }
     }
     conflicts::mark(&mut out, g);
-    let gateway_accepted = refusal.is_none_or(|r| r.type_ != conditions::ACCEPTED);
+    let gateway_accepted = refusal.is_none_or(|r| r.type_ != super::conditions::GatewayType::Accepted);
     for l in &mut out {
-        l.attachable = gateway_accepted && l.conditions[0].status == conditions::Status::True;
+        l.attachable = gateway_accepted && l.conditions[0].status == Status::True;
     }
     out
 }
@@ -116,10 +115,10 @@ fn client_validation(
                 .join("; ");
             // A certificate problem already reported keeps its reason; the messages add up.
             l.conditions[1] = match &l.conditions[1] {
-                c if c.status == conditions::Status::False => {
-                    Condition::fail(conditions::RESOLVED_REFS, c.reason, format!("{}; {msg}", c.message), g)
+                c if c.status == Status::False => {
+                    Condition::fail(Type::ResolvedRefs, c.reason, format!("{}; {msg}", c.message), g)
                 }
-                _ => Condition::fail(conditions::RESOLVED_REFS, why, msg, g),
+                _ => Condition::fail(Type::ResolvedRefs, *why, msg, g),
             };
         }
         match v.validation {
@@ -130,8 +129,8 @@ fn client_validation(
             None => {
                 l.programmable = false;
                 l.conditions[0] = Condition::fail(
-                    conditions::ACCEPTED,
-                    reason::NO_VALID_CA_CERTIFICATE,
+                    Type::Accepted,
+                    Reason::NoValidCACertificate,
                     "spec.tls.frontend: no valid CA certificate to validate clients with",
                     g,
                 );
@@ -144,7 +143,7 @@ fn client_validation(
 /// if some named kind is not one of them. Unset or empty: every kind pier serves on HTTP and HTTPS
 /// (upstream's `supportedKinds` check accepts a superset of the kinds it expects). A kind's group
 /// defaults to `gateway.networking.k8s.io`; a duplicate is listed once.
-fn route_kinds(list: Option<&[RouteKind]>, g: i64) -> (Vec<String>, Option<Condition>) {
+fn route_kinds(list: Option<&[RouteKind]>, g: i64) -> (Vec<String>, Option<ListenerCondition>) {
     let Some(list) = list.filter(|l| !l.is_empty()) else {
         return (ROUTE_KINDS.iter().map(|k| k.to_string()).collect(), None);
     };
@@ -163,8 +162,8 @@ fn route_kinds(list: Option<&[RouteKind]>, g: i64) -> (Vec<String>, Option<Condi
     }
     let condition = (!invalid.is_empty()).then(|| {
         Condition::fail(
-            conditions::RESOLVED_REFS,
-            reason::INVALID_ROUTE_KINDS,
+            Type::ResolvedRefs,
+            Reason::InvalidRouteKinds,
             format!(
                 "route kinds {} are not supported on this listener; supported: {}",
                 invalid.join(", "),
@@ -177,20 +176,15 @@ fn route_kinds(list: Option<&[RouteKind]>, g: i64) -> (Vec<String>, Option<Condi
 }
 
 fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets: &mut SecretSet) -> ListenerInfo {
-    let mut accepted = Condition::ok(conditions::ACCEPTED, reason::ACCEPTED, "Listener accepted", g);
-    let mut resolved = Condition::ok(
-        conditions::RESOLVED_REFS,
-        reason::RESOLVED_REFS,
-        "All references resolved",
-        g,
-    );
+    let mut accepted = Condition::ok(Type::Accepted, Reason::Accepted, "Listener accepted", g);
+    let mut resolved = Condition::ok(Type::ResolvedRefs, Reason::ResolvedRefs, "All references resolved", g);
     let protocol = match l.protocol.as_str() {
         "HTTP" => Some(Protocol::Http),
         "HTTPS" => Some(Protocol::Https),
         other => {
             accepted = Condition::fail(
-                conditions::ACCEPTED,
-                reason::UNSUPPORTED_PROTOCOL,
+                Type::Accepted,
+                Reason::UnsupportedProtocol,
                 format!("protocol {other:?} is not supported; pier serves HTTP and HTTPS listeners"),
                 g,
             );
@@ -200,8 +194,8 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
     let port = u16::try_from(l.port).ok().filter(|p| *p != 0);
     if port.is_none() {
         accepted = Condition::fail(
-            conditions::ACCEPTED,
-            reason::UNSUPPORTED_PROTOCOL,
+            Type::Accepted,
+            Reason::UnsupportedProtocol,
             format!("port {} is out of range", l.port),
             g,
         );
@@ -242,14 +236,14 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
         let (valid, problem) = certs::resolve(model, gw, &refs, secrets);
         certificates = valid;
         if let Some((why, msg)) = problem {
-            resolved = Condition::fail(conditions::RESOLVED_REFS, why, msg, g);
+            resolved = Condition::fail(Type::ResolvedRefs, why, msg, g);
         }
     }
     if protocol.is_none() {
         // No route kind attaches to a listener pier cannot serve.
         kinds.clear();
     }
-    let programmable = accepted.status == conditions::Status::True
+    let programmable = accepted.status == Status::True
         && protocol.is_some()
         && port.is_some()
         && (protocol != Some(Protocol::Https) || !certificates.is_empty());
@@ -270,11 +264,18 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
 }
 
 /// `status.listeners[]` entry.
-pub fn status(l: &ListenerInfo) -> Value {
-    json!({
-        "name": l.name,
-        "attachedRoutes": l.attached_routes,
-        "supportedKinds": l.kinds.iter().map(|k| json!({"group": GATEWAY_GROUP, "kind": k})).collect::<Vec<_>>(),
-        "conditions": super::status::conditions(&l.conditions),
-    })
+pub fn status(l: &ListenerInfo) -> ListenerStatus {
+    ListenerStatus {
+        name: l.name.clone(),
+        attached_routes: l.attached_routes,
+        supported_kinds: l
+            .kinds
+            .iter()
+            .map(|k| RouteGroupKind {
+                group: GATEWAY_GROUP,
+                kind: k.clone(),
+            })
+            .collect(),
+        conditions: l.conditions.clone(),
+    }
 }

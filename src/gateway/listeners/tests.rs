@@ -17,7 +17,7 @@ fn run(model: &Model, gw: &Gateway) -> Vec<ListenerInfo> {
     process(model, &key, gw, &mut SecretSet::new())
 }
 
-fn cond<'a>(l: &'a ListenerInfo, t: &str) -> &'a Condition {
+fn cond(l: &ListenerInfo, t: Type) -> &ListenerCondition {
     l.conditions.iter().find(|c| c.type_ == t).expect("condition present")
 }
 
@@ -43,10 +43,7 @@ fn route_kinds_table() {
         assert_eq!(got, want, "{yaml}");
         assert_eq!(c.is_some(), invalid, "{yaml}");
         if let Some(c) = c {
-            assert_eq!(
-                (c.status, c.reason),
-                (conditions::Status::False, reason::INVALID_ROUTE_KINDS)
-            );
+            assert_eq!((c.status, c.reason), (Status::False, Reason::InvalidRouteKinds));
         }
     }
     assert_eq!(route_kinds(None, 1).0, vec!["HTTPRoute", "GRPCRoute"]);
@@ -69,13 +66,13 @@ spec:
 ",
     );
     let ls = run(&Model::default(), &gw);
-    let summary: Vec<(&str, &str, &str, bool)> = ls
+    let summary: Vec<(&str, Reason, Reason, bool)> = ls
         .iter()
         .map(|l| {
             (
                 l.name.as_str(),
-                cond(l, conditions::ACCEPTED).reason,
-                cond(l, conditions::CONFLICTED).reason,
+                cond(l, Type::Accepted).reason,
+                cond(l, Type::Conflicted).reason,
                 l.programmable,
             )
         })
@@ -83,13 +80,13 @@ spec:
     assert_eq!(
         summary,
         vec![
-            ("a", reason::HOSTNAME_CONFLICT, reason::HOSTNAME_CONFLICT, false),
-            ("a-again", reason::HOSTNAME_CONFLICT, reason::HOSTNAME_CONFLICT, false),
-            ("b", reason::ACCEPTED, reason::NO_CONFLICTS, true),
-            ("plain", reason::PROTOCOL_CONFLICT, reason::PROTOCOL_CONFLICT, false),
-            ("tls", reason::PROTOCOL_CONFLICT, reason::PROTOCOL_CONFLICT, false),
+            ("a", Reason::HostnameConflict, Reason::HostnameConflict, false),
+            ("a-again", Reason::HostnameConflict, Reason::HostnameConflict, false),
+            ("b", Reason::Accepted, Reason::NoConflicts, true),
+            ("plain", Reason::ProtocolConflict, Reason::ProtocolConflict, false),
+            ("tls", Reason::ProtocolConflict, Reason::ProtocolConflict, false),
             // An unsupported protocol takes no part in conflicts.
-            ("tcp", reason::UNSUPPORTED_PROTOCOL, reason::NO_CONFLICTS, false),
+            ("tcp", Reason::UnsupportedProtocol, Reason::NoConflicts, false),
         ]
     );
     assert!(
@@ -119,21 +116,21 @@ spec:
     );
     // (certificateRefs entry, reason)
     let table = [
-        ("{name: missing}", reason::INVALID_CERTIFICATE_REF),
-        ("{name: opaque}", reason::INVALID_CERTIFICATE_REF),
+        ("{name: missing}", Reason::InvalidCertificateRef),
+        ("{name: opaque}", Reason::InvalidCertificateRef),
         (
             "{name: x, group: wrong.group.company.io}",
-            reason::INVALID_CERTIFICATE_REF,
+            Reason::InvalidCertificateRef,
         ),
-        ("{name: x, kind: WrongKind}", reason::INVALID_CERTIFICATE_REF),
+        ("{name: x, kind: WrongKind}", Reason::InvalidCertificateRef),
         // Kind is checked before the grant: a ConfigMap elsewhere is invalid, not merely unpermitted.
         (
             "{name: x, kind: ConfigMap, namespace: certs}",
-            reason::INVALID_CERTIFICATE_REF,
+            Reason::InvalidCertificateRef,
         ),
-        ("{name: other, namespace: certs}", reason::REF_NOT_PERMITTED),
+        ("{name: other, namespace: certs}", Reason::RefNotPermitted),
         // Granted, but absent: the grant does not make it valid.
-        ("{name: granted, namespace: certs}", reason::INVALID_CERTIFICATE_REF),
+        ("{name: granted, namespace: certs}", Reason::InvalidCertificateRef),
     ];
     for (r, want) in table {
         let gw = gateway(&format!(
@@ -146,13 +143,8 @@ spec:
 "
         ));
         let ls = run(&model, &gw);
-        let c = cond(&ls[0], conditions::RESOLVED_REFS);
-        assert_eq!(
-            (c.status, c.reason),
-            (conditions::Status::False, want),
-            "{r}: {}",
-            c.message
-        );
+        let c = cond(&ls[0], Type::ResolvedRefs);
+        assert_eq!((c.status, c.reason), (Status::False, want), "{r}: {}", c.message);
         assert!(!ls[0].programmable, "{r}");
         assert_eq!(ls[0].kinds, vec!["HTTPRoute", "GRPCRoute"], "{r}: kinds stay listed");
     }
@@ -213,12 +205,9 @@ spec:
     );
     let ls = run(&Model::default(), &gw);
     assert!(ls[0].programmable, "HTTP listeners are unaffected");
-    let c = cond(&ls[1], conditions::ACCEPTED);
-    assert_eq!(
-        (c.status, c.reason),
-        (conditions::Status::False, reason::NO_VALID_CA_CERTIFICATE)
-    );
-    let r = cond(&ls[1], conditions::RESOLVED_REFS);
+    let c = cond(&ls[1], Type::Accepted);
+    assert_eq!((c.status, c.reason), (Status::False, Reason::NoValidCACertificate));
+    let r = cond(&ls[1], Type::ResolvedRefs);
     assert!(
         r.message.contains("tls.certificateRefs[0]") && r.message.contains("caCertificateRefs[0]"),
         "both problems are reported: {}",

@@ -1,0 +1,97 @@
+//! A Backend's own conditions from its evaluation: `Accepted`, `ResolvedRefs` and, for the draft shape,
+//! `Deprecated`, and their `status`. The first problem of each type gives the reason; every message is
+//! kept.
+
+use super::{Backends, Evaluated};
+use crate::gateway::MAX_ROUTE_PARENTS;
+use crate::gateway::conditions::{BackendCondition, BackendProblem, BackendReason, BackendType, Condition};
+use crate::gateway::status::{BackendParentStatus, ObjectStatus, ParentRef, StatusBody};
+use crate::ir::names::BackendKind;
+
+/// Conditions of an evaluated Backend, with `extra`: a problem it has for one Gateway only.
+pub fn conditions_of(ev: &Evaluated, extra: Option<&BackendProblem>) -> Vec<BackendCondition> {
+    let g = ev.generation;
+    let problems: Vec<&BackendProblem> = ev.problems.iter().chain(extra).collect();
+    let usable = ev.usable.is_some() && extra.is_none();
+    let of = |ty: BackendType| -> Vec<&BackendProblem> { problems.iter().copied().filter(|p| p.type_ == ty).collect() };
+    let join = |ps: &[&BackendProblem]| ps.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ");
+    let refs = of(BackendType::ResolvedRefs);
+    let accepted = of(BackendType::Accepted);
+    let notes = if ev.notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", ev.notes.join("; "))
+    };
+    let mut out = vec![match (accepted.first(), usable, refs.first()) {
+        (Some(p), _, _) => Condition::fail(BackendType::Accepted, p.reason, join(&accepted), g),
+        (None, false, Some(_)) => Condition::fail(
+            BackendType::Accepted,
+            BackendReason::UnresolvedRefs,
+            format!("references did not resolve: {}", join(&refs)),
+            g,
+        ),
+        _ => Condition::ok(
+            BackendType::Accepted,
+            BackendReason::Accepted,
+            format!("Backend accepted{notes}"),
+            g,
+        ),
+    }];
+    out.push(match refs.first() {
+        Some(p) => Condition::fail(BackendType::ResolvedRefs, p.reason, join(&refs), g),
+        None => Condition::ok(
+            BackendType::ResolvedRefs,
+            BackendReason::ResolvedRefs,
+            "All references resolved",
+            g,
+        ),
+    });
+    if ev.deprecated {
+        out.push(Condition::ok(
+            BackendType::Deprecated,
+            BackendReason::DraftShape,
+            "spec.destination is the draft Backend shape; write the GEP-4488 shape (spec.type, spec.port, spec.externalHostname, spec.tls) instead",
+            g,
+        ));
+    }
+    out
+}
+
+/// `status` of every evaluated Backend: Envoy Gateway's Backend gets plain conditions whether used or not;
+/// XBackend and the standard-group Backend one `parents` entry per Gateway that uses it.
+pub fn statuses(backends: &Backends<'_>, controller: &str) -> Vec<ObjectStatus> {
+    let mut out = Vec::new();
+    for (kind, key, ev) in backends.evaluated() {
+        let (api, kind_name) = match kind {
+            BackendKind::XBackend => ("gateway.networking.x-k8s.io/v1alpha1", "XBackend"),
+            BackendKind::Backend => ("gateway.networking.k8s.io/v1alpha1", "Backend"),
+            BackendKind::EgBackend => {
+                let mut conditions = conditions_of(ev, None);
+                conditions.retain(|c| c.type_ == BackendType::Accepted);
+                let body = StatusBody::EgBackend { conditions };
+                out.push(ObjectStatus::new(
+                    "gateway.envoyproxy.io/v1alpha1",
+                    "Backend",
+                    key,
+                    body,
+                ));
+                continue;
+            }
+            BackendKind::Service => continue,
+        };
+        let Some(gateways) = backends.referenced_by.get(&(kind, key.clone())) else {
+            continue;
+        };
+        let parents = gateways
+            .iter()
+            .take(MAX_ROUTE_PARENTS)
+            .map(|gw| BackendParentStatus {
+                controller_name: controller.to_string(),
+                parent_ref: ParentRef::gateway(gw, None, None),
+                conditions: conditions_of(ev, backends.parent_problem(kind, key, gw)),
+            })
+            .collect();
+        out.push(ObjectStatus::new(api, kind_name, key, StatusBody::Backend { parents }));
+    }
+    out
+}

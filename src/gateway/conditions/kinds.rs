@@ -1,0 +1,142 @@
+//! The condition vocabularies, one per object kind pier writes status for, plus the shared vocabularies
+//! of helpers used by several kinds. Every name is upstream Gateway API's unless marked "pier".
+
+use super::{CommonTypes, labels, widen};
+
+labels! {
+    pub enum ClassType { Accepted }
+    pub enum ClassReason { Accepted, InvalidParameters }
+
+    pub enum GatewayType { Accepted, Programmed, ResolvedRefs }
+    pub enum GatewayReason {
+        Accepted,
+        Programmed,
+        ResolvedRefs,
+        InvalidParameters,
+        ListenersNotValid,
+        Invalid,
+        UnsupportedAddress,
+        AddressNotAssigned,
+        AddressNotUsable,
+        RefNotPermitted,
+        InvalidClientCertificateRef,
+    }
+
+    pub enum ListenerType { Accepted, ResolvedRefs, Conflicted, Programmed }
+    pub enum ListenerReason {
+        Accepted,
+        ResolvedRefs,
+        Programmed,
+        NoConflicts,
+        Invalid,
+        UnsupportedProtocol,
+        InvalidCertificateRef,
+        InvalidRouteKinds,
+        HostnameConflict,
+        ProtocolConflict,
+        RefNotPermitted,
+        NoValidCACertificate,
+        InvalidCACertificateRef,
+        /// Gateway `spec.tls.frontend`: a CA reference of a kind pier cannot read.
+        InvalidCACertificateKind,
+    }
+
+    /// HTTPRoute and GRPCRoute.
+    pub enum RouteType { Accepted, ResolvedRefs, PartiallyInvalid }
+    pub enum RouteReason {
+        Accepted,
+        ResolvedRefs,
+        NotAllowedByListeners,
+        NoMatchingListenerHostname,
+        NoMatchingParent,
+        UnsupportedValue,
+        HostnameConflict,
+        BackendNotFound,
+        InvalidKind,
+        RefNotPermitted,
+        /// pier: the backendRef's target (a Backend) exists but is not accepted; the message repeats why.
+        InvalidBackend,
+        UnsupportedProtocol,
+    }
+
+    /// BackendTLSPolicy.
+    pub enum PolicyType { Accepted, ResolvedRefs }
+    pub enum PolicyReason {
+        Accepted,
+        ResolvedRefs,
+        Conflicted,
+        Invalid,
+        TargetNotFound,
+        NoValidCACertificate,
+        InvalidCACertificateRef,
+        InvalidKind,
+    }
+
+    /// XBackend, the standard-group Backend, and Envoy Gateway's Backend. Upstream defines only the
+    /// `Accepted` type for them; the reasons beyond upstream's are pier's.
+    pub enum BackendType {
+        Accepted,
+        ResolvedRefs,
+        /// pier: set on a `Backend` written in the draft `spec.destination` shape.
+        Deprecated,
+    }
+    pub enum BackendReason {
+        Accepted,
+        ResolvedRefs,
+        Invalid,
+        UnsupportedValue,
+        /// pier: a destination guardrail refused the address or hostname; the message names the rule.
+        DestinationNotAllowed,
+        /// pier: a reference of the Backend (client certificate, selectorRef) did not resolve.
+        UnresolvedRefs,
+        /// pier: the Backend uses the draft `spec.destination` shape.
+        DraftShape,
+        RefNotPermitted,
+        BackendNotFound,
+        InvalidKind,
+        NoValidCACertificate,
+        InvalidCACertificateRef,
+        InvalidClientCertificateRef,
+    }
+
+    /// Where a shared helper's problem lands on the object that holds the reference.
+    pub enum SharedType { Accepted, ResolvedRefs }
+    /// Trust bundles and server validation (`gateway::tls`), shared by policies and Backends.
+    pub enum TlsReason { Invalid, NoValidCACertificate, InvalidKind, InvalidCACertificateRef }
+    /// A Service's endpoints (`gateway::backends::endpoints`), shared by routes and Backends.
+    pub enum EndpointsReason { BackendNotFound, InvalidKind }
+}
+
+macro_rules! common_types {
+    ($($ty:ident),+) => {$(
+        impl CommonTypes for $ty {
+            const ACCEPTED: Self = $ty::Accepted;
+            const RESOLVED_REFS: Self = $ty::ResolvedRefs;
+        }
+    )+};
+}
+common_types!(
+    GatewayType,
+    ListenerType,
+    RouteType,
+    PolicyType,
+    BackendType,
+    SharedType
+);
+
+widen!(SharedType => PolicyType, BackendType, RouteType: [Accepted, ResolvedRefs]);
+widen!(TlsReason => PolicyReason, BackendReason: [Invalid, NoValidCACertificate, InvalidKind, InvalidCACertificateRef]);
+widen!(EndpointsReason => RouteReason, BackendReason: [BackendNotFound, InvalidKind]);
+
+pub type ClassCondition = super::Condition<ClassType, ClassReason>;
+pub type GatewayCondition = super::Condition<GatewayType, GatewayReason>;
+pub type ListenerCondition = super::Condition<ListenerType, ListenerReason>;
+pub type RouteCondition = super::Condition<RouteType, RouteReason>;
+pub type PolicyCondition = super::Condition<PolicyType, PolicyReason>;
+pub type BackendCondition = super::Condition<BackendType, BackendReason>;
+
+pub type RouteProblem = super::Problem<RouteType, RouteReason>;
+pub type PolicyProblem = super::Problem<PolicyType, PolicyReason>;
+pub type BackendProblem = super::Problem<BackendType, BackendReason>;
+pub type TlsProblem = super::Problem<SharedType, TlsReason>;
+pub type EndpointsProblem = super::Problem<SharedType, EndpointsReason>;
