@@ -10,7 +10,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use gateway_api::apis::standard::gateways::Gateway;
-use gateway_api::apis::standard::httproutes::HttpRoute;
 
 pub mod backend_tls;
 pub mod backends;
@@ -20,7 +19,6 @@ pub mod duration;
 pub mod filters;
 pub mod frontend;
 pub mod gateways;
-pub mod grpc;
 pub mod hostnames;
 pub mod listeners;
 pub mod order;
@@ -30,6 +28,7 @@ pub mod refs;
 pub mod routes;
 pub mod rules;
 pub mod selector;
+pub mod spec;
 pub mod status;
 pub mod tls;
 mod vhosts;
@@ -37,7 +36,8 @@ mod vhosts;
 use backends::{Backends, Ctx};
 use conditions::{Condition, GatewayCondition, GatewayReason, GatewayType};
 use listeners::{ListenerInfo, Protocol};
-use routes::{Entry, RouteKind};
+use routes::Entry;
+use spec::{RouteKind, RouteSpec};
 use status::{ObjectStatus, RouteParentStatus, StatusBody};
 use vhosts::virtual_hosts;
 
@@ -56,9 +56,7 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
     let ctx = Ctx { model, opts };
     let (classes, mut statuses) = classes::process(model, opts);
     let mut backends = Backends::new(ctx);
-    let grpc_forms: BTreeMap<&ObjectKey, (HttpRoute, grpc::GrpcInfo)> =
-        model.grpc_routes.iter().map(|(k, r)| (k, grpc::to_http(r))).collect();
-    let routes = routes_in_order(model, &grpc_forms);
+    let routes = routes_in_order(model);
     let mut out = ir::Ir::default();
     let mut route_parents: BTreeMap<(RouteKind, ObjectKey), Vec<RouteParentStatus>> = BTreeMap::new();
     for (gw_key, gw) in &model.gateways {
@@ -88,27 +86,16 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
     (out, statuses)
 }
 
-/// A route of either kind, as attached: its kind, key, HTTPRoute form and (GRPCRoute) what that form
-/// cannot say.
-type RouteItem<'a> = (RouteKind, &'a ObjectKey, &'a HttpRoute, Option<&'a grpc::GrpcInfo>);
-
-/// Routes of both kinds in Gateway API precedence order (oldest first, then namespace/name): the order
-/// also decides which of an HTTPRoute and a GRPCRoute keeps a shared hostname.
-fn routes_in_order<'a>(
-    model: &'a Model,
-    grpc_forms: &'a BTreeMap<&'a ObjectKey, (HttpRoute, grpc::GrpcInfo)>,
-) -> Vec<RouteItem<'a>> {
-    let mut all: Vec<RouteItem<'a>> = model
-        .http_routes
-        .iter()
-        .map(|(k, r)| (RouteKind::Http, k, r.as_ref(), None))
-        .chain(
-            grpc_forms
-                .iter()
-                .map(|(k, (r, info))| (RouteKind::Grpc, *k, r, Some(info))),
-        )
-        .collect();
-    all.sort_by(|a, b| order::oldest_first(&a.2.metadata, &b.2.metadata).then(a.0.cmp(&b.0)));
+/// Routes of both kinds in their `spec` form, in Gateway API precedence order (oldest first, then
+/// namespace/name): the order also decides which of an HTTPRoute and a GRPCRoute keeps a shared hostname.
+fn routes_in_order(model: &Model) -> Vec<RouteSpec<'_>> {
+    let http = model.http_routes.iter().map(|(k, r)| {
+        let extras = model.http_route_extras.get(k).map(|e| e.as_ref());
+        spec::http::route(k, r, extras)
+    });
+    let grpc = model.grpc_routes.iter().map(|(k, r)| spec::grpc::route(k, r));
+    let mut all: Vec<RouteSpec<'_>> = http.chain(grpc).collect();
+    all.sort_by(|a, b| order::oldest_first(a.metadata, b.metadata).then(a.kind.cmp(&b.kind)));
     all
 }
 
@@ -118,7 +105,7 @@ fn gateway(
     backends: &mut Backends<'_>,
     gw_key: &ObjectKey,
     gw: &Gateway,
-    routes: &[RouteItem<'_>],
+    routes: &[RouteSpec<'_>],
     route_parents: &mut BTreeMap<(RouteKind, ObjectKey), Vec<RouteParentStatus>>,
 ) -> (ir::GatewayIr, ObjectStatus) {
     let model = ctx.model;
@@ -132,17 +119,11 @@ fn gateway(
         controller: &ctx.opts.controller_name,
     };
     let mut sink = routes::Sink::default();
-    for (order, (kind, key, route, grpc)) in routes.iter().enumerate() {
-        let r = routes::RouteRef {
-            key,
-            kind: *kind,
-            route,
-            grpc: *grpc,
-            order,
-        };
+    for (order, spec) in routes.iter().enumerate() {
+        let r = routes::RouteRef { spec, order };
         let parents = routes::attach(&scope, backends, r, &mut listeners, &mut sink);
         route_parents
-            .entry((*kind, (*key).clone()))
+            .entry((spec.kind, spec.key.clone()))
             .or_default()
             .extend(parents);
     }

@@ -1,21 +1,22 @@
-//! HTTPRoute attachment and rules → route entries per listener.
+//! Route attachment (HTTPRoute and GRPCRoute, in their `spec` form) and rules → route entries per
+//! listener.
 //!
 //! Attachment follows Gateway API: a parentRef selects listeners by `sectionName` and `port`; each
 //! listener admits it by namespace (`allowedRoutes`) and kind; hostnames must intersect. The route is
 //! accepted by a parent when at least one listener takes it. Its rules become route entries in
 //! `gateway::rules`.
 
-use gateway_api::apis::standard::httproutes::HttpRoute;
 use std::collections::BTreeMap;
 
 use super::backends::Backends;
-use super::conditions::{Condition, RouteCondition, RouteReason, RouteType, Status};
+use super::conditions::{Condition, RouteCondition, RouteReason, RouteType};
 use super::hostnames;
 use super::listeners::{AllowedNamespaces, ListenerInfo};
-use super::rules::{Rejection, rules};
+use super::rules::{Dropped, rules};
 use super::selector;
+use super::spec::{self, RouteKind, RouteSpec};
 use super::status::{ParentRef, RouteParentStatus};
-use crate::api::consts::{GATEWAY_GROUP, KIND_GATEWAY, KIND_GRPCROUTE, KIND_HTTPROUTE};
+use crate::api::consts::{GATEWAY_GROUP, KIND_GATEWAY};
 use crate::ir;
 use crate::model::{Model, ObjectKey};
 
@@ -52,47 +53,12 @@ pub struct Sink {
     claims: BTreeMap<usize, Vec<(RouteKind, Vec<String>)>>,
 }
 
-/// The route kinds pier attaches. A GRPCRoute arrives in its HTTPRoute form (`gateway::grpc`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RouteKind {
-    Http,
-    Grpc,
-}
-
-impl RouteKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            RouteKind::Http => KIND_HTTPROUTE,
-            RouteKind::Grpc => KIND_GRPCROUTE,
-        }
-    }
-
-    /// Prefix of Envoy route names (`ir::names::route`).
-    pub(super) fn prefix(self) -> &'static str {
-        match self {
-            RouteKind::Http => "httproute",
-            RouteKind::Grpc => "grpcroute",
-        }
-    }
-}
-
 /// One route being attached; `order` is its rank in Gateway API precedence (oldest first, across
 /// both kinds).
 #[derive(Clone, Copy)]
 pub struct RouteRef<'a> {
-    pub key: &'a ObjectKey,
-    pub kind: RouteKind,
-    /// The route, or for a GRPCRoute its HTTPRoute form.
-    pub route: &'a HttpRoute,
-    /// A GRPCRoute's ranks and rule errors.
-    pub grpc: Option<&'a super::grpc::GrpcInfo>,
+    pub spec: &'a RouteSpec<'a>,
     pub order: usize,
-}
-
-impl RouteRef<'_> {
-    pub(super) fn generation(&self) -> i64 {
-        self.route.metadata.generation.unwrap_or(0)
-    }
 }
 
 /// Attaches a route to the scope's Gateway. Returns the status entries for the parentRefs that name
@@ -104,164 +70,175 @@ pub fn attach(
     listeners: &mut [ListenerInfo],
     sink: &mut Sink,
 ) -> Vec<RouteParentStatus> {
-    let g = r.generation();
     let gw_key = scope.gateway;
     let mut statuses = Vec::new();
-    for parent in r.route.spec.parent_refs.iter().flatten() {
-        let group = parent.group.as_deref().unwrap_or(GATEWAY_GROUP);
-        let kind = parent.kind.as_deref().unwrap_or(KIND_GATEWAY);
-        let ns = parent.namespace.as_deref().unwrap_or(&r.key.namespace);
-        if group != GATEWAY_GROUP || kind != KIND_GATEWAY || ns != gw_key.namespace || parent.name != gw_key.name {
+    for parent in &r.spec.parent_refs {
+        if !names_gateway(parent, &r.spec.key.namespace, gw_key) {
             continue;
         }
-        let parent_ref = ParentRef::gateway(gw_key, parent.section_name.as_deref(), parent.port);
-        let (accepted, attached) = accept_on_listeners(
-            scope,
-            r,
-            listeners,
-            &sink.claims,
-            parent.section_name.as_deref(),
-            parent.port,
-        );
-        let mut conds = vec![accepted.clone()];
-        if accepted.status == Status::True {
-            let (resolved, partial) = rules(scope, backends, r, &attached, sink);
-            match partial {
-                Some(Rejection::All(msg)) => {
-                    conds[0] = Condition::fail(RouteType::Accepted, RouteReason::UnsupportedValue, msg, g);
-                }
-                Some(Rejection::Some(msg)) => {
-                    conds.push(Condition::ok(
-                        RouteType::PartiallyInvalid,
-                        RouteReason::UnsupportedValue,
-                        msg,
-                        g,
-                    ));
-                }
-                None => {}
-            }
-            if conds[0].status == Status::True {
-                for (i, hosts) in &attached {
-                    listeners[*i].attached_routes += 1;
-                    sink.claims.entry(*i).or_default().push((r.kind, hosts.clone()));
-                }
-            }
-            conds.insert(1, resolved);
+        let (section, port) = (parent.section_name.as_deref(), parent.port);
+        let (accepted, attached) = accept_on_listeners(scope, r.spec, listeners, &sink.claims, section, port);
+        let conditions = if accepted.is_true() {
+            attach_rules(scope, backends, r, accepted, &attached, listeners, sink)
         } else {
-            conds.push(Condition::ok(
+            let not_evaluated = Condition::ok(
                 RouteType::ResolvedRefs,
                 RouteReason::ResolvedRefs,
                 "References not evaluated: route not accepted",
-                g,
-            ));
-        }
+                r.spec.generation(),
+            );
+            vec![accepted, not_evaluated]
+        };
         statuses.push(RouteParentStatus {
-            parent_ref,
+            parent_ref: ParentRef::gateway(gw_key, section, port),
             controller_name: scope.controller.to_string(),
-            conditions: conds,
+            conditions,
         });
     }
     statuses
 }
 
-/// Listeners of this parentRef that take the route, with the route's effective hostnames on each.
+/// Does the parentRef name this Gateway (group and kind default to Gateway API's Gateway, the namespace
+/// to the route's)?
+fn names_gateway(parent: &spec::ParentRef, route_ns: &str, gw: &ObjectKey) -> bool {
+    let group = parent.group.as_deref().unwrap_or(GATEWAY_GROUP);
+    let kind = parent.kind.as_deref().unwrap_or(KIND_GATEWAY);
+    let ns = parent.namespace.as_deref().unwrap_or(route_ns);
+    group == GATEWAY_GROUP && kind == KIND_GATEWAY && ns == gw.namespace && parent.name == gw.name
+}
+
+/// The rules of a route some listeners took, and its conditions for this parent: `Accepted` (false if
+/// every rule was dropped), `ResolvedRefs`, and `PartiallyInvalid` if some were. An accepted route
+/// counts on its listeners and claims its hostnames there.
+fn attach_rules(
+    scope: &Scope<'_>,
+    backends: &mut Backends<'_>,
+    r: RouteRef<'_>,
+    accepted: RouteCondition,
+    attached: &[(usize, Vec<String>)],
+    listeners: &mut [ListenerInfo],
+    sink: &mut Sink,
+) -> Vec<RouteCondition> {
+    let g = r.spec.generation();
+    let (resolved, dropped) = rules(scope, backends, r, attached, sink);
+    let mut conds = vec![accepted, resolved];
+    match dropped {
+        Some(Dropped::Every(msg)) => {
+            conds[0] = Condition::fail(RouteType::Accepted, RouteReason::UnsupportedValue, msg, g);
+        }
+        Some(Dropped::Part(msg)) => conds.push(Condition::ok(
+            RouteType::PartiallyInvalid,
+            RouteReason::UnsupportedValue,
+            msg,
+            g,
+        )),
+        None => {}
+    }
+    if conds[0].is_true() {
+        for (i, hosts) in attached {
+            listeners[*i].attached_routes += 1;
+            sink.claims.entry(*i).or_default().push((r.spec.kind, hosts.clone()));
+        }
+    }
+    conds
+}
+
+/// Listeners of this parentRef that take the route, with the route's effective hostnames on each:
+/// selected by `sectionName` and `port`, admitting the route's namespace and kind, sharing a hostname
+/// with it, and not serving the other route kind on that hostname.
 fn accept_on_listeners(
     scope: &Scope<'_>,
-    r: RouteRef<'_>,
+    route: &RouteSpec<'_>,
     listeners: &[ListenerInfo],
     claims: &BTreeMap<usize, Vec<(RouteKind, Vec<String>)>>,
     section: Option<&str>,
     port: Option<i32>,
 ) -> (RouteCondition, Vec<(usize, Vec<String>)>) {
-    let g = r.generation();
-    let selected: Vec<usize> = (0..listeners.len())
-        .filter(|&i| section.is_none_or(|s| listeners[i].name == s))
-        .filter(|&i| port.is_none_or(|p| i32::from(listeners[i].port) == p))
-        .collect();
+    let g = route.generation();
+    let refuse = |reason, message: String| (Condition::fail(RouteType::Accepted, reason, message, g), Vec::new());
+    let selected = selected_listeners(listeners, section, port);
     if selected.is_empty() {
-        let what = match (section, port) {
-            (Some(s), Some(p)) => format!("no listener named {s:?} on port {p}"),
-            (Some(s), None) => format!("no listener named {s:?}"),
-            (None, Some(p)) => format!("no listener on port {p}"),
-            (None, None) => "the Gateway has no listeners".into(),
-        };
-        return (
-            Condition::fail(RouteType::Accepted, RouteReason::NoMatchingParent, what, g),
-            Vec::new(),
-        );
+        return refuse(RouteReason::NoMatchingParent, no_listener(section, port));
     }
-    let route_ns = &r.key.namespace;
+    let route_ns = &route.key.namespace;
     let allowed: Vec<usize> = selected
         .into_iter()
         .filter(|&i| listeners[i].attachable)
-        .filter(|&i| listeners[i].kinds.iter().any(|k| k == r.kind.name()))
+        .filter(|&i| listeners[i].kinds.iter().any(|k| k == route.kind.name()))
         .filter(|&i| namespace_allowed(scope.model, &listeners[i].allowed, route_ns, &scope.gateway.namespace))
         .collect();
     if allowed.is_empty() {
-        return (
-            Condition::fail(
-                RouteType::Accepted,
-                RouteReason::NotAllowedByListeners,
-                format!(
-                    "no listener of the parent admits {}s from namespace {route_ns:?}",
-                    r.kind.name()
-                ),
-                g,
-            ),
-            Vec::new(),
+        let msg = format!(
+            "no listener of the parent admits {}s from namespace {route_ns:?}",
+            route.kind.name()
         );
+        return refuse(RouteReason::NotAllowedByListeners, msg);
     }
-    let route_hosts = r.route.spec.hostnames.clone().unwrap_or_default();
     let attached: Vec<(usize, Vec<String>)> = allowed
         .into_iter()
-        .map(|i| (i, hostnames::effective(listeners[i].hostname.as_deref(), &route_hosts)))
+        .map(|i| {
+            (
+                i,
+                hostnames::effective(listeners[i].hostname.as_deref(), &route.hostnames),
+            )
+        })
         .filter(|(_, h)| !h.is_empty())
         .collect();
     if attached.is_empty() {
-        return (
-            Condition::fail(
-                RouteType::Accepted,
-                RouteReason::NoMatchingListenerHostname,
-                "none of the route's hostnames intersects a listener hostname",
-                g,
-            ),
-            Vec::new(),
-        );
+        let msg = "none of the route's hostnames intersects a listener hostname".to_string();
+        return refuse(RouteReason::NoMatchingListenerHostname, msg);
     }
-    // An HTTPRoute and a GRPCRoute must not share a hostname on a listener: the route attached first
-    // (older, then namespace/name — the order routes arrive in) keeps it.
+    let (attached, conflicts) = without_kind_conflicts(route.kind, attached, listeners, claims);
+    if attached.is_empty() {
+        return refuse(RouteReason::HostnameConflict, conflicts.join("; "));
+    }
+    let ok = Condition::ok(RouteType::Accepted, RouteReason::Accepted, "Route accepted", g);
+    (ok, attached)
+}
+
+fn selected_listeners(listeners: &[ListenerInfo], section: Option<&str>, port: Option<i32>) -> Vec<usize> {
+    (0..listeners.len())
+        .filter(|&i| section.is_none_or(|s| listeners[i].name == s))
+        .filter(|&i| port.is_none_or(|p| i32::from(listeners[i].port) == p))
+        .collect()
+}
+
+fn no_listener(section: Option<&str>, port: Option<i32>) -> String {
+    match (section, port) {
+        (Some(s), Some(p)) => format!("no listener named {s:?} on port {p}"),
+        (Some(s), None) => format!("no listener named {s:?}"),
+        (None, Some(p)) => format!("no listener on port {p}"),
+        (None, None) => "the Gateway has no listeners".into(),
+    }
+}
+
+/// An HTTPRoute and a GRPCRoute must not share a hostname on a listener: the route attached first
+/// (older, then namespace/name — the order routes arrive in) keeps it. The listeners left, and why the
+/// others were left out.
+fn without_kind_conflicts(
+    kind: RouteKind,
+    attached: Vec<(usize, Vec<String>)>,
+    listeners: &[ListenerInfo],
+    claims: &BTreeMap<usize, Vec<(RouteKind, Vec<String>)>>,
+) -> (Vec<(usize, Vec<String>)>, Vec<String>) {
     let mut conflicts = Vec::new();
-    let attached: Vec<(usize, Vec<String>)> = attached
+    let kept = attached
         .into_iter()
         .filter(|(i, hosts)| {
-            let other = claims.get(i).into_iter().flatten().find(|(kind, claimed)| {
-                *kind != r.kind && hosts.iter().any(|h| claimed.iter().any(|c| hostnames::overlap(h, c)))
+            let other = claims.get(i).into_iter().flatten().find(|(k, claimed)| {
+                *k != kind && hosts.iter().any(|h| claimed.iter().any(|c| hostnames::overlap(h, c)))
             });
-            if let Some((kind, _)) = other {
+            if let Some((k, _)) = other {
                 conflicts.push(format!(
                     "listener {:?} already serves a {} for these hostnames",
                     listeners[*i].name,
-                    kind.name()
+                    k.name()
                 ));
             }
             other.is_none()
         })
         .collect();
-    if attached.is_empty() {
-        return (
-            Condition::fail(
-                RouteType::Accepted,
-                RouteReason::HostnameConflict,
-                conflicts.join("; "),
-                g,
-            ),
-            Vec::new(),
-        );
-    }
-    (
-        Condition::ok(RouteType::Accepted, RouteReason::Accepted, "Route accepted", g),
-        attached,
-    )
+    (kept, conflicts)
 }
 
 fn namespace_allowed(model: &Model, allowed: &AllowedNamespaces, route_ns: &str, gateway_ns: &str) -> bool {

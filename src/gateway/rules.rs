@@ -7,21 +7,39 @@
 //! whole — serving it without that part would modify traffic differently than written — and the route
 //! says so with `PartiallyInvalid` (or `Accepted=False/UnsupportedValue` if nothing is left); a filter
 //! that must not be skipped (`ExtensionRef`, an unknown filter type) fails closed with a 500 instead.
+//!
+//! One rule is translated in steps: its filters ([`rule_filters`]), its backends ([`rule_backends`]),
+//! the action they make ([`rule_action`]), its mirrors ([`rule_mirrors`]), and its entries ([`entries`]).
 
-use gateway_api::apis::standard::httproutes::{
-    HttpRouteRules, HttpRouteRulesMatches, HttpRouteRulesMatchesHeadersType as HeaderType,
-    HttpRouteRulesMatchesPathType as PathType, HttpRouteRulesMatchesQueryParamsType as QueryType,
-};
-
-use super::backends::{Backends, GatewaySide, RefSpec, RouteSide};
+use super::backends::{Backends, GatewaySide, RefSpec, RouteSide, Target};
 use super::conditions::{Condition, Problem, RouteCondition, RouteProblem, RouteReason, RouteType};
-use super::routes::{Entry, RouteKind, RouteRef, Scope, Sink};
+use super::filters::RuleFilters;
+use super::routes::{Entry, RouteRef, Scope, Sink};
+use super::spec::{self, PathKind, RouteKind};
 use crate::api::consts::{GATEWAY_GROUP, KIND_SERVICE};
 use crate::ir;
+use crate::ir::names;
 
-pub(super) enum Rejection {
-    All(String),
-    Some(String),
+/// Rules of a route that were dropped: all of them, or some (`PartiallyInvalid`). Why, per rule.
+pub(super) enum Dropped {
+    Every(String),
+    Part(String),
+}
+
+/// What translating a route's rules found, for its conditions.
+#[derive(Default)]
+struct Outcome {
+    ref_problems: Vec<RouteProblem>,
+    notes: Vec<String>,
+    dropped: Vec<String>,
+}
+
+/// Where a rule's backendRefs resolve: the route's side of a reference and the Gateway's.
+#[derive(Clone, Copy)]
+struct Sides<'a> {
+    route: RouteSide<'a>,
+    gateway: GatewaySide<'a>,
+    grpc: bool,
 }
 
 /// Builds route entries for every rule on every attached listener. Returns the ResolvedRefs
@@ -32,215 +50,216 @@ pub(super) fn rules(
     r: RouteRef<'_>,
     attached: &[(usize, Vec<String>)],
     sink: &mut Sink,
-) -> (RouteCondition, Option<Rejection>) {
-    let (key, route, order, g, gw_key) = (r.key, r.route, r.order, r.generation(), scope.gateway);
-    let side = RouteSide {
-        group: GATEWAY_GROUP,
-        kind: r.kind.name(),
-        namespace: &key.namespace,
+) -> (RouteCondition, Option<Dropped>) {
+    let route = r.spec;
+    let sides = Sides {
+        route: RouteSide {
+            group: GATEWAY_GROUP,
+            kind: route.kind.name(),
+            namespace: &route.key.namespace,
+        },
+        gateway: GatewaySide {
+            key: scope.gateway,
+            client_cert: scope.client_cert,
+        },
+        grpc: route.kind == RouteKind::Grpc,
     };
-    let grpc = r.kind == RouteKind::Grpc;
-    let mut ref_problems: Vec<RouteProblem> = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
-    let mut dropped: Vec<String> = Vec::new();
-    let rules = route.spec.rules.clone().unwrap_or_default();
-    for (ri, rule) in rules.iter().enumerate() {
-        let rule_error = r.grpc.and_then(|g| g.rule_errors.get(ri).cloned().flatten());
-        let extras = rule_extras(scope, r, ri);
-        let parse = || super::filters::parse(rule, extras.retry.as_ref(), &extras.unknown_filters);
-        // Rule fields the standard HTTPRoute type drops (`model::HttpRouteExtras`) that pier does not serve.
-        let unserved = || {
-            let fields = &extras.unsupported_fields;
-            (!fields.is_empty()).then(|| format!("{} is not supported", fields.join(", ")))
-        };
-        let filters = match rule_error
-            .or_else(|| unsupported(rule))
-            .or_else(unserved)
-            .map_or_else(parse, Err)
-        {
+    let mut out = Outcome::default();
+    for (ri, rule) in route.rules.iter().enumerate() {
+        let filters = match rule_filters(rule) {
             Ok(f) => f,
             Err(why) => {
-                dropped.push(format!("Dropped Rule {ri}: {why}"));
+                out.dropped.push(format!("Dropped Rule {ri}: {why}"));
                 continue;
             }
         };
-        // A filter that must not be skipped but cannot be served: the rule answers 500 (`filters`).
         if let Some((why_reason, why)) = &filters.fail_closed {
             let msg = format!("Rule {ri}: {why}");
             if *why_reason == RouteReason::InvalidKind {
-                ref_problems.push(Problem::refs(RouteReason::InvalidKind, msg));
+                out.ref_problems.push(Problem::refs(RouteReason::InvalidKind, msg));
             } else {
-                dropped.push(msg);
+                out.dropped.push(msg);
             }
         }
-        let mut resolved: Vec<(Option<super::backends::Target>, u32, ir::BackendFilters)> = Vec::new();
-        // A redirect rule answers the redirect and never forwards: its backendRefs are not used.
-        let forwards = !filters.redirects() && filters.fail_closed.is_none();
-        let refs = if forwards { rule.backend_refs.as_ref() } else { None };
-        for (bi, br) in refs.into_iter().flatten().enumerate() {
-            let weight = u32::try_from(br.weight.unwrap_or(1)).unwrap_or(0);
-            let own = filters.per_backend.get(bi).cloned().unwrap_or_default();
-            let r = RefSpec {
-                group: br.group.as_deref().unwrap_or(""),
-                kind: br.kind.as_deref().unwrap_or(KIND_SERVICE),
-                namespace: br.namespace.as_deref().unwrap_or(&key.namespace),
-                name: &br.name,
-                port: br.port,
-            };
-            match backends.resolve(
-                side,
-                &r,
-                GatewaySide {
-                    key: gw_key,
-                    client_cert: scope.client_cert,
-                },
-            ) {
-                Ok(Some(t)) => {
-                    notes.extend(t.notes.iter().cloned());
-                    let t = if grpc { super::grpc::over_http2(t) } else { t };
-                    resolved.push((Some(t), weight, own));
-                }
-                Ok(None) => resolved.push((None, weight, own)),
-                Err(p) => {
-                    ref_problems.push(p);
-                    resolved.push((None, weight, own));
-                }
-            }
-        }
-        let backends_out = with_failover(resolved, sink);
-        let action = if filters.fail_closed.is_some() {
-            ir::RouteAction::DirectResponse { status: 500 }
-        } else if backends_out.iter().all(|b| b.cluster.is_none()) {
-            // No backendRefs, or none valid: every request of the rule gets 500 (gRPC: UNAVAILABLE).
-            ir::RouteAction::DirectResponse {
-                status: if grpc { 503 } else { 500 },
-            }
-        } else {
-            ir::RouteAction::Forward(backends_out)
-        };
-        // Mirrors only copy forwarded requests.
+        let resolved = rule_backends(rule, &filters, backends, sides, &mut out);
+        let action = rule_action(&filters, with_failover(resolved, sink), sides.grpc);
         let mirrors = match action {
-            ir::RouteAction::Forward(_) => {
-                let gw = GatewaySide {
-                    key: gw_key,
-                    client_cert: scope.client_cert,
-                };
-                let resolved = resolve_mirrors(&filters.mirrors, backends, side, gw, &mut ref_problems, ri);
-                let mut out = Vec::new();
-                for (t, fraction) in resolved {
-                    notes.extend(t.notes.iter().cloned());
-                    let t = if grpc { super::grpc::over_http2(t) } else { t };
-                    out.push(ir::Mirror {
-                        cluster: t.cluster.name.clone(),
-                        fraction,
-                    });
-                    sink.targets.push(t);
-                }
-                out
-            }
+            ir::RouteAction::Forward(_) => rule_mirrors(&filters, backends, sides, ri, &mut out, sink),
             _ => Vec::new(),
         };
-        let default_match = [Default::default()];
-        let matches = rule
-            .matches
-            .as_deref()
-            .filter(|m| !m.is_empty())
-            .unwrap_or(&default_match);
-        for (mi, m) in matches.iter().enumerate() {
-            let name = crate::ir::names::route(r.kind.prefix(), &key.namespace, &key.name, ri, mi);
-            let mut route = route_for_match(name, m, action.clone());
-            route.grpc = grpc;
-            let (route_filters, redirect) = filters.for_match(&route.path, &mirrors);
-            route.filters = route_filters;
-            if let Some(redirect) = redirect {
-                route.action = ir::RouteAction::Redirect(redirect);
-            }
-            for (li, hosts) in attached {
-                sink.entries.push(Entry {
-                    listener: *li,
-                    hostnames: hosts.clone(),
-                    route: route.clone(),
-                    grpc_rank: r
-                        .grpc
-                        .map(|g| g.ranks.get(ri).and_then(|m| m.get(mi)).copied().unwrap_or_default()),
-                    tie: (order, ri, mi),
-                });
-            }
-        }
+        entries(r, ri, rule, &filters, &action, &mirrors, attached, sink);
     }
-    let resolved = match ref_problems.first() {
-        Some(p) => {
-            // One message per distinct problem: the same missing backend in three rules is one line.
-            let mut msgs: Vec<&str> = Vec::new();
-            for m in ref_problems.iter().map(|p| p.message.as_str()) {
-                if !msgs.contains(&m) {
-                    msgs.push(m);
-                }
-            }
-            Condition::fail(RouteType::ResolvedRefs, p.reason, msgs.join("; "), g)
-        }
-        None if notes.is_empty() => Condition::ok(
-            RouteType::ResolvedRefs,
-            RouteReason::ResolvedRefs,
-            "All references resolved",
-            g,
-        ),
-        None => {
-            notes.sort();
-            notes.dedup();
-            let msg = format!("All references resolved; ignored: {}", notes.join("; "));
-            Condition::ok(RouteType::ResolvedRefs, RouteReason::ResolvedRefs, msg, g)
-        }
+    let dropped = match out.dropped.len() {
+        0 => None,
+        n if n == route.rules.len() => Some(Dropped::Every(out.dropped.join("; "))),
+        _ => Some(Dropped::Part(out.dropped.join("; "))),
     };
-    let rejection = if dropped.is_empty() {
-        None
-    } else if dropped.len() == rules.len() {
-        Some(Rejection::All(dropped.join("; ")))
-    } else {
-        Some(Rejection::Some(dropped.join("; ")))
-    };
-    (resolved, rejection)
+    (resolved_refs(out.ref_problems, out.notes, route.generation()), dropped)
 }
 
-/// What the parser kept beside rule `ri` of an HTTPRoute (`model::HttpRouteExtras`); nothing for a
-/// GRPCRoute, whose HTTPRoute form is built by `gateway::grpc`.
-fn rule_extras(scope: &Scope<'_>, r: RouteRef<'_>, ri: usize) -> crate::model::RuleExtras {
-    if r.kind != RouteKind::Http {
-        return Default::default();
+/// The rule's filters, or why it cannot be served: its own error (a GRPCRoute method match), matches
+/// pier cannot serve, experimental fields pier does not serve, then the filters themselves.
+fn rule_filters(rule: &spec::Rule) -> Result<RuleFilters, String> {
+    if let Some(why) = rule.error.clone().or_else(|| unsupported(rule)) {
+        return Err(why);
     }
-    let extras = scope.model.http_route_extras.get(r.key);
-    extras.and_then(|e| e.rules.get(ri)).cloned().unwrap_or_default()
+    if !rule.unsupported_fields.is_empty() {
+        return Err(format!("{} is not supported", rule.unsupported_fields.join(", ")));
+    }
+    super::filters::parse(rule)
 }
 
-/// Resolves a rule's mirrors like backendRefs; one that does not resolve is left out and its problem
-/// (named after the rule and filter) goes to `problems`.
-fn resolve_mirrors(
-    specs: &[super::filters::mirror::MirrorSpec],
+/// The rule's backendRefs, resolved: a target (or `None` for an invalid one, which keeps its weight),
+/// its weight and its own header changes. A redirect rule, and one failing closed, never forwards: its
+/// backendRefs are not used.
+fn rule_backends(
+    rule: &spec::Rule,
+    filters: &RuleFilters,
     backends: &mut Backends<'_>,
-    side: RouteSide<'_>,
-    gw: GatewaySide<'_>,
-    problems: &mut Vec<RouteProblem>,
-    ri: usize,
-) -> Vec<(super::backends::Target, Option<ir::Fraction>)> {
-    let mut out = Vec::new();
-    for m in specs {
-        let spec = RefSpec {
-            group: m.group.as_deref().unwrap_or(""),
-            kind: m.kind.as_deref().unwrap_or(KIND_SERVICE),
-            namespace: m.namespace.as_deref().unwrap_or(side.namespace),
-            name: &m.name,
-            port: m.port,
+    sides: Sides<'_>,
+    out: &mut Outcome,
+) -> Vec<(Option<Target>, u32, ir::BackendFilters)> {
+    if filters.redirects() || filters.fail_closed.is_some() {
+        return Vec::new();
+    }
+    let mut resolved = Vec::new();
+    for (bi, br) in rule.backend_refs.iter().enumerate() {
+        let weight = u32::try_from(br.weight.unwrap_or(1)).unwrap_or(0);
+        let own = filters.per_backend.get(bi).cloned().unwrap_or_default();
+        let target = match backends.resolve(sides.route, &ref_spec(&br.target, sides.route), sides.gateway) {
+            Ok(Some(t)) => {
+                out.notes.extend(t.notes.iter().cloned());
+                Some(if sides.grpc { over_http2(t) } else { t })
+            }
+            Ok(None) => None,
+            Err(p) => {
+                out.ref_problems.push(p);
+                None
+            }
         };
-        match backends.resolve(side, &spec, gw) {
-            Ok(Some(t)) => out.push((t, m.fraction)),
-            Ok(None) => {}
-            Err(p) => problems.push(Problem::refs(
-                p.reason,
-                format!("Rule {ri}: filter RequestMirror: {}", p.message),
-            )),
+        resolved.push((target, weight, own));
+    }
+    resolved
+}
+
+/// A reference as written, with Gateway API's defaults (core Service, the route's namespace).
+fn ref_spec<'a>(r: &'a spec::Ref, route: RouteSide<'a>) -> RefSpec<'a> {
+    RefSpec {
+        group: r.group.as_deref().unwrap_or(""),
+        kind: r.kind.as_deref().unwrap_or(KIND_SERVICE),
+        namespace: r.namespace.as_deref().unwrap_or(route.namespace),
+        name: &r.name,
+        port: r.port,
+    }
+}
+
+/// Forward to the rule's backends; or a fixed answer: 500 when a filter fails closed or no backend is
+/// valid (a GRPCRoute gets 503, which Envoy turns into gRPC `UNAVAILABLE`).
+fn rule_action(filters: &RuleFilters, backends: Vec<ir::WeightedBackend>, grpc: bool) -> ir::RouteAction {
+    if filters.fail_closed.is_some() {
+        ir::RouteAction::DirectResponse { status: 500 }
+    } else if backends.iter().all(|b| b.cluster.is_none()) {
+        ir::RouteAction::DirectResponse {
+            status: if grpc { 503 } else { 500 },
+        }
+    } else {
+        ir::RouteAction::Forward(backends)
+    }
+}
+
+/// The rule's mirrors, resolved like backendRefs (only forwarded requests are copied); one that does not
+/// resolve is left out and its problem, named after the rule and filter, goes on the route.
+fn rule_mirrors(
+    filters: &RuleFilters,
+    backends: &mut Backends<'_>,
+    sides: Sides<'_>,
+    ri: usize,
+    out: &mut Outcome,
+    sink: &mut Sink,
+) -> Vec<ir::Mirror> {
+    let mut mirrors = Vec::new();
+    for m in &filters.mirrors {
+        let t = match backends.resolve(sides.route, &ref_spec(&m.backend, sides.route), sides.gateway) {
+            Ok(Some(t)) => t,
+            Ok(None) => continue,
+            Err(p) => {
+                out.ref_problems
+                    .push(p.prefixed(format!("Rule {ri}: filter RequestMirror")));
+                continue;
+            }
+        };
+        out.notes.extend(t.notes.iter().cloned());
+        let t = if sides.grpc { over_http2(t) } else { t };
+        mirrors.push(ir::Mirror {
+            cluster: t.cluster.name.clone(),
+            fraction: m.fraction,
+        });
+        sink.targets.push(t);
+    }
+    mirrors
+}
+
+/// One entry per match of the rule (one default match when it has none) on every attached listener.
+#[allow(clippy::too_many_arguments)]
+fn entries(
+    r: RouteRef<'_>,
+    ri: usize,
+    rule: &spec::Rule,
+    filters: &RuleFilters,
+    action: &ir::RouteAction,
+    mirrors: &[ir::Mirror],
+    attached: &[(usize, Vec<String>)],
+    sink: &mut Sink,
+) {
+    let route = r.spec;
+    let default_match = [spec::Match::default()];
+    let matches = if rule.matches.is_empty() {
+        &default_match[..]
+    } else {
+        &rule.matches
+    };
+    for (mi, m) in matches.iter().enumerate() {
+        let name = names::route(route.kind.prefix(), &route.key.namespace, &route.key.name, ri, mi);
+        let mut entry = route_for_match(name, m, action.clone());
+        entry.grpc = route.kind == RouteKind::Grpc;
+        let (route_filters, redirect) = filters.for_match(&entry.path, mirrors);
+        entry.filters = route_filters;
+        if let Some(redirect) = redirect {
+            entry.action = ir::RouteAction::Redirect(redirect);
+        }
+        let grpc_rank = entry.grpc.then(|| m.grpc_rank.unwrap_or_default());
+        for (li, hosts) in attached {
+            sink.entries.push(Entry {
+                listener: *li,
+                hostnames: hosts.clone(),
+                route: entry.clone(),
+                grpc_rank,
+                tie: (r.order, ri, mi),
+            });
         }
     }
-    out
+}
+
+/// `ResolvedRefs`: the first reference problem's reason with one message per distinct problem (the same
+/// missing backend in three rules is one line), or resolved, mentioning what was ignored on the way.
+fn resolved_refs(problems: Vec<RouteProblem>, mut notes: Vec<String>, g: i64) -> RouteCondition {
+    if let Some(first) = problems.first() {
+        let mut msgs: Vec<&str> = Vec::new();
+        for m in problems.iter().map(|p| p.message.as_str()) {
+            if !msgs.contains(&m) {
+                msgs.push(m);
+            }
+        }
+        return Condition::fail(RouteType::ResolvedRefs, first.reason, msgs.join("; "), g);
+    }
+    let msg = if notes.is_empty() {
+        "All references resolved".to_string()
+    } else {
+        notes.sort();
+        notes.dedup();
+        format!("All references resolved; ignored: {}", notes.join("; "))
+    };
+    Condition::ok(RouteType::ResolvedRefs, RouteReason::ResolvedRefs, msg, g)
 }
 
 /// Weighted backends of one rule. Envoy Gateway `fallback` Backends take no share of their own: when a
@@ -249,48 +268,43 @@ fn resolve_mirrors(
 /// semantics, kept while each backend still has its own shared cluster. A rule of fallbacks only
 /// serves them normally.
 fn with_failover(
-    resolved: Vec<(Option<super::backends::Target>, u32, ir::BackendFilters)>,
+    resolved: Vec<(Option<Target>, u32, ir::BackendFilters)>,
     sink: &mut Sink,
 ) -> Vec<ir::WeightedBackend> {
-    let fallbacks: Vec<super::backends::Target> = resolved
+    let fallbacks: Vec<Target> = resolved
         .iter()
         .filter_map(|(t, _, _)| t.as_ref())
         .filter(|t| t.fallback)
         .cloned()
         .collect();
     let has_primary = resolved.iter().any(|(t, _, _)| t.as_ref().is_some_and(|t| !t.fallback));
+    let failover = has_primary && !fallbacks.is_empty();
     let mut out = Vec::new();
     for (target, weight, filters) in resolved {
-        let Some(t) = target else {
-            out.push(ir::WeightedBackend {
-                cluster: None,
-                weight,
-                filters,
-            });
-            continue;
-        };
-        if has_primary && !fallbacks.is_empty() {
-            if t.fallback {
-                continue;
+        let cluster = match target {
+            None => None,
+            Some(t) if failover && t.fallback => continue,
+            Some(t) if failover => {
+                let members: Vec<String> = std::iter::once(t.cluster.name.clone())
+                    .chain(fallbacks.iter().map(|f| f.cluster.name.clone()))
+                    .collect();
+                let aggregate = super::backends::aggregate(&t, members);
+                let name = aggregate.cluster.name.clone();
+                sink.targets.push(aggregate);
+                sink.targets.push(t);
+                Some(name)
             }
-            let members: Vec<String> = std::iter::once(t.cluster.name.clone())
-                .chain(fallbacks.iter().map(|f| f.cluster.name.clone()))
-                .collect();
-            let aggregate = super::backends::aggregate(&t, members);
-            out.push(ir::WeightedBackend {
-                cluster: Some(aggregate.cluster.name.clone()),
-                weight,
-                filters,
-            });
-            sink.targets.push(aggregate);
-        } else {
-            out.push(ir::WeightedBackend {
-                cluster: Some(t.cluster.name.clone()),
-                weight,
-                filters,
-            });
-        }
-        sink.targets.push(t);
+            Some(t) => {
+                let name = t.cluster.name.clone();
+                sink.targets.push(t);
+                Some(name)
+            }
+        };
+        out.push(ir::WeightedBackend {
+            cluster,
+            weight,
+            filters,
+        });
     }
     if has_primary {
         sink.targets.extend(fallbacks);
@@ -298,56 +312,69 @@ fn with_failover(
     out
 }
 
+/// gRPC needs HTTP/2 to the backend. A backend that already speaks it keeps its cluster; one whose
+/// cluster speaks HTTP/1.1 or negotiates (a Service without `appProtocol`, a Backend with protocol
+/// `HTTP`) gets an HTTP/2 twin — h2 over TLS, h2c (prior knowledge) in cleartext — named after it, so
+/// an HTTPRoute and a GRPCRoute can use the same backend side by side.
+pub fn over_http2(mut t: Target) -> Target {
+    match t.cluster.protocol {
+        ir::UpstreamProtocol::Http2 | ir::UpstreamProtocol::H2c => t,
+        ir::UpstreamProtocol::Http1 | ir::UpstreamProtocol::Auto => {
+            t.cluster.protocol = if t.cluster.tls.is_some() {
+                ir::UpstreamProtocol::Http2
+            } else {
+                ir::UpstreamProtocol::H2c
+            };
+            t.cluster.name = names::http2_twin(&t.cluster.name);
+            t
+        }
+    }
+}
+
 /// The route entry of one `HTTPRouteMatch`: path (default PathPrefix `/`), headers, query parameters
 /// and method, all ANDed. Header names compare case-insensitively and query parameter names exactly;
 /// of several entries with an equivalent name only the first counts, later ones are ignored
 /// (<https://gateway-api.sigs.k8s.io/reference/spec/#httpheadermatch>, `Name`).
-fn route_for_match(name: String, m: &HttpRouteRulesMatches, action: ir::RouteAction) -> ir::Route {
-    let path = m.path.clone().unwrap_or_default();
-    let value = path.value.unwrap_or_else(|| "/".into());
-    let path = match path.r#type.unwrap_or(PathType::PathPrefix) {
-        PathType::Exact => ir::PathMatch::Exact(value),
-        PathType::PathPrefix => ir::PathMatch::Prefix(value),
-        PathType::RegularExpression => ir::PathMatch::Regex(value),
+fn route_for_match(name: String, m: &spec::Match, action: ir::RouteAction) -> ir::Route {
+    let value = m
+        .path
+        .as_ref()
+        .and_then(|p| p.value.clone())
+        .unwrap_or_else(|| "/".into());
+    let path = match m.path.as_ref().and_then(|p| p.kind).unwrap_or(PathKind::PathPrefix) {
+        PathKind::Exact => ir::PathMatch::Exact(value),
+        PathKind::PathPrefix => ir::PathMatch::Prefix(value),
+        PathKind::RegularExpression => ir::PathMatch::Regex(value),
+    };
+    let value = |v: &spec::ValueMatch| {
+        if v.regex {
+            ir::ValueMatch::Regex(v.value.clone())
+        } else {
+            ir::ValueMatch::Exact(v.value.clone())
+        }
     };
     let mut headers: Vec<ir::HeaderMatch> = Vec::new();
-    for h in m.headers.iter().flatten() {
+    for h in &m.headers {
         let name = h.name.to_ascii_lowercase();
-        if headers.iter().any(|seen| seen.name == name) {
-            continue;
+        if !headers.iter().any(|seen| seen.name == name) {
+            headers.push(ir::HeaderMatch { name, value: value(h) });
         }
-        let value = match h.r#type {
-            Some(HeaderType::RegularExpression) => ir::ValueMatch::Regex(h.value.clone()),
-            _ => ir::ValueMatch::Exact(h.value.clone()),
-        };
-        headers.push(ir::HeaderMatch { name, value });
     }
     let mut query_params: Vec<ir::QueryMatch> = Vec::new();
-    for q in m.query_params.iter().flatten() {
-        if query_params.iter().any(|seen| seen.name == q.name) {
-            continue;
+    for q in &m.query_params {
+        if !query_params.iter().any(|seen| seen.name == q.name) {
+            query_params.push(ir::QueryMatch {
+                name: q.name.clone(),
+                value: value(q),
+            });
         }
-        let value = match q.r#type {
-            Some(QueryType::RegularExpression) => ir::ValueMatch::Regex(q.value.clone()),
-            _ => ir::ValueMatch::Exact(q.value.clone()),
-        };
-        query_params.push(ir::QueryMatch {
-            name: q.name.clone(),
-            value,
-        });
     }
-    let method = m.method.as_ref().map(|m| {
-        serde_json::to_value(m)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_else(|| format!("{m:?}").to_ascii_uppercase())
-    });
     ir::Route {
         name,
         path,
         headers,
         query_params,
-        method,
+        method: m.method.clone(),
         action,
         grpc: false,
         filters: Default::default(),
@@ -355,31 +382,29 @@ fn route_for_match(name: String, m: &HttpRouteRulesMatches, action: ir::RouteAct
 }
 
 /// Why a rule's matches cannot be served as written, if they cannot (filters: `filters::parse`).
-fn unsupported(rule: &HttpRouteRules) -> Option<String> {
-    for m in rule.matches.iter().flatten() {
-        let path = m.path.as_ref();
-        let regex = path.and_then(|p| p.r#type.clone()) == Some(PathType::RegularExpression);
-        if let Some(v) = path.and_then(|p| p.value.as_deref())
+fn unsupported(rule: &spec::Rule) -> Option<String> {
+    for m in &rule.matches {
+        let kind = m.path.as_ref().and_then(|p| p.kind);
+        let value = m.path.as_ref().and_then(|p| p.value.as_deref());
+        let regex = kind == Some(PathKind::RegularExpression);
+        if let Some(v) = value
             && !regex
             && !v.starts_with('/')
         {
             return Some(format!("path {v:?} must start with '/'"));
         }
-        let mut regexes: Vec<(&str, &str)> = Vec::new();
-        if regex && let Some(v) = path.and_then(|p| p.value.as_deref()) {
-            regexes.push(("path", v));
-        }
-        for h in m.headers.iter().flatten() {
-            if h.r#type == Some(HeaderType::RegularExpression) {
-                regexes.push(("header", &h.value));
-            }
-        }
-        for q in m.query_params.iter().flatten() {
-            if q.r#type == Some(QueryType::RegularExpression) {
-                regexes.push(("query parameter", &q.value));
-            }
-        }
-        for (what, re) in regexes {
+        let path = value.filter(|_| regex).map(|v| ("path", v));
+        let headers = m
+            .headers
+            .iter()
+            .filter(|h| h.regex)
+            .map(|h| ("header", h.value.as_str()));
+        let query = m
+            .query_params
+            .iter()
+            .filter(|q| q.regex)
+            .map(|q| ("query parameter", q.value.as_str()));
+        for (what, re) in path.into_iter().chain(headers).chain(query) {
             if let Some(why) = super::re2::problem(re) {
                 return Some(format!("{what} {why}"));
             }

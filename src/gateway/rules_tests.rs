@@ -2,8 +2,8 @@
 
 use super::*;
 
-fn parse(yaml: &str) -> HttpRouteRulesMatches {
-    serde_yaml::from_str(yaml).unwrap()
+fn parse(yaml: &str) -> spec::Match {
+    spec::http::route_match(&serde_yaml::from_str(yaml).unwrap())
 }
 
 #[test]
@@ -48,8 +48,8 @@ fn default_match_is_prefix_root() {
 
 #[test]
 fn invalid_regular_expressions_drop_the_rule() {
-    let rule = |m: &str| HttpRouteRules {
-        matches: Some(vec![parse(m)]),
+    let rule = |m: &str| spec::Rule {
+        matches: vec![parse(m)],
         ..Default::default()
     };
     for (m, what) in [

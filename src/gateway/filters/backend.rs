@@ -12,55 +12,48 @@
 //! too, so the whole rule fails closed (500) as an unresolved extension filter requires. Envoy Gateway
 //! makes the same split for header modifiers.
 
-use gateway_api::apis::standard::httproutes::{
-    HttpRouteRules, HttpRouteRulesBackendRefsFilters, HttpRouteRulesFilters, HttpRouteRulesFiltersType as FilterType,
-};
-
+use crate::gateway::spec::{self, Filter};
 use crate::ir;
 
 /// What a rule's backendRef filters become.
 #[derive(Debug, Default)]
 pub struct Split {
     /// Filters of the rule's only backendRef that apply to the whole rule.
-    pub lifted: Vec<HttpRouteRulesFilters>,
+    pub lifted: Vec<Filter>,
     /// Header changes per backendRef, in backendRef order.
     pub per_backend: Vec<ir::BackendFilters>,
 }
 
-pub fn split(rule: &HttpRouteRules) -> Result<Split, String> {
-    let refs = rule.backend_refs.as_deref().unwrap_or_default();
+pub fn split(rule: &spec::Rule) -> Result<Split, String> {
+    let refs = &rule.backend_refs;
     let mut out = Split::default();
     for (i, br) in refs.iter().enumerate() {
         let mut own = ir::BackendFilters::default();
-        let mut seen: Vec<FilterType> = Vec::new();
-        for f in br.filters.iter().flatten() {
-            let f = as_rule_filter(f);
-            let at = |why: String| format!("backendRef {i} ({}): {why}", br.name);
-            let is_header = matches!(
-                f.r#type,
-                FilterType::RequestHeaderModifier | FilterType::ResponseHeaderModifier
-            );
+        let mut seen: Vec<&'static str> = Vec::new();
+        for f in &br.filters {
+            let at = |why: String| format!("backendRef {i} ({}): {why}", br.target.name);
+            let is_header = matches!(f, Filter::RequestHeaderModifier(_) | Filter::ResponseHeaderModifier(_));
             if is_header {
-                if seen.contains(&f.r#type) {
-                    return Err(at(format!("filter {} is given more than once", super::name(&f.r#type))));
+                if seen.contains(&f.type_name()) {
+                    return Err(at(format!("filter {} is given more than once", f.type_name())));
                 }
-                seen.push(f.r#type.clone());
-                let (request, response) = super::header_modifiers(&f).map_err(at)?;
+                seen.push(f.type_name());
+                let (request, response) = super::header_modifiers(f).map_err(at)?;
                 if let Some(m) = request {
                     own.request_headers = m;
                 }
                 if let Some(m) = response {
                     own.response_headers = m;
                 }
-            } else if refs.len() == 1 || f.r#type == FilterType::ExtensionRef {
+            } else if refs.len() == 1 || matches!(f, Filter::ExtensionRef(_)) {
                 // An unresolvable ExtensionRef must not be skipped; failing the whole rule closed is the
                 // nearest Envoy can do for one backend's share.
-                out.lifted.push(f);
+                out.lifted.push(f.clone());
             } else {
                 return Err(at(format!(
                     "filter {} can only be served on a rule with a single backendRef (Envoy changes only \
                      headers per weighted backend)",
-                    super::name(&f.r#type)
+                    f.type_name()
                 )));
             }
         }
@@ -69,19 +62,12 @@ pub fn split(rule: &HttpRouteRules) -> Result<Split, String> {
     Ok(out)
 }
 
-/// The two filter types share one schema; the generated Rust types differ only by name.
-fn as_rule_filter(f: &HttpRouteRulesBackendRefsFilters) -> HttpRouteRulesFilters {
-    serde_json::to_value(f)
-        .and_then(serde_json::from_value)
-        .expect("HTTPRoute backendRef and rule filters share a schema")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn rule(yaml: &str) -> HttpRouteRules {
-        serde_yaml::from_str(yaml).unwrap()
+    fn rule(yaml: &str) -> spec::Rule {
+        crate::gateway::spec::http::rule(&serde_yaml::from_str(yaml).unwrap(), Default::default())
     }
 
     #[test]
@@ -95,7 +81,7 @@ mod tests {
         assert_eq!(s.per_backend.len(), 1);
         assert_eq!(s.per_backend[0].request_headers.set, vec![("x".into(), "1".into())]);
         assert_eq!(s.lifted.len(), 1);
-        assert_eq!(s.lifted[0].r#type, FilterType::UrlRewrite);
+        assert_eq!(s.lifted[0].type_name(), "URLRewrite");
     }
 
     #[test]
@@ -111,7 +97,7 @@ mod tests {
                 {type: ExtensionRef, extensionRef: {group: x.example, kind: Y, name: z}}]}]}",
         ))
         .unwrap();
-        assert_eq!(s.lifted[0].r#type, FilterType::ExtensionRef, "fails the rule closed");
+        assert_eq!(s.lifted[0].type_name(), "ExtensionRef", "fails the rule closed");
         let err = split(&rule(
             "{backendRefs: [{name: a, port: 80, filters: [
                 {type: ResponseHeaderModifier, responseHeaderModifier: {remove: [x]}},

@@ -7,19 +7,26 @@
 //! request carries credentials (echo the request's origin, method and headers instead of `*`) is the
 //! Envoy builder's business; see `envoy::routes::cors`.
 
-use gateway_api::apis::standard::httproutes::HttpRouteRulesFiltersCors;
-
+use crate::gateway::spec;
 use crate::ir;
 
 /// Gateway API default for `maxAge` (seconds).
 const DEFAULT_MAX_AGE: u32 = 5;
 
-pub fn parse(c: &HttpRouteRulesFiltersCors) -> Result<ir::Cors, String> {
-    let origins = c.allow_origins.clone().unwrap_or_default();
+pub fn parse(c: &spec::Cors) -> Result<ir::Cors, String> {
+    let spec::Cors {
+        allow_origins,
+        allow_methods,
+        allow_headers,
+        expose_headers,
+        allow_credentials,
+        max_age,
+    } = c;
+    let origins = allow_origins.clone().unwrap_or_default();
     for o in &origins {
         origin(o)?;
     }
-    let methods = c.allow_methods.clone().unwrap_or_default();
+    let methods = allow_methods.clone().unwrap_or_default();
     if methods.len() > 1 && methods.iter().any(|m| m == "*") {
         return Err("cors.allowMethods: \"*\" must be the only method".into());
     }
@@ -29,16 +36,16 @@ pub fn parse(c: &HttpRouteRulesFiltersCors) -> Result<ir::Cors, String> {
     {
         return Err(format!("cors.allowMethods: {m:?} is not an HTTP method"));
     }
-    let max_age = match c.max_age {
+    let max_age = match *max_age {
         None => DEFAULT_MAX_AGE,
         Some(a) => u32::try_from(a).map_err(|_| format!("cors.maxAge {a} must be 0 or more"))?,
     };
     Ok(ir::Cors {
         allow_origins: dedup(origins),
         allow_methods: dedup(methods),
-        allow_headers: wildcard_list(c.allow_headers.as_deref()),
-        expose_headers: wildcard_list(c.expose_headers.as_deref()),
-        allow_credentials: c.allow_credentials.unwrap_or(false),
+        allow_headers: wildcard_list(allow_headers.as_deref()),
+        expose_headers: wildcard_list(expose_headers.as_deref()),
+        allow_credentials: allow_credentials.unwrap_or(false),
         max_age_seconds: max_age,
     })
 }
@@ -123,16 +130,22 @@ mod tests {
 
     #[test]
     fn lists_and_defaults() {
-        let c: HttpRouteRulesFiltersCors = serde_yaml::from_str(
-            "{allowOrigins: ['*'], allowMethods: [GET, GET, PUT], allowHeaders: [x-a, '*'], exposeHeaders: [x-b]}",
-        )
-        .unwrap();
+        let c = spec::Cors {
+            allow_origins: Some(vec!["*".into()]),
+            allow_methods: Some(vec!["GET".into(), "GET".into(), "PUT".into()]),
+            allow_headers: Some(vec!["x-a".into(), "*".into()]),
+            expose_headers: Some(vec!["x-b".into()]),
+            ..Default::default()
+        };
         let c = parse(&c).unwrap();
         assert_eq!(c.allow_methods, vec!["GET", "PUT"]);
         assert_eq!(c.allow_headers, vec!["*"]);
         assert_eq!(c.expose_headers, vec!["x-b"]);
         assert_eq!((c.allow_credentials, c.max_age_seconds), (false, 5));
-        let bad: HttpRouteRulesFiltersCors = serde_yaml::from_str("{allowMethods: ['*', GET]}").unwrap();
+        let bad = spec::Cors {
+            allow_methods: Some(vec!["*".into(), "GET".into()]),
+            ..Default::default()
+        };
         assert!(parse(&bad).unwrap_err().contains("only method"));
     }
 }

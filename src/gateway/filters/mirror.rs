@@ -6,65 +6,62 @@
 //! one that does not resolve makes the route's `ResolvedRefs` false and leaves just that mirror out: the
 //! request itself is still served.
 
-use gateway_api::apis::standard::httproutes::HttpRouteRulesFiltersRequestMirror;
-
+use crate::gateway::spec;
 use crate::ir;
 
-/// One mirror as written, its share validated.
+/// One mirror: the backend it copies requests to, and its share validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MirrorSpec {
-    pub group: Option<String>,
-    pub kind: Option<String>,
-    pub namespace: Option<String>,
-    pub name: String,
-    pub port: Option<i32>,
+    pub backend: spec::Ref,
     /// `None`: every request.
     pub fraction: Option<ir::Fraction>,
 }
 
-pub fn parse(m: &HttpRouteRulesFiltersRequestMirror) -> Result<MirrorSpec, String> {
-    let fraction = match (m.percent, &m.fraction) {
+pub fn parse(m: &spec::Mirror) -> Result<MirrorSpec, String> {
+    let spec::Mirror {
+        backend,
+        percent,
+        fraction,
+    } = m;
+    let fraction = match (percent, fraction) {
         (Some(_), Some(_)) => return Err("requestMirror: percent and fraction are mutually exclusive".into()),
-        (Some(p), None) => {
-            let p = u32::try_from(p)
-                .ok()
-                .filter(|p| *p <= 100)
-                .ok_or_else(|| format!("requestMirror.percent {p} is not within 0-100"))?;
-            Some(ir::Fraction {
-                numerator: p,
-                denominator: 100,
-            })
-        }
-        (None, Some(f)) => {
-            let denominator = f.denominator.unwrap_or(100);
-            let (Ok(n), Ok(d)) = (u32::try_from(f.numerator), u32::try_from(denominator)) else {
-                return Err(format!(
-                    "requestMirror.fraction {}/{denominator} must not be negative",
-                    f.numerator
-                ));
-            };
-            if d == 0 || n > d {
-                return Err(format!(
-                    "requestMirror.fraction {n}/{d} needs a denominator above 0 and a numerator no larger"
-                ));
-            }
-            Some(ir::Fraction {
-                numerator: n,
-                denominator: d,
-            })
-        }
+        (Some(p), None) => Some(percent_share(*p)?),
+        (None, Some((numerator, denominator))) => Some(fraction_share(*numerator, denominator.unwrap_or(100))?),
         (None, None) => None,
     };
     // All of the requests is the same as no fraction at all.
     let fraction = fraction.filter(|f| f.numerator != f.denominator);
-    let b = &m.backend_ref;
     Ok(MirrorSpec {
-        group: b.group.clone(),
-        kind: b.kind.clone(),
-        namespace: b.namespace.clone(),
-        name: b.name.clone(),
-        port: b.port,
+        backend: backend.clone(),
         fraction,
+    })
+}
+
+fn percent_share(p: i32) -> Result<ir::Fraction, String> {
+    let p = u32::try_from(p)
+        .ok()
+        .filter(|p| *p <= 100)
+        .ok_or_else(|| format!("requestMirror.percent {p} is not within 0-100"))?;
+    Ok(ir::Fraction {
+        numerator: p,
+        denominator: 100,
+    })
+}
+
+fn fraction_share(numerator: i32, denominator: i32) -> Result<ir::Fraction, String> {
+    let (Ok(n), Ok(d)) = (u32::try_from(numerator), u32::try_from(denominator)) else {
+        return Err(format!(
+            "requestMirror.fraction {numerator}/{denominator} must not be negative"
+        ));
+    };
+    if d == 0 || n > d {
+        return Err(format!(
+            "requestMirror.fraction {n}/{d} needs a denominator above 0 and a numerator no larger"
+        ));
+    }
+    Ok(ir::Fraction {
+        numerator: n,
+        denominator: d,
     })
 }
 
@@ -73,8 +70,12 @@ mod tests {
     use super::*;
 
     fn share(yaml: &str) -> Result<Option<(u32, u32)>, String> {
-        let m: HttpRouteRulesFiltersRequestMirror = serde_yaml::from_str(yaml).unwrap();
-        parse(&m).map(|s| s.fraction.map(|f| (f.numerator, f.denominator)))
+        let rule = format!("{{filters: [{{type: RequestMirror, requestMirror: {yaml}}}]}}");
+        let rule = crate::gateway::spec::http::rule(&serde_yaml::from_str(&rule).unwrap(), Default::default());
+        let spec::Filter::RequestMirror(Some(m)) = &rule.filters[0] else {
+            panic!("a mirror")
+        };
+        parse(m).map(|s| s.fraction.map(|f| (f.numerator, f.denominator)))
     }
 
     #[test]

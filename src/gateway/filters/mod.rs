@@ -36,14 +36,8 @@ pub mod mirror;
 mod tests;
 pub mod timing;
 
-use crate::model::HttpRouteRetry as HttpRouteRulesRetry;
-use gateway_api::apis::standard::httproutes::{
-    HttpRouteRules, HttpRouteRulesFilters, HttpRouteRulesFiltersRequestRedirectPathType as RedirectPathType,
-    HttpRouteRulesFiltersRequestRedirectScheme as Scheme, HttpRouteRulesFiltersType as FilterType,
-    HttpRouteRulesFiltersUrlRewritePathType as RewritePathType, HttpRouteRulesMatchesPathType as PathType,
-};
-
 use super::conditions::RouteReason;
+use super::spec::{self, Filter, PathKind};
 use crate::ir;
 
 /// A path change before it meets a match: a prefix replacement needs the match's prefix.
@@ -112,92 +106,64 @@ impl RuleFilters {
     }
 }
 
-/// The rule's filters, timeouts, retry (`model::HttpRouteExtras`) and name, or why the rule cannot be
-/// served. `unknown` are filter types the parser did not know (set aside from the rule).
-pub fn parse(
-    rule: &HttpRouteRules,
-    retry: Option<&HttpRouteRulesRetry>,
-    unknown: &[String],
-) -> Result<RuleFilters, String> {
+/// The rule's filters, timeouts, retry and name, or why the rule cannot be served. Filter types the
+/// parser did not know (`spec::Rule::unknown_filters`) make the rule fail closed.
+pub fn parse(rule: &spec::Rule) -> Result<RuleFilters, String> {
     let backends = backend::split(rule)?;
     let mut out = RuleFilters {
         per_backend: backends.per_backend,
         timeouts: timing::timeouts(rule.timeouts.as_ref())?,
-        retry: timing::retry(retry)?,
+        retry: timing::retry(rule.retry.as_ref())?,
         name: rule.name.clone(),
         ..Default::default()
     };
-    let mut seen: Vec<&FilterType> = Vec::new();
-    for f in rule.filters.iter().flatten().chain(&backends.lifted) {
-        if seen.contains(&&f.r#type) && !matches!(f.r#type, FilterType::ExtensionRef | FilterType::RequestMirror) {
-            return Err(format!("filter {} is given more than once", name(&f.r#type)));
+    let mut seen: Vec<&'static str> = Vec::new();
+    for f in rule.filters.iter().chain(&backends.lifted) {
+        let repeatable = matches!(f, Filter::ExtensionRef(_) | Filter::RequestMirror(_));
+        if seen.contains(&f.type_name()) && !repeatable {
+            return Err(format!("filter {} is given more than once", f.type_name()));
         }
-        seen.push(&f.r#type);
+        seen.push(f.type_name());
         apply(f, &mut out)?;
     }
-    if let Some(t) = unknown.first() {
+    if let Some(t) = rule.unknown_filters.first() {
         let why = format!("filter type {t} is not supported; the rule answers 500");
-        out.fail_closed = Some((super::conditions::RouteReason::UnsupportedValue, why));
+        out.fail_closed = Some((RouteReason::UnsupportedValue, why));
     }
     if out.redirect.is_some() && out.rewrite.is_some() {
         return Err("RequestRedirect and URLRewrite filters are mutually exclusive".into());
     }
     let prefix_replace = matches!(&out.rewrite, Some((_, Some(PathModifier::Prefix(_)))))
         || matches!(&out.redirect, Some((_, Some(PathModifier::Prefix(_)))));
-    if prefix_replace {
-        // No matches means the default PathPrefix `/`; a match without a path is PathPrefix `/` too.
-        let all_prefix = rule.matches.iter().flatten().all(|m| {
-            m.path
-                .as_ref()
-                .and_then(|p| p.r#type.clone())
-                .unwrap_or(PathType::PathPrefix)
-                == PathType::PathPrefix
-        });
-        if !all_prefix {
-            return Err("path type ReplacePrefixMatch requires a PathPrefix match".into());
-        }
+    // No matches means the default PathPrefix `/`; a match without a path is PathPrefix `/` too.
+    let all_prefix = rule
+        .matches
+        .iter()
+        .all(|m| m.path.as_ref().and_then(|p| p.kind).unwrap_or(PathKind::PathPrefix) == PathKind::PathPrefix);
+    if prefix_replace && !all_prefix {
+        return Err("path type ReplacePrefixMatch requires a PathPrefix match".into());
     }
     Ok(out)
 }
 
 /// The request and response header changes of a header-modifier filter (the other one `None`).
-pub(super) fn header_modifiers(
-    f: &HttpRouteRulesFilters,
-) -> Result<(Option<ir::HeaderModifier>, Option<ir::HeaderModifier>), String> {
-    let missing = |field: &str| format!("filter {} has no {field}", name(&f.r#type));
-    match f.r#type {
-        FilterType::RequestHeaderModifier => {
-            let m = f
-                .request_header_modifier
-                .as_ref()
-                .ok_or_else(|| missing("requestHeaderModifier"))?;
-            let h = headers(
-                m.add.iter().flatten().map(|h| (&h.name, &h.value)),
-                m.set.iter().flatten().map(|h| (&h.name, &h.value)),
-                m.remove.iter().flatten(),
-            )?;
-            Ok((Some(h), None))
-        }
-        FilterType::ResponseHeaderModifier => {
-            let m = f
-                .response_header_modifier
-                .as_ref()
-                .ok_or_else(|| missing("responseHeaderModifier"))?;
-            let h = headers(
-                m.add.iter().flatten().map(|h| (&h.name, &h.value)),
-                m.set.iter().flatten().map(|h| (&h.name, &h.value)),
-                m.remove.iter().flatten(),
-            )?;
-            Ok((None, Some(h)))
-        }
+pub(super) fn header_modifiers(f: &Filter) -> Result<(Option<ir::HeaderModifier>, Option<ir::HeaderModifier>), String> {
+    match f {
+        Filter::RequestHeaderModifier(m) => Ok((Some(headers(payload(f, m, "requestHeaderModifier")?)?), None)),
+        Filter::ResponseHeaderModifier(m) => Ok((None, Some(headers(payload(f, m, "responseHeaderModifier")?)?))),
         _ => Ok((None, None)),
     }
 }
 
-fn apply(f: &HttpRouteRulesFilters, out: &mut RuleFilters) -> Result<(), String> {
-    let missing = |field: &str| format!("filter {} has no {field}", name(&f.r#type));
-    match f.r#type {
-        FilterType::RequestHeaderModifier | FilterType::ResponseHeaderModifier => {
+/// A filter's payload, which its `type` requires.
+fn payload<'a, T>(f: &Filter, p: &'a Option<T>, field: &str) -> Result<&'a T, String> {
+    p.as_ref()
+        .ok_or_else(|| format!("filter {} has no {field}", f.type_name()))
+}
+
+fn apply(f: &Filter, out: &mut RuleFilters) -> Result<(), String> {
+    match f {
+        Filter::RequestHeaderModifier(_) | Filter::ResponseHeaderModifier(_) => {
             let (request, response) = header_modifiers(f)?;
             if let Some(m) = request {
                 out.request_headers = m;
@@ -206,92 +172,84 @@ fn apply(f: &HttpRouteRulesFilters, out: &mut RuleFilters) -> Result<(), String>
                 out.response_headers = m;
             }
         }
-        FilterType::RequestRedirect => {
-            let r = f.request_redirect.as_ref().ok_or_else(|| missing("requestRedirect"))?;
-            let status = match r.status_code.unwrap_or(302) {
-                s @ (301 | 302 | 303 | 307 | 308) => s as u16,
-                s => return Err(format!("redirect statusCode {s} is not one of 301, 302, 303, 307, 308")),
-            };
-            let port = match r.port {
-                None => None,
-                Some(p) => Some(
-                    u16::try_from(p)
-                        .ok()
-                        .filter(|p| *p > 0)
-                        .ok_or_else(|| format!("redirect port {p} is out of range"))?,
-                ),
-            };
-            let path = match &r.path {
-                None => None,
-                Some(p) => Some(path_modifier(
-                    p.r#type == RedirectPathType::ReplacePrefixMatch,
-                    p.replace_full_path.as_deref(),
-                    p.replace_prefix_match.as_deref(),
-                )?),
-            };
-            // `HTTPRequestRedirectFilter.port`: "If redirect scheme is not-empty, the redirect port MUST
-            // be the well-known port associated with the redirect scheme" (the request's port otherwise).
-            let (scheme, well_known) = match r.scheme {
-                Some(Scheme::Http) => (Some("http".to_string()), Some(80)),
-                Some(Scheme::Https) => (Some("https".to_string()), Some(443)),
-                None => (None, None),
-            };
-            let redirect = ir::Redirect {
-                scheme,
-                hostname: r.hostname.clone(),
-                port: port.or(well_known),
-                path: None,
-                status,
-            };
-            out.redirect = Some((redirect, path));
+        Filter::RequestRedirect(r) => out.redirect = Some(redirect(payload(f, r, "requestRedirect")?)?),
+        Filter::UrlRewrite(r) => {
+            let spec::Rewrite { hostname, path } = payload(f, r, "urlRewrite")?;
+            out.rewrite = Some((hostname.clone(), path.as_ref().map(path_modifier).transpose()?));
         }
-        FilterType::UrlRewrite => {
-            let r = f.url_rewrite.as_ref().ok_or_else(|| missing("urlRewrite"))?;
-            let path = match &r.path {
-                None => None,
-                Some(p) => Some(path_modifier(
-                    p.r#type == RewritePathType::ReplacePrefixMatch,
-                    p.replace_full_path.as_deref(),
-                    p.replace_prefix_match.as_deref(),
-                )?),
-            };
-            out.rewrite = Some((r.hostname.clone(), path));
-        }
-        FilterType::RequestMirror => {
-            let m = f.request_mirror.as_ref().ok_or_else(|| missing("requestMirror"))?;
-            out.mirrors.push(mirror::parse(m)?);
-        }
-        FilterType::Cors => {
-            let c = f.cors.as_ref().ok_or_else(|| missing("cors"))?;
-            out.cors = Some(cors::parse(c)?);
-        }
-        FilterType::ExtensionRef => {
-            let e = f.extension_ref.as_ref().ok_or_else(|| missing("extensionRef"))?;
+        Filter::RequestMirror(m) => out.mirrors.push(mirror::parse(payload(f, m, "requestMirror")?)?),
+        Filter::Cors(c) => out.cors = Some(cors::parse(payload(f, c, "cors")?)?),
+        Filter::ExtensionRef(e) => {
+            let e = payload(f, e, "extensionRef")?;
             if out.fail_closed.is_none() {
                 let why = format!(
                     "filter ExtensionRef {}/{} {:?}: pier implements no extension filters; the rule answers 500",
                     e.group, e.kind, e.name
                 );
-                out.fail_closed = Some((super::conditions::RouteReason::InvalidKind, why));
+                out.fail_closed = Some((RouteReason::InvalidKind, why));
             }
         }
     }
     Ok(())
 }
 
-fn path_modifier(prefix: bool, full: Option<&str>, replace_prefix: Option<&str>) -> Result<PathModifier, String> {
-    let value = if prefix { replace_prefix } else { full };
-    let what = if prefix {
-        "ReplacePrefixMatch needs replacePrefixMatch"
-    } else {
-        "ReplaceFullPath needs replaceFullPath"
+/// `RequestRedirect`: status 301, 302 (default), 303, 307 or 308; a port in range; with a `scheme` and no
+/// `port`, the scheme's well-known port — `HTTPRequestRedirectFilter.port`: "If redirect scheme is
+/// not-empty, the redirect port MUST be the well-known port associated with the redirect scheme" (the
+/// request's port otherwise).
+fn redirect(r: &spec::Redirect) -> Result<(ir::Redirect, Option<PathModifier>), String> {
+    let spec::Redirect {
+        scheme,
+        hostname,
+        path,
+        port,
+        status_code,
+    } = r;
+    let status = match status_code.unwrap_or(302) {
+        s @ (301 | 302 | 303 | 307 | 308) => s as u16,
+        s => return Err(format!("redirect statusCode {s} is not one of 301, 302, 303, 307, 308")),
     };
-    let value = value.ok_or_else(|| format!("path type {what}"))?;
-    let empty_prefix = prefix && value.is_empty();
+    let port = port
+        .map(|p| {
+            u16::try_from(p)
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| format!("redirect port {p} is out of range"))
+        })
+        .transpose()?;
+    let path = path.as_ref().map(path_modifier).transpose()?;
+    let (scheme, well_known) = match scheme {
+        Some(spec::Scheme::Http) => (Some("http".to_string()), Some(80)),
+        Some(spec::Scheme::Https) => (Some("https".to_string()), Some(443)),
+        None => (None, None),
+    };
+    let redirect = ir::Redirect {
+        scheme,
+        hostname: hostname.clone(),
+        port: port.or(well_known),
+        path: None,
+        status,
+    };
+    Ok((redirect, path))
+}
+
+fn path_modifier(p: &spec::PathChange) -> Result<PathModifier, String> {
+    let spec::PathChange {
+        prefix,
+        replace_full_path,
+        replace_prefix_match,
+    } = p;
+    let (value, what) = if *prefix {
+        (replace_prefix_match, "ReplacePrefixMatch needs replacePrefixMatch")
+    } else {
+        (replace_full_path, "ReplaceFullPath needs replaceFullPath")
+    };
+    let value = value.as_deref().ok_or_else(|| format!("path type {what}"))?;
+    let empty_prefix = *prefix && value.is_empty();
     if !(value.starts_with('/') || empty_prefix) {
         return Err(format!("path {value:?} must start with '/'"));
     }
-    Ok(if prefix {
+    Ok(if *prefix {
         PathModifier::Prefix(value.to_string())
     } else {
         PathModifier::Full(value.to_string())
@@ -299,11 +257,8 @@ fn path_modifier(prefix: bool, full: Option<&str>, replace_prefix: Option<&str>)
 }
 
 /// A header modifier; Envoy refuses to touch `host` and pseudo-headers, so such a modifier is refused.
-fn headers<'a>(
-    add: impl Iterator<Item = (&'a String, &'a String)>,
-    set: impl Iterator<Item = (&'a String, &'a String)>,
-    remove: impl Iterator<Item = &'a String>,
-) -> Result<ir::HeaderModifier, String> {
+fn headers(m: &spec::HeaderModifier) -> Result<ir::HeaderModifier, String> {
+    let spec::HeaderModifier { add, set, remove } = m;
     let check = |name: &String| {
         if name.is_empty() || name.starts_with(':') || name.eq_ignore_ascii_case("host") {
             Err(format!("header {name:?} cannot be modified"))
@@ -311,19 +266,12 @@ fn headers<'a>(
             Ok(name.clone())
         }
     };
-    let pairs = |it: &mut dyn Iterator<Item = (&'a String, &'a String)>| -> Result<Vec<(String, String)>, String> {
-        it.map(|(n, v)| Ok((check(n)?, v.clone()))).collect()
+    let pairs = |list: &[(String, String)]| -> Result<Vec<(String, String)>, String> {
+        list.iter().map(|(n, v)| Ok((check(n)?, v.clone()))).collect()
     };
     Ok(ir::HeaderModifier {
-        add: pairs(&mut { add })?,
-        set: pairs(&mut { set })?,
-        remove: remove.map(check).collect::<Result<_, _>>()?,
+        add: pairs(add)?,
+        set: pairs(set)?,
+        remove: remove.iter().map(check).collect::<Result<_, _>>()?,
     })
-}
-
-fn name(t: &FilterType) -> String {
-    serde_json::to_value(t)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{t:?}"))
 }

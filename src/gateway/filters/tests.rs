@@ -2,8 +2,8 @@
 
 use super::*;
 
-fn rule(yaml: &str) -> HttpRouteRules {
-    serde_yaml::from_str(yaml).unwrap()
+fn rule(yaml: &str) -> spec::Rule {
+    spec::http::rule(&serde_yaml::from_str(yaml).unwrap(), Default::default())
 }
 
 #[test]
@@ -39,20 +39,16 @@ fn refusals() {
             "statusCode",
         ),
     ] {
-        let err = parse(&rule(yaml), None, &[]).expect_err(yaml);
+        let err = parse(&rule(yaml)).expect_err(yaml);
         assert!(err.contains(why), "{yaml}: {err}");
     }
 }
 
 #[test]
 fn prefix_replacement_takes_the_match_prefix() {
-    let f = parse(
-        &rule(
+    let f = parse(&rule(
             "{filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /new}, statusCode: 301}}]}",
-        ),
-        None,
-        &[],
-    )
+        ))
     .unwrap();
     assert!(f.redirects());
     let (filters, redirect) = f.for_match(&ir::PathMatch::Prefix("/old".into()), &[]);
@@ -70,16 +66,16 @@ fn prefix_replacement_takes_the_match_prefix() {
 
 #[test]
 fn fail_closed_filters_keep_the_rule() {
-    let f = parse(
-        &rule("{filters: [{type: ExtensionRef, extensionRef: {group: example.com, kind: Auth, name: z}}]}"),
-        None,
-        &[],
-    )
+    let f = parse(&rule(
+        "{filters: [{type: ExtensionRef, extensionRef: {group: example.com, kind: Auth, name: z}}]}",
+    ))
     .unwrap();
     let (reason, why) = f.fail_closed.unwrap();
     assert_eq!(reason, RouteReason::InvalidKind);
     assert!(why.contains("example.com/Auth"), "{why}");
-    let f = parse(&rule("{}"), None, &["ExternalAuth".into()]).unwrap();
+    let mut r = rule("{}");
+    r.unknown_filters = vec!["ExternalAuth".into()];
+    let f = parse(&r).unwrap();
     assert_eq!(f.fail_closed.unwrap().0, RouteReason::UnsupportedValue);
 }
 
@@ -91,13 +87,9 @@ fn redirect_scheme_without_port_takes_the_well_known_port() {
         ("{scheme: https, port: 8443}", Some(8443)),
         ("{hostname: a.example}", None),
     ] {
-        let f = parse(
-            &rule(&format!(
-                "{{filters: [{{type: RequestRedirect, requestRedirect: {yaml}}}]}}"
-            )),
-            None,
-            &[],
-        )
+        let f = parse(&rule(&format!(
+            "{{filters: [{{type: RequestRedirect, requestRedirect: {yaml}}}]}}"
+        )))
         .unwrap();
         let (_, redirect) = f.for_match(&ir::PathMatch::Prefix("/".into()), &[]);
         assert_eq!(redirect.unwrap().port, port, "{yaml}");
@@ -106,13 +98,9 @@ fn redirect_scheme_without_port_takes_the_well_known_port() {
 
 #[test]
 fn timeouts_retry_and_name_reach_every_match() {
-    let retry: HttpRouteRulesRetry = serde_yaml::from_str("{attempts: 2, codes: [503]}").unwrap();
-    let f = parse(
-        &rule("{name: read, timeouts: {request: 10s, backendRequest: 500ms}}"),
-        Some(&retry),
-        &[],
-    )
-    .unwrap();
+    let mut r = rule("{name: read, timeouts: {request: 10s, backendRequest: 500ms}}");
+    r.retry = Some(serde_yaml::from_str("{attempts: 2, codes: [503]}").unwrap());
+    let f = parse(&r).unwrap();
     let (filters, _) = f.for_match(&ir::PathMatch::Prefix("/".into()), &[]);
     assert_eq!(filters.rule_name.as_deref(), Some("read"));
     assert_eq!(

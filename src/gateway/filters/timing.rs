@@ -6,14 +6,14 @@
 //! (`0s`) timeout is unbounded, so a disabled `backendRequest` under a finite `request` is allowed (the
 //! request timeout still bounds it), and any `backendRequest` under a disabled `request` is too.
 
+use crate::gateway::spec::Timeouts;
 use crate::model::HttpRouteRetry as HttpRouteRulesRetry;
-use gateway_api::apis::standard::httproutes::HttpRouteRulesTimeouts;
 
 use crate::gateway::duration::duration_ms;
 use crate::ir;
 
 /// The rule's timeouts, validated.
-pub fn timeouts(t: Option<&HttpRouteRulesTimeouts>) -> Result<ir::Timeouts, String> {
+pub fn timeouts(t: Option<&Timeouts>) -> Result<ir::Timeouts, String> {
     let Some(t) = t else {
         return Ok(ir::Timeouts::default());
     };
@@ -72,7 +72,7 @@ mod tests {
     use super::*;
 
     fn t(request: Option<&str>, backend: Option<&str>) -> Result<ir::Timeouts, String> {
-        timeouts(Some(&HttpRouteRulesTimeouts {
+        timeouts(Some(&Timeouts {
             request: request.map(String::from),
             backend_request: backend.map(String::from),
         }))

@@ -201,30 +201,7 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
         );
     }
     let allowed_routes = l.allowed_routes.clone().unwrap_or_default();
-    let allowed = match allowed_routes.namespaces.as_ref() {
-        None => AllowedNamespaces::Same,
-        Some(ns) => match ns.from {
-            Some(From::All) => AllowedNamespaces::All,
-            Some(From::Selector) => {
-                let sel = ns.selector.clone().map(|s| LabelSelector {
-                    match_labels: s.match_labels,
-                    match_expressions: s.match_expressions.map(|v| {
-                        v.into_iter()
-                            .map(
-                                |e| k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
-                                    key: e.key,
-                                    operator: e.operator,
-                                    values: e.values,
-                                },
-                            )
-                            .collect()
-                    }),
-                });
-                AllowedNamespaces::Selector(sel.unwrap_or_default())
-            }
-            _ => AllowedNamespaces::Same,
-        },
-    };
+    let allowed = allowed_namespaces(allowed_routes.namespaces.as_ref());
     let (mut kinds, resolved_kinds) = route_kinds(allowed_routes.kinds.as_deref(), g);
     if let Some(c) = resolved_kinds {
         resolved = c;
@@ -260,6 +237,35 @@ fn listener(model: &Model, gw: &ObjectKey, l: &GatewayListeners, g: i64, secrets
         client_validation: None,
         conditions: vec![accepted, resolved],
         attached_routes: 0,
+    }
+}
+
+/// `allowedRoutes.namespaces`: the listener's own namespace unless it says `All` or a selector.
+fn allowed_namespaces(
+    ns: Option<&gateway_api::apis::standard::gateways::GatewayListenersAllowedRoutesNamespaces>,
+) -> AllowedNamespaces {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+    let Some(ns) = ns else {
+        return AllowedNamespaces::Same;
+    };
+    match ns.from {
+        Some(From::All) => AllowedNamespaces::All,
+        Some(From::Selector) => {
+            let sel = ns.selector.clone().map(|s| LabelSelector {
+                match_labels: s.match_labels,
+                match_expressions: s.match_expressions.map(|v| {
+                    v.into_iter()
+                        .map(|e| LabelSelectorRequirement {
+                            key: e.key,
+                            operator: e.operator,
+                            values: e.values,
+                        })
+                        .collect()
+                }),
+            });
+            AllowedNamespaces::Selector(sel.unwrap_or_default())
+        }
+        _ => AllowedNamespaces::Same,
     }
 }
 
