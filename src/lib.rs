@@ -29,4 +29,4 @@ pub mod translate;
 pub mod xds;
 
 pub use options::Options;
-pub use translate::{Translation, translate};
+pub use translate::{SelectError, Translation, translate};

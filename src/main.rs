@@ -52,15 +52,7 @@ fn translate(args: TranslateArgs) -> Result<()> {
     }
     let opts = args.translator.options();
     let translation = pier::translate(&loaded.model, &opts);
-    if let Some(gw) = &args.gateway
-        && !translation.gateways.contains_key(gw)
-    {
-        let known: Vec<&String> = translation.gateways.keys().collect();
-        bail!("no pier Gateway {gw:?} in the input (pier Gateways: {known:?})");
-    }
-    let doc = translation
-        .document(args.gateway.as_deref())
-        .expect("gateway checked above");
+    let doc = translation.document(args.gateway.as_deref())?;
     print(&doc, args.output)
 }
 

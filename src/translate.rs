@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::envoy::{self, Resources, render};
 use crate::gateway::{self, status::ObjectStatus};
@@ -30,51 +30,144 @@ pub fn translate(model: &Model, opts: &Options) -> Translation {
     Translation { gateways, statuses }
 }
 
+/// Why [`Translation::resources`] has no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectError {
+    #[error("no pier Gateway {0:?} in the input (pier Gateways: {1:?})")]
+    NoSuchGateway(String, Vec<String>),
+    /// Two Gateways have a resource of the same type and name with different content (a cluster that
+    /// presents one Gateway's client certificate and not the other's, say): a merged view would show one
+    /// and silently hide the other.
+    #[error(
+        "{kind} {name:?} differs between Gateways {first} and {second}, so they cannot be shown merged; translate one Gateway at a time (--gateway)"
+    )]
+    Conflict {
+        kind: &'static str,
+        name: String,
+        first: String,
+        second: String,
+    },
+}
+
 impl Translation {
-    /// The resources of one Gateway, or of all of them merged (deduplicated by name, the first
-    /// Gateway in `namespace/name` order winning) when `gateway` is `None`.
-    pub fn resources(&self, gateway: Option<&str>) -> Option<Resources> {
+    /// The resources of one Gateway, or of all of them merged by name when `gateway` is `None`. A merge
+    /// never hides anything: resources that share a name must be identical.
+    pub fn resources(&self, gateway: Option<&str>) -> Result<Resources, SelectError> {
         match gateway {
-            Some(g) => self.gateways.get(g).cloned(),
-            None => Some(merge(self.gateways.values())),
+            Some(g) => self
+                .gateways
+                .get(g)
+                .cloned()
+                .ok_or_else(|| SelectError::NoSuchGateway(g.to_string(), self.gateways.keys().cloned().collect())),
+            None => merge(&self.gateways),
         }
     }
 
     /// The `pier translate` document: `clusters`, `endpoints`, `listeners`, `routes`, `secrets`
     /// (canonical proto3 JSON with proto field names) and `status`.
-    pub fn document(&self, gateway: Option<&str>) -> Option<Value> {
+    pub fn document(&self, gateway: Option<&str>) -> Result<Value, SelectError> {
         let res = self.resources(gateway)?;
         let mut doc = render::resources_to_json(&res);
-        doc["status"] = json!(self.statuses);
-        Some(doc)
+        doc["status"] = serde_json::to_value(&self.statuses).expect("statuses serialize");
+        Ok(doc)
     }
 }
 
-fn merge<'a>(all: impl Iterator<Item = &'a Resources>) -> Resources {
-    fn add<T: Clone>(into: &mut BTreeMap<String, T>, from: &[T], name: impl Fn(&T) -> &str) {
+/// Every Gateway's resources in one set, deduplicated by name; a name whose resources differ between
+/// Gateways is a conflict.
+fn merge(gateways: &BTreeMap<String, Resources>) -> Result<Resources, SelectError> {
+    /// Adds `from` (Gateway `gw`'s) to `into`, keyed by name, remembering which Gateway gave each.
+    fn add<T: Clone + PartialEq>(
+        kind: &'static str,
+        into: &mut BTreeMap<String, (T, String)>,
+        gw: &str,
+        from: &[T],
+        name: impl Fn(&T) -> &str,
+    ) -> Result<(), SelectError> {
         for item in from {
-            into.entry(name(item).to_string()).or_insert_with(|| item.clone());
+            match into.get(name(item)) {
+                Some((seen, _)) if seen == item => {}
+                Some((_, first)) => {
+                    return Err(SelectError::Conflict {
+                        kind,
+                        name: name(item).to_string(),
+                        first: first.clone(),
+                        second: gw.to_string(),
+                    });
+                }
+                None => {
+                    into.insert(name(item).to_string(), (item.clone(), gw.to_string()));
+                }
+            }
+        }
+        Ok(())
+    }
+    fn values<T>(m: BTreeMap<String, (T, String)>) -> Vec<T> {
+        m.into_values().map(|(v, _)| v).collect()
+    }
+    let (mut c, mut e, mut l, mut r, mut s) = Default::default();
+    for (gw, res) in gateways {
+        add("cluster", &mut c, gw, &res.clusters, |x| &x.name)?;
+        add("ClusterLoadAssignment", &mut e, gw, &res.endpoints, |x| &x.cluster_name)?;
+        add("listener", &mut l, gw, &res.listeners, |x| &x.name)?;
+        add("route configuration", &mut r, gw, &res.routes, |x| &x.name)?;
+        add("secret", &mut s, gw, &res.secrets, |x| &x.name)?;
+    }
+    Ok(Resources {
+        clusters: values(c),
+        endpoints: values(e),
+        listeners: values(l),
+        routes: values(r),
+        secrets: values(s),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envoy::pb::cluster::Cluster;
+
+    fn gateway(clusters: &[(&str, u64)]) -> Resources {
+        Resources {
+            clusters: clusters
+                .iter()
+                .map(|(name, timeout)| Cluster {
+                    name: name.to_string(),
+                    connect_timeout: Some(crate::envoy::pb::protobuf::Duration {
+                        seconds: *timeout as i64,
+                        nanos: 0,
+                    }),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
         }
     }
-    let (mut c, mut e, mut l, mut r, mut s) = (
-        BTreeMap::new(),
-        BTreeMap::new(),
-        BTreeMap::new(),
-        BTreeMap::new(),
-        BTreeMap::new(),
-    );
-    for res in all {
-        add(&mut c, &res.clusters, |x| &x.name);
-        add(&mut e, &res.endpoints, |x| &x.cluster_name);
-        add(&mut l, &res.listeners, |x| &x.name);
-        add(&mut r, &res.routes, |x| &x.name);
-        add(&mut s, &res.secrets, |x| &x.name);
-    }
-    Resources {
-        clusters: c.into_values().collect(),
-        endpoints: e.into_values().collect(),
-        listeners: l.into_values().collect(),
-        routes: r.into_values().collect(),
-        secrets: s.into_values().collect(),
+
+    #[test]
+    fn merging_gateways_never_hides_a_difference() {
+        let mut t = Translation::default();
+        t.gateways
+            .insert("ns/a".into(), gateway(&[("shared", 1), ("only-a", 1)]));
+        t.gateways
+            .insert("ns/b".into(), gateway(&[("shared", 1), ("only-b", 2)]));
+        let merged = t.resources(None).expect("identical shared cluster merges");
+        let names: Vec<&str> = merged.clusters.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["only-a", "only-b", "shared"]);
+
+        t.gateways.insert("ns/c".into(), gateway(&[("shared", 5)]));
+        let err = t.resources(None).unwrap_err();
+        assert_eq!(
+            err,
+            SelectError::Conflict {
+                kind: "cluster",
+                name: "shared".into(),
+                first: "ns/a".into(),
+                second: "ns/c".into()
+            }
+        );
+        assert!(err.to_string().contains("--gateway"), "{err}");
+        assert!(t.resources(Some("ns/c")).is_ok(), "one Gateway at a time still works");
+        assert!(matches!(t.resources(Some("ns/x")), Err(SelectError::NoSuchGateway(..))));
     }
 }
