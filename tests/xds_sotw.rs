@@ -1,5 +1,5 @@
 //! State-of-the-world ADS against the real tonic server over loopback, driven by envoy-types' client the
-//! way Envoy 1.40 drives it (shared/notes/xds-protocol-and-rust.md §4.7): CDS first, EDS for the
+//! way Envoy 1.40 drives it (`docs/serving.md`, P6): CDS first, EDS for the
 //! clusters, the CDS ACK, then LDS and RDS.
 
 #[path = "xds_support/mod.rs"]

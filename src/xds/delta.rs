@@ -1,5 +1,5 @@
 //! Delta (incremental) ADS, one stream: per type a subscription and the versions the proxy holds,
-//! following shared/notes/xds-protocol-and-rust.md §4.5.
+//! following `docs/serving.md`, P5.
 //!
 //! - Subscriptions change by `resource_names_subscribe` / `_unsubscribe`, honoured whatever the nonce
 //!   (the nonce only pairs an ACK with its response). Wildcard by `"*"`, or legacy: the first request of

@@ -14,7 +14,7 @@
 //! - [`cache`] owns the snapshots and their versions; nothing else computes a version.
 //! - [`plan`] owns the *ordering* (clusters and endpoints before listeners and routes, stale clusters
 //!   removed last), shared by both modes so they cannot disagree about it.
-//! - `sotw` and `delta` own the wire protocol (the rules of `shared/notes/xds-protocol-and-rust.md` §4)
+//! - `sotw` and `delta` own the wire protocol (the rules of `docs/serving.md`, "Protocol rules pier relies on")
 //!   and nothing else: they never look at the cache or the clock, and perform no I/O.
 //! - `stream` drives one ADS stream (node → Gateway, requests, cache changes, shutdown) and reports
 //!   what happened to [`clients`] and [`metrics`]; [`server`] is the tonic glue.

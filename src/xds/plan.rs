@@ -3,7 +3,7 @@
 //! Why: Envoy warms new clusters (a cluster is usable only once its endpoints arrived) and new listeners
 //! (once their routes arrived), but **routes are not warmed**. A route that names a cluster the proxy has
 //! not finished warming answers 503 (NC); a cluster removed while a route still names it does the same.
-//! So a new snapshot is rolled out in three steps (shared/notes/xds-protocol-and-rust.md §4.4):
+//! So a new snapshot is rolled out in three steps (`docs/serving.md`, P4):
 //!
 //! 1. **Clusters first.** Secrets, clusters and endpoints are served from the *latest* snapshot (`back`)
 //!    merged with every older snapshot the proxy's listeners and routes may still point at (`front` and

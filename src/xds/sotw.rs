@@ -1,5 +1,5 @@
 //! State-of-the-world ADS, one stream: per type a version, a nonce and a subscription, following
-//! shared/notes/xds-protocol-and-rust.md §4.2–4.3 (verified against Envoy 1.40).
+//! docs/serving.md, "Protocol rules pier relies on", P2–P3 (checked against Envoy 1.40).
 //!
 //! - `version_info` is the served view's type version; every response gets a fresh nonce.
 //! - A request whose `response_nonce` is not the latest sent for its type is stale and ignored entirely
