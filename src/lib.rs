@@ -15,6 +15,7 @@ pub mod admin;
 pub mod api;
 pub mod cli;
 pub mod crds;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod envoy;
 pub mod gateway;
@@ -24,6 +25,7 @@ pub mod options;
 pub mod runtime;
 pub mod source;
 pub mod status;
+#[cfg(any(feature = "demo", feature = "testkit"))]
 pub mod testkit;
 pub mod translate;
 pub mod xds;
