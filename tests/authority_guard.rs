@@ -24,7 +24,7 @@ use support::ir::*;
 /// actions become a direct 200 (after the RBAC filter has had its say), so nothing leaves the machine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authority_guard_refuses_what_check_hostname_refuses() {
-    let Some(bin) = support::envoy::require_envoy() else {
+    let Some(bin) = pier::testkit::envoy::require() else {
         return;
     };
     let (default, listed) = (Guardrails::default(), allow_listed());

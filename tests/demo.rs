@@ -23,7 +23,7 @@ const GRACE: Duration = Duration::from_secs(15);
 
 #[test]
 fn demo_once_sends_every_request_through_envoy_as_expected() {
-    let Some(envoy) = support::envoy::require_envoy() else {
+    let Some(envoy) = pier::testkit::envoy::require() else {
         return;
     };
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pier"));

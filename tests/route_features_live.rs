@@ -71,7 +71,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn envoy_answers_redirects_cors_and_extension_refs_as_gateway_api_says() {
-    let Some(bin) = support::envoy::require_envoy() else {
+    let Some(bin) = pier::testkit::envoy::require() else {
         return;
     };
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -300,7 +300,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn envoy_mirrors_times_out_and_retries_as_configured() {
-    let Some(bin) = support::envoy::require_envoy() else {
+    let Some(bin) = pier::testkit::envoy::require() else {
         return;
     };
     let (primary, shadow) = (Upstream::start(), Upstream::start());

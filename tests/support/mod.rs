@@ -2,6 +2,5 @@
 //! part of them, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
-pub mod envoy;
 pub mod ir;
 pub mod pki;
