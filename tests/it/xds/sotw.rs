@@ -2,16 +2,14 @@
 //! way Envoy 1.40 drives it (shared/notes/xds-protocol-and-rust.md §4.7): CDS first, EDS for the
 //! clusters, the CDS ACK, then LDS and RDS.
 
-#[path = "xds_support/mod.rs"]
-mod support;
-
 use std::collections::BTreeMap;
 
 use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
 use envoy_types::pb::google::rpc::Status as RpcStatus;
 use pier::xds::XdsType::{Cluster, Endpoint, Listener, Route, Secret};
-use support::sotw::Proxy;
-use support::*;
+
+use crate::xds_support::sotw::Proxy;
+use crate::xds_support::*;
 
 #[tokio::test]
 async fn first_request_gets_full_state_then_ack_means_no_resend() {

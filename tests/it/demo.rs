@@ -6,9 +6,6 @@
 //! Envoy it reported is killed by pid, so even a hung demo cannot leave a proxy running. The demo's
 //! upstreams use fixed addresses (127.0.0.2-9, ports 9080-9445): a demo already running on this machine
 //! makes this test fail, saying so. Built only with the `demo` feature (the binary has no `demo` otherwise).
-#![cfg(feature = "demo")]
-
-mod support;
 
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};

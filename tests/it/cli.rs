@@ -1,8 +1,6 @@
 //! `pier translate` and `pier bootstrap` as a user runs them: the real binary on the bundled example,
 //! on broken input, and the bootstrap checked by a real Envoy.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 

@@ -1,11 +1,9 @@
 //! Delta (incremental) ADS against the real tonic server over loopback, driven by envoy-types' client.
 
-#[path = "xds_support/mod.rs"]
-mod support;
-
 use pier::xds::XdsType::{self, Cluster, Endpoint, Listener, Route};
-use support::delta::{Proxy, Versions};
-use support::*;
+
+use crate::xds_support::delta::{Proxy, Versions};
+use crate::xds_support::*;
 
 #[tokio::test]
 async fn first_request_gets_full_state_with_content_versions() {

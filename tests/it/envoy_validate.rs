@@ -3,17 +3,16 @@
 //! what the builders emit. Needs Envoy (see `pier::testkit::envoy`); `PIER_SKIP_ENVOY=1` skips only the Envoy
 //! step.
 
-mod support;
-
 use std::collections::BTreeMap;
 
 use pier::envoy::{self, bootstrap::validation_bootstrap, names, render};
 use pier::ir::*;
 use pier::options::Guardrails;
 use pier::testkit::envoy::validate;
+use pier::testkit::ir::*;
 use serde_json::{Value, json};
-use support::ir::*;
-use support::pki;
+
+use crate::support::pki;
 
 const CA: &str = "ca/configmap/ns/ca";
 const CA_FILE: &str = "ca/system";

@@ -7,8 +7,6 @@
 //! without answering, `/503-once/<key>` answers it 503): mirrors, request and per-try timeouts, retries
 //! on resets and on listed status codes, and a backendRef's own header changes next to the rule's.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

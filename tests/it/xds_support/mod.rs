@@ -1,8 +1,6 @@
-//! Shared harness for the ADS tests (`tests/xds_sotw.rs`, `tests/xds_delta.rs`): a real tonic server
-//! on an ephemeral loopback port, models translated from YAML, and (in `sotw` / `delta`) a proxy-side
-//! client per mode built on envoy-types' generated client. Every wait is bounded. Included by the test
-//! files with `#[path]` (a directory, so Cargo does not build it as a test target of its own).
-#![allow(dead_code)]
+//! Shared harness for the ADS tests (`crate::xds`): a real tonic server on an ephemeral loopback port,
+//! models translated from YAML, and (in `sotw` / `delta`) a proxy-side client per mode built on
+//! envoy-types' generated client. Every wait is bounded.
 
 pub mod delta;
 pub mod sotw;
