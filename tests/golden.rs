@@ -11,9 +11,7 @@
 //!
 //! Every case also: translates its input with the documents reversed and must produce identical
 //! output (determinism); passes `envoy::check`; and passes `envoy --mode validate` on a bootstrap
-//! holding all its resources (a real Envoy 1.40; see `tests/support/envoy.rs`).
-
-mod support;
+//! holding all its resources (a real Envoy 1.40, run by `pier::testkit::envoy`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -226,7 +224,7 @@ fn golden() {
 /// Every case's resources, per Gateway, are accepted by a real Envoy.
 #[test]
 fn golden_envoy_validate() {
-    if support::envoy::require_envoy().is_none() {
+    if pier::testkit::envoy::require().is_none() {
         return;
     }
     let jobs: Vec<(String, Value)> = cases()
@@ -255,7 +253,7 @@ fn golden_envoy_validate() {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     let Some((what, boot)) = jobs.get(i) else { break };
-                    if let Err(e) = support::envoy::validate(boot) {
+                    if let Err(e) = pier::testkit::envoy::validate(boot) {
                         failures
                             .lock()
                             .unwrap()

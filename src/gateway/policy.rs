@@ -227,7 +227,7 @@ pub fn is_rfc1123_hostname(h: &str) -> bool {
 // the routes that forward to such a Backend (see `envoy::routes`): an authority matching any deny regex,
 // or (with an allow-list) none of the allow regexes, is answered 403. KEEP IN SYNC with `check_hostname`:
 // every rule there has its regex here, and `HOSTNAME_CASES` is run through both (`hostname_rules` here,
-// a real Envoy in `tests/envoy_validate.rs`). Differences, both fail-closed: label and name lengths are not
+// a real Envoy in `tests/it/envoy_validate.rs`). Differences, both fail-closed: label and name lengths are not
 // checked (such names cannot be resolved anyway), and under `allow_loopback` a bare `localhost` stays
 // denied as a single label (RE2 has no look-ahead to exempt it).
 //
@@ -299,7 +299,7 @@ fn re2_literal(s: &str) -> String {
 
 /// Hostnames and the rule `check_hostname` refuses each by under default guardrails. The one table both
 /// enforcement points are tested against: `check_hostname` here, the authority regexes in a real Envoy
-/// (`tests/envoy_validate.rs`), with each host also upper-cased and with a port.
+/// (`tests/it/envoy_validate.rs`), with each host also upper-cased and with a port.
 #[doc(hidden)]
 pub const HOSTNAME_CASES: &[(&str, Option<Rule>)] = &[
     ("api.example.com", None),
@@ -403,7 +403,7 @@ mod tests {
     }
 
     // What a regex matches is judged by Envoy's RE2 itself, over `HOSTNAME_CASES`, in
-    // `tests/envoy_validate.rs`; these pin the shape Envoy needs.
+    // `tests/it/envoy_validate.rs`; these pin the shape Envoy needs.
     #[test]
     fn authority_regexes_are_anchored_and_follow_the_options() {
         let g = Guardrails::default();

@@ -8,8 +8,8 @@
 //! says so with `PartiallyInvalid` (or `Accepted=False/UnsupportedValue` if nothing is left); a filter
 //! that must not be skipped (`ExtensionRef`, an unknown filter type) fails closed with a 500 instead.
 //!
-//! One rule is translated in steps: its filters ([`rule_filters`]), its backends ([`rule_backends`]),
-//! the action they make ([`rule_action`]), its mirrors ([`rule_mirrors`]), and its entries ([`entries`]).
+//! One rule is translated in steps: its filters (`rule_filters`), its backends (`rule_backends`), the
+//! action they make (`rule_action`), its mirrors (`rule_mirrors`), and its entries (`entries`).
 
 use super::backends::{Backends, GatewaySide, RefSpec, RouteSide, Target};
 use super::conditions::{Condition, Problem, RouteCondition, RouteProblem, RouteReason, RouteType};

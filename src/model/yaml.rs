@@ -1,9 +1,9 @@
 //! The one parser every entry point uses (directory source, golden tests, e2e, `pier translate`): text of
 //! multi-document YAML or JSON in, typed [`Object`]s out, each tagged with where it came from.
 //!
-//! Owns: splitting a file into documents, YAML→JSON normalisation ([`convert`]), `kind: List` expansion,
+//! Owns: splitting a file into documents, YAML→JSON normalisation (`convert`), `kind: List` expansion,
 //! dispatch on (apiVersion, kind) and the per-kind normalisation kubectl or the API server would apply
-//! ([`kinds`]), and error messages that name file, document, object and field. It does no I/O and does not
+//! (`kinds`), and error messages that name file, document, object and field. It does no I/O and does not
 //! build the [`Model`](super::Model) — duplicates are [`insert`](super::insert)'s business.
 //!
 //! Every document goes through a `serde_json::Value` before it is typed: YAML-isms (merge keys, integer

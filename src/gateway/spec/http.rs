@@ -1,6 +1,6 @@
 //! HTTPRoute → [`RouteSpec`], destructuring every generated type. A rule's filters and a backendRef's
 //! filters share one schema but are distinct generated types, so one conversion body
-//! ([`filter_conversion!`]) is expanded twice, in modules that alias each context's type names.
+//! (`filter_conversion!`) is expanded twice, in modules that alias each context's type names.
 
 use gateway_api::apis::standard::httproutes::{
     HttpRoute, HttpRouteParentRefs, HttpRouteRules, HttpRouteRulesBackendRefs, HttpRouteRulesMatches,

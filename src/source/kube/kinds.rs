@@ -1,5 +1,5 @@
 //! The one table of what pier reads from and writes to the API server. The watchers, the status writer
-//! and the ClusterRole test (`tests/kube_manifests.rs`) all derive from [`WATCHED`] and [`api_calls`], so
+//! and the ClusterRole test (`tests/it/kube/manifests.rs`) all derive from [`WATCHED`] and [`api_calls`], so
 //! a kind added here is watched, written and granted together — or the RBAC test fails.
 
 use kube::discovery::ApiResource;

@@ -149,7 +149,7 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
             obj["metadata"]["generation"] = json!(1);
             obj["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
             let obj = with_version(obj, &api_version);
-            inner.store(key.clone(), obj, kind, "ADDED", &shared.events);
+            inner.store(key.clone(), obj, "ADDED", &shared.events);
             (StatusCode::CREATED, axum::Json(inner.objects[&key].clone())).into_response()
         }
         ("PUT", Some(name)) if t.status => {
@@ -162,7 +162,7 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
                 && let Some(mut current) = inner.objects.get(&key).cloned()
             {
                 f(&mut current);
-                inner.store(key.clone(), current, kind, "MODIFIED", &shared.events);
+                inner.store(key.clone(), current, "MODIFIED", &shared.events);
             }
             let Some(mut current) = inner.objects.get(&key).cloned() else {
                 return status(404, "NotFound", format!("{} {name:?} not found", t.plural));
@@ -178,7 +178,7 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
                 );
             }
             current["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
-            inner.store(key.clone(), current, kind, "MODIFIED", &shared.events);
+            inner.store(key.clone(), current, "MODIFIED", &shared.events);
             axum::Json(with_version(inner.objects[&key].clone(), &api_version)).into_response()
         }
         ("PATCH", Some(name)) => {
@@ -231,7 +231,7 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
                 }
                 merge_patch(&mut current, &p);
             }
-            inner.store(key.clone(), current, kind, "MODIFIED", &shared.events);
+            inner.store(key.clone(), current, "MODIFIED", &shared.events);
             axum::Json(with_version(inner.objects[&key].clone(), &api_version)).into_response()
         }
         _ => status(405, "MethodNotAllowed", format!("{method} {}", uri.path())),

@@ -1,19 +1,19 @@
 //! Every IR variant → `envoy::build` → `envoy::check` → a real `envoy --mode validate` on the validation
 //! bootstrap. This is where Envoy itself (PGV constraints, extension configs, cross-references) judges
-//! what the builders emit. Needs Envoy (see `support::envoy`); `PIER_SKIP_ENVOY=1` skips only the Envoy
+//! what the builders emit. Needs Envoy (see `pier::testkit::envoy`); `PIER_SKIP_ENVOY=1` skips only the Envoy
 //! step.
-
-mod support;
 
 use std::collections::BTreeMap;
 
 use pier::envoy::{self, bootstrap::validation_bootstrap, render};
+use pier::ir::build::*;
 use pier::ir::names;
 use pier::ir::*;
 use pier::options::Guardrails;
+use pier::testkit::envoy::validate;
 use serde_json::{Value, json};
-use support::ir::*;
-use support::{envoy::validate, pki};
+
+use crate::support::pki;
 
 const CA: &str = "ca/configmap/ns/ca";
 const CA_FILE: &str = "ca/system";
@@ -443,7 +443,7 @@ fn static_resources(boot: &mut Value) -> &mut serde_json::Map<String, Value> {
 /// bootstrap resolves statically.
 #[test]
 fn validate_rejects_broken_configs() {
-    if support::envoy::skipped() {
+    if pier::testkit::envoy::skipped() {
         return;
     }
     let (_ca_file, res) = built();
@@ -478,7 +478,7 @@ fn validate_loads_the_inlined_routes() {
     dup.name = "dup".into();
     rc.virtual_hosts.push(dup);
     assert!(envoy::check(&res).is_err());
-    if support::envoy::skipped() {
+    if pier::testkit::envoy::skipped() {
         return;
     }
     let err = validate(&validation_bootstrap(&res)).expect_err("duplicate domain");

@@ -5,9 +5,7 @@
 //! deadline, and on overrun the demo gets SIGTERM (it then stops Envoy itself), then SIGKILL, and finally the
 //! Envoy it reported is killed by pid, so even a hung demo cannot leave a proxy running. The demo's
 //! upstreams use fixed addresses (127.0.0.2-9, ports 9080-9445): a demo already running on this machine
-//! makes this test fail, saying so.
-
-mod support;
+//! makes this test fail, saying so. Built only with the `demo` feature (the binary has no `demo` otherwise).
 
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -22,7 +20,7 @@ const GRACE: Duration = Duration::from_secs(15);
 
 #[test]
 fn demo_once_sends_every_request_through_envoy_as_expected() {
-    let Some(envoy) = support::envoy::require_envoy() else {
+    let Some(envoy) = pier::testkit::envoy::require() else {
         return;
     };
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pier"));

@@ -7,8 +7,6 @@
 //! without answering, `/503-once/<key>` answers it 503): mirrors, request and per-try timeouts, retries
 //! on resets and on listed status codes, and a backendRef's own header changes next to the rule's.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -71,7 +69,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn envoy_answers_redirects_cors_and_extension_refs_as_gateway_api_says() {
-    let Some(bin) = support::envoy::require_envoy() else {
+    let Some(bin) = pier::testkit::envoy::require() else {
         return;
     };
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -300,7 +298,7 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn envoy_mirrors_times_out_and_retries_as_configured() {
-    let Some(bin) = support::envoy::require_envoy() else {
+    let Some(bin) = pier::testkit::envoy::require() else {
         return;
     };
     let (primary, shadow) = (Upstream::start(), Upstream::start());

@@ -1,6 +1,8 @@
 //! Shared harness of the Kubernetes tests: pier's real runtime (`run_until`, in-process) in Kubernetes
-//! mode against the fake API server, its admin API, and the test model. Every wait is bounded.
-#![allow(dead_code)]
+//! mode against the fake API server, its admin API, and the test model; [`ads`] is a minimal CDS-only
+//! proxy. Every wait is bounded.
+
+pub mod ads;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -8,8 +10,6 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-
-pub mod ads;
 
 use crate::fake_apiserver::FakeApiServer;
 

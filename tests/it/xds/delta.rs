@@ -1,18 +1,16 @@
-//! Delta (incremental) ADS against the real tonic server over loopback, driven by envoy-types' client.
-
-#[path = "xds_support/mod.rs"]
-mod support;
+//! Delta (incremental) ADS against the real tonic server over loopback, driven by envoy-types' client. The
+//! scenarios SotW shares are in [`super::scenarios`].
 
 use pier::xds::XdsType::{self, Cluster, Endpoint, Listener, Route};
-use support::delta::{Proxy, Versions};
-use support::*;
 
+use super::scenarios;
+use crate::xds_support::delta::{Proxy, Versions};
+use crate::xds_support::*;
+
+/// ...and every resource carries its content version (the snapshot entry's), next to the type's version.
 #[tokio::test]
-async fn first_request_gets_full_state_with_content_versions() {
-    let h = Harness::start().await;
-    h.publish(&simple(&["a", "b"]));
-    let mut p = Proxy::connect(&h, GW).await;
-    p.sync(&h, GW).await;
+async fn first_request_gets_full_state() {
+    let (h, p) = scenarios::first_request_gets_full_state::<Proxy>().await;
     let snapshot = h.cache().get(GW).unwrap();
     for ty in [Cluster, Endpoint, Listener, Route] {
         let view = snapshot.view(ty);
@@ -24,10 +22,31 @@ async fn first_request_gets_full_state_with_content_versions() {
         assert_eq!(p.held[&ty], expected, "{ty}");
         assert_eq!(p.last[&ty].system_version_info, view.version);
     }
-    assert_eq!(h.server.metrics.connected_proxies(pier::xds::Mode::Delta), 1);
-    // A repeated ACK is not a request for anything.
-    p.ack(Cluster).await;
-    p.quiet().await;
+}
+
+#[tokio::test]
+async fn nack_keeps_last_good_and_is_not_resent() {
+    scenarios::nack_keeps_last_good_and_is_not_resent::<Proxy>().await;
+}
+
+#[tokio::test]
+async fn unknown_gateway_gets_nothing_then_only_its_own_config() {
+    scenarios::unknown_gateway_gets_nothing_then_only_its_own_config::<Proxy>().await;
+}
+
+#[tokio::test]
+async fn two_gateways_are_isolated_and_identical_publishes_push_nothing() {
+    scenarios::two_gateways_are_isolated_and_identical_publishes_push_nothing::<Proxy>().await;
+}
+
+#[tokio::test]
+async fn make_before_break() {
+    scenarios::make_before_break::<Proxy>().await;
+}
+
+#[tokio::test]
+async fn shutdown_closes_streams() {
+    scenarios::shutdown_closes_streams::<Proxy>().await;
 }
 
 #[tokio::test]
@@ -187,107 +206,4 @@ async fn reconnect_with_initial_resource_versions() {
         (got.names, got.removed),
         (vec![], strings(&["service/default/gone/80"]))
     );
-}
-
-#[tokio::test]
-async fn nack_keeps_last_good_and_is_not_resent() {
-    let h = Harness::start().await;
-    h.publish(&simple(&["a"]));
-    let mut p = Proxy::connect(&h, GW).await;
-    p.sync(&h, GW).await;
-
-    h.publish(&simple(&["b"]));
-    let got = p.recv_type(Cluster).await;
-    assert_eq!((got.names, got.removed), (vec![cluster("b")], vec![]));
-    p.nack(Cluster, "service/default/b/80: invalid").await;
-    p.quiet().await; // no resend, no listeners or routes onto the rejected cluster
-    let status = h.server.clients.list()[0].types[&Cluster].clone();
-    assert_eq!((status.nack_count, status.rejecting), (1, true));
-    assert_eq!(status.last_nack.unwrap().message, "service/default/b/80: invalid");
-    assert_eq!(h.server.metrics.nacks(Cluster), 1);
-
-    // A newer snapshot replaces the rejected one.
-    h.publish(&simple(&["c"]));
-    let got = p.recv_type(Cluster).await;
-    assert_eq!((got.names, got.removed), (vec![cluster("c")], vec![cluster("b")]));
-    p.ack(Cluster).await;
-    let rds = p.recv_type(Route).await;
-    assert_eq!(
-        route_targets(&rds.resp.resources[0].resource.clone().unwrap()),
-        vec![cluster("c")]
-    );
-    assert!(h.server.clients.nacks_for_gateway(GW).is_empty());
-}
-
-#[tokio::test]
-async fn make_before_break() {
-    let h = Harness::start().await;
-    h.publish(&simple(&["a"]));
-    let mut p = Proxy::connect(&h, GW).await;
-    p.sync(&h, GW).await;
-
-    h.publish(&simple(&["b"]));
-    let got = p.recv_type(Cluster).await;
-    assert_eq!(
-        (got.names, got.removed),
-        (vec![cluster("b")], vec![]),
-        "a is kept for now"
-    );
-    p.quiet().await; // no routes before the cluster ACK
-    p.subscribe(Endpoint, &[cluster("b")]).await;
-    assert_eq!(p.recv_type(Endpoint).await.names, vec![cluster("b")]);
-    p.ack(Endpoint).await;
-    p.quiet().await;
-    p.ack(Cluster).await;
-    let rds = p.recv_type(Route).await;
-    assert_eq!(
-        route_targets(&rds.resp.resources[0].resource.clone().unwrap()),
-        vec![cluster("b")]
-    );
-    p.quiet().await; // a stays until the routes are ACKed
-    p.ack(Route).await;
-    let got = p.recv_type(Cluster).await;
-    assert_eq!((got.names, got.removed), (vec![], vec![cluster("a")]));
-    let got = p.recv_type(Endpoint).await;
-    assert_eq!((got.names, got.removed), (vec![], vec![cluster("a")]));
-    assert_eq!(p.held[&Cluster].keys().cloned().collect::<Vec<_>>(), vec![cluster("b")]);
-}
-
-#[tokio::test]
-async fn unknown_gateway_gets_nothing_then_only_its_own_config() {
-    let h = Harness::start().await;
-    h.publish(&simple(&["a"]));
-    let mut p = Proxy::connect(&h, OTHER).await;
-    p.first(Cluster, &[], &Versions::new()).await;
-    p.quiet().await;
-    let both = [
-        Gw {
-            name: "gw",
-            ports: &[8080],
-            backends: &["a"],
-        },
-        Gw {
-            name: "other",
-            ports: &[9090],
-            backends: &["c"],
-        },
-    ];
-    h.publish(&translate(&model(&both, &[])));
-    assert_eq!(p.recv_type(Cluster).await.names, vec![cluster("c")]);
-}
-
-#[tokio::test]
-async fn shutdown_closes_streams() {
-    let h = Harness::start().await;
-    h.publish(&simple(&["a"]));
-    let mut p = Proxy::connect(&h, GW).await;
-    p.first(Cluster, &[], &Versions::new()).await;
-    p.recv_type(Cluster).await;
-    let metrics = h.server.metrics.clone();
-    h.shutdown().await;
-    let end = tokio::time::timeout(WAIT, p.rx.message())
-        .await
-        .expect("stream ends in time");
-    assert!(matches!(end, Ok(None)), "clean end of stream, got {end:?}");
-    assert_eq!(metrics.connected_proxies(pier::xds::Mode::Delta), 0);
 }

@@ -4,17 +4,13 @@
 //! `--nocapture`), never asserted beyond sanity: RSS moves in pages and the allocator keeps what it
 //! freed, so this is an upper-bound estimate of the steady-state cost, not an exact size.
 
-#[path = "fake_apiserver/mod.rs"]
-mod fake_apiserver;
-#[path = "kube_support/mod.rs"]
-mod kube_support;
-
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use fake_apiserver::FakeApiServer;
-use kube_support::{base_model, wait_for};
 use serde_json::Value;
+
+use crate::fake_apiserver::FakeApiServer;
+use crate::kube_support::{base_model, wait_for};
 
 const N: usize = 3000;
 
@@ -117,7 +113,7 @@ async fn memory_per_watched_object() {
         );
     }
     api.apply_yaml(&yaml);
-    api.apply_yaml(&kube_support::service("zz", "10.0.0.99"));
+    api.apply_yaml(&crate::kube_support::service("zz", "10.0.0.99"));
     api.apply_yaml(&route_to("zz"));
     wait_dump(admin, "service/default/zz/80").await;
     let with_services = settled_rss(pid).await;

@@ -1,8 +1,7 @@
-//! Shared harness for the ADS tests (`tests/xds_sotw.rs`, `tests/xds_delta.rs`): a real tonic server
-//! on an ephemeral loopback port, models translated from YAML, and (in `sotw` / `delta`) a proxy-side
-//! client per mode built on envoy-types' generated client. Every wait is bounded. Included by the test
-//! files with `#[path]` (a directory, so Cargo does not build it as a test target of its own).
-#![allow(dead_code)]
+//! Shared harness for the ADS tests (`crate::xds`): a real tonic server on an ephemeral loopback port,
+//! models translated from YAML, and (in `sotw` / `delta`) a proxy-side client per mode built on
+//! envoy-types' generated client, both behind [`AdsProxy`], the interface the scenarios shared by the two
+//! modes are written against. Every wait is bounded.
 
 pub mod delta;
 pub mod sotw;
@@ -21,7 +20,7 @@ use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3::Secret;
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
 use envoy_types::pb::google::protobuf::Any;
 use pier::envoy::Resources;
-use pier::xds::{AdsServer, Clients, SnapshotCache, XdsMetrics, XdsType};
+use pier::xds::{AdsServer, Clients, Mode, SnapshotCache, XdsMetrics, XdsType};
 use prost::Message;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -112,6 +111,81 @@ pub fn translate(yaml: &str) -> BTreeMap<String, Resources> {
         "the model yields at least one Gateway"
     );
     translation.gateways
+}
+
+/// A response as the shared scenarios see it, in either mode.
+#[derive(Debug)]
+pub struct Update {
+    /// `version_info` (SotW) or `system_version_info` (delta): the snapshot version of the type.
+    pub version: String,
+    /// The resources sent, by name, in order.
+    pub names: Vec<String>,
+    /// The names removed (delta's `removed_resources`; always empty in SotW, where leaving a name out of
+    /// the state of the world removes it).
+    pub removed: Vec<String>,
+    /// The resources sent.
+    pub resources: Vec<Any>,
+}
+
+/// One ADS stream as a proxy sees it, in either mode: what the scenarios in `crate::xds::scenarios` are
+/// written against. Protocol steps that exist in one mode only go through the concrete proxy
+/// ([`AdsProxy::sotw`]); expectations that differ by mode are spelled with [`AdsProxy::either`].
+pub trait AdsProxy: Sized {
+    /// The flavour, as pier's metrics and client registry name it.
+    const MODE: Mode;
+
+    /// Opens a stream as a proxy of Gateway `gateway` (the node's cluster).
+    async fn connect(h: &Harness, gateway: &str) -> Self;
+
+    /// Envoy's start-up sequence against the snapshot of `gateway` (CDS, EDS for the clusters, the CDS ACK,
+    /// LDS, RDS); everything ACKed, then nothing more arrives.
+    async fn sync(&mut self, h: &Harness, gateway: &str);
+
+    /// The first request of `ty`: the wildcard (no names, nothing held).
+    async fn subscribe_all(&mut self, ty: XdsType);
+
+    /// Asks for exactly `names` of `ty` (SotW: the whole list, in an ACK of the last response; delta:
+    /// subscribes what is new and unsubscribes what is no longer named).
+    async fn request_names(&mut self, ty: XdsType, names: &[String]);
+
+    /// The next response, which must be of `ty`.
+    async fn next(&mut self, ty: XdsType) -> Update;
+
+    /// ACKs the last response of `ty`, keeping the subscription.
+    async fn ack_last(&mut self, ty: XdsType);
+
+    /// NACKs the last response of `ty` with `error`, keeping the subscription (SotW: reporting the last
+    /// version it ACKed).
+    async fn nack_last(&mut self, ty: XdsType, error: &str);
+
+    /// Asserts that nothing arrives for [`QUIET`].
+    async fn quiet(&mut self);
+
+    /// The version of the last response of `ty`.
+    fn last_version(&self, ty: XdsType) -> String;
+
+    /// The nonce of the last response of each type.
+    fn nonces(&self) -> Vec<String>;
+
+    /// The names of `ty` the proxy holds (SotW: those of the last response).
+    fn holds(&self, ty: XdsType) -> Vec<String>;
+
+    /// How the stream ends, within [`WAIT`]: `Ok(None)` is a clean end; `Ok(Some(_))` a message that came
+    /// instead.
+    async fn stream_end(&mut self) -> Result<Option<String>, tonic::Status>;
+
+    /// The SotW proxy, for steps only that protocol has; `None` in delta mode.
+    fn sotw(&mut self) -> Option<&mut sotw::Proxy> {
+        None
+    }
+
+    /// What to expect in this mode.
+    fn either<T>(sotw: T, delta: T) -> T {
+        match Self::MODE {
+            Mode::Sotw => sotw,
+            Mode::Delta => delta,
+        }
+    }
 }
 
 /// A running ADS server on 127.0.0.1:0.

@@ -10,7 +10,6 @@
 //! which is what server-side apply's field ownership does for kube-lease-manager). Resources whose CRD is
 //! "not installed" answer 404. Test controls: apply/delete objects, drop every watch connection, expire
 //! watches (410), install/uninstall a CRD, interfere with the next status write, and a request log.
-#![allow(dead_code)]
 
 mod http;
 
@@ -72,7 +71,6 @@ pub struct Event {
     pub group: String,
     pub plural: String,
     pub namespace: String,
-    pub kind: &'static str,
     pub object: Value,
 }
 
@@ -221,7 +219,6 @@ impl FakeApiServer {
         inner.store(
             key,
             obj,
-            kind,
             if created { "ADDED" } else { "MODIFIED" },
             &self.shared.events,
         )
@@ -250,8 +247,7 @@ impl FakeApiServer {
             inner.rv += 1;
             let rv = inner.rv;
             obj["metadata"]["resourceVersion"] = json!(rv.to_string());
-            let kind = kind_of(group, plural);
-            inner.event(key, obj, kind, "DELETED", &self.shared.events);
+            inner.event(key, obj, "DELETED", &self.shared.events);
         }
     }
 
@@ -339,14 +335,7 @@ impl Drop for FakeApiServer {
 
 impl Inner {
     /// Stores `obj` at a new resourceVersion and records the event.
-    pub fn store(
-        &mut self,
-        key: ObjKey,
-        mut obj: Value,
-        kind: &'static str,
-        ty: &'static str,
-        tx: &broadcast::Sender<Event>,
-    ) -> u64 {
+    pub fn store(&mut self, key: ObjKey, mut obj: Value, ty: &'static str, tx: &broadcast::Sender<Event>) -> u64 {
         self.rv += 1;
         let rv = self.rv;
         obj["metadata"]["resourceVersion"] = json!(rv.to_string());
@@ -354,17 +343,16 @@ impl Inner {
             obj["metadata"]["uid"] = json!(format!("uid-{rv}"));
         }
         self.objects.insert(key.clone(), obj.clone());
-        self.event(key, obj, kind, ty, tx);
+        self.event(key, obj, ty, tx);
         rv
     }
 
-    fn event(&mut self, key: ObjKey, obj: Value, kind: &'static str, ty: &'static str, tx: &broadcast::Sender<Event>) {
+    fn event(&mut self, key: ObjKey, obj: Value, ty: &'static str, tx: &broadcast::Sender<Event>) {
         let ev = Event {
             rv: self.rv,
             group: key.0,
             plural: key.1,
             namespace: key.2,
-            kind,
             object: json!({"type": ty, "object": obj}),
         };
         self.log.push(ev.clone());

@@ -1,8 +1,6 @@
 //! `pier translate` and `pier bootstrap` as a user runs them: the real binary on the bundled example,
 //! on broken input, and the bootstrap checked by a real Envoy.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -160,7 +158,8 @@ fn bootstrap_is_accepted_by_envoy_in_both_modes() {
         let boot = json(&pier(&args));
         assert_eq!(boot["node"]["cluster"], "demo/edge");
         assert_eq!(boot["dynamic_resources"]["ads_config"]["api_type"], api_type);
-        support::envoy::validate(&boot).unwrap_or_else(|e| panic!("{api_type}: Envoy rejected the bootstrap: {e}"));
+        pier::testkit::envoy::validate(&boot)
+            .unwrap_or_else(|e| panic!("{api_type}: Envoy rejected the bootstrap: {e}"));
     }
     let out = pier(&["bootstrap", "--gateway", "edge", "--xds-address", "127.0.0.1:18000"]);
     assert!(!out.status.success(), "a Gateway without namespace is refused");

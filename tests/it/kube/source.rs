@@ -1,16 +1,11 @@
 //! The Kubernetes source end to end: pier's runtime in Kubernetes mode against the in-process fake API
-//! server (`tests/fake_apiserver/`, because no API server binary can be installed here), observed
+//! server (`tests/it/fake_apiserver/`, because no API server binary can be installed here), observed
 //! through the admin API's `/debug/config_dump`.
-
-#[path = "fake_apiserver/mod.rs"]
-mod fake_apiserver;
-#[path = "kube_support/mod.rs"]
-mod kube_support;
 
 use std::time::Duration;
 
-use fake_apiserver::FakeApiServer;
-use kube_support::{GW_GROUP, Pier, base_model, service, settings};
+use crate::fake_apiserver::FakeApiServer;
+use crate::kube_support::{GW_GROUP, Pier, base_model, service, settings};
 
 const QUIET: Duration = Duration::from_millis(30);
 
@@ -288,7 +283,7 @@ async fn grpcroute_changes_reach_the_model() {
     };
     let task = tokio::spawn(pier::source::kube::run(client, cfg, tx, stop_rx));
     let mut wait_model = async |what: &str, pred: &dyn Fn(&pier::model::Model) -> bool| {
-        tokio::time::timeout(kube_support::WAIT, async {
+        tokio::time::timeout(crate::kube_support::WAIT, async {
             loop {
                 if let Some(m) = rx.borrow_and_update().model.clone()
                     && pred(&m)
@@ -321,7 +316,10 @@ async fn grpcroute_changes_reach_the_model() {
     api.delete(GW_GROUP, "grpcroutes", "default", "g");
     wait_model("GRPCRoute delete", &|m| !m.grpc_routes.contains_key(&key)).await;
     stop_tx.send(true).unwrap();
-    tokio::time::timeout(kube_support::WAIT, task).await.unwrap().unwrap();
+    tokio::time::timeout(crate::kube_support::WAIT, task)
+        .await
+        .unwrap()
+        .unwrap();
     api.shutdown().await;
 }
 
@@ -336,7 +334,7 @@ async fn api_server_outage_keeps_serving_and_is_reported() {
         .wait_dump("base model", |d| d.contains("service/default/a/80"))
         .await;
     api.shutdown().await;
-    let deadline = tokio::time::Instant::now() + kube_support::WAIT;
+    let deadline = tokio::time::Instant::now() + crate::kube_support::WAIT;
     loop {
         let status = pier.get("/debug/status").await.1;
         if status["source_error"].as_str().is_some_and(|e| e.contains("watch of")) {

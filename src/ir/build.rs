@@ -1,5 +1,5 @@
 //! Terse builders for hand-written [`crate::ir`] values, shared by the library's unit tests and the
-//! integration tests (one copy). Defaults are the common case (verified TLS with the SNI as DNS SAN,
+//! integration tests (one copy); compiled for tests only (`cfg(test)` or the `testkit` feature). Defaults are the common case (verified TLS with the SNI as DNS SAN,
 //! priority-0 endpoints); tests override fields with struct update syntax.
 
 use crate::ir::*;

@@ -1,17 +1,13 @@
 //! The Kubernetes source gives exactly what the directory source gives: the bundled example and a set
-//! of golden cases, applied through the in-process fake API server (`tests/fake_apiserver/`), must
+//! of golden cases, applied through the in-process fake API server (`tests/it/fake_apiserver/`), must
 //! publish the same Envoy resources (and statuses) as the same files read directly.
-
-#[path = "fake_apiserver/mod.rs"]
-mod fake_apiserver;
-#[path = "kube_support/mod.rs"]
-mod kube_support;
 
 use std::time::Duration;
 
-use fake_apiserver::FakeApiServer;
-use kube_support::{Pier, settings};
 use serde_json::Value;
+
+use crate::fake_apiserver::FakeApiServer;
+use crate::kube_support::{Pier, settings};
 
 const QUIET: Duration = Duration::from_millis(30);
 
@@ -127,7 +123,7 @@ async fn golden_cases_through_the_api_server_match_the_files() {
         api.apply_yaml(&text);
         let pier = Pier::start(settings(&api, "a", &[]), QUIET).await;
         let (dump, statuses) = expected(&[(path, with_generations(&text))]);
-        let deadline = tokio::time::Instant::now() + kube_support::WAIT;
+        let deadline = tokio::time::Instant::now() + crate::kube_support::WAIT;
         loop {
             let got = pier.get("/debug/config_dump").await.1;
             let got_statuses = pier.get("/debug/status").await.1["objects"].clone();

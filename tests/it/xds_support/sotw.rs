@@ -4,11 +4,12 @@ use std::collections::BTreeMap;
 
 use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 use envoy_types::pb::google::rpc::Status as RpcStatus;
+use pier::xds::Mode;
 use pier::xds::XdsType::{self, Cluster, Endpoint, Listener, Route};
 use tokio::sync::mpsc;
 use tonic::Streaming;
 
-use super::{Harness, QUIET, WAIT, node, resource_name};
+use super::{AdsProxy, Harness, QUIET, Update, WAIT, node, resource_name};
 
 /// One SotW ADS stream, as a proxy sees it.
 pub struct Proxy {
@@ -17,29 +18,17 @@ pub struct Proxy {
     pub node: Option<envoy_types::pb::envoy::config::core::v3::Node>,
     /// Last response per type (what an ACK refers to).
     pub last: BTreeMap<XdsType, DiscoveryResponse>,
+    /// Per type, the names and the version of the last request sent (its subscription, and the version it
+    /// reported holding).
+    sent: BTreeMap<XdsType, (Vec<String>, String)>,
 }
 
 impl Proxy {
-    pub async fn connect(h: &Harness, cluster: &str) -> Proxy {
-        let (tx, rx) = mpsc::channel(32);
-        let mut client = h.channel().await;
-        let rx = tokio::time::timeout(
-            WAIT,
-            client.stream_aggregated_resources(tokio_stream::wrappers::ReceiverStream::new(rx)),
-        )
-        .await
-        .expect("stream opens in time")
-        .expect("stream opens")
-        .into_inner();
-        Proxy {
-            tx,
-            rx,
-            node: Some(node(cluster)),
-            last: BTreeMap::new(),
-        }
-    }
-
     pub async fn send(&mut self, mut req: DiscoveryRequest) {
+        if let Some(ty) = XdsType::from_type_url(&req.type_url) {
+            self.sent
+                .insert(ty, (req.resource_names.clone(), req.version_info.clone()));
+        }
         req.node = self.node.take();
         self.tx.send(req).await.expect("request stream open");
     }
@@ -104,14 +93,36 @@ impl Proxy {
         (resp, names)
     }
 
-    pub async fn quiet(&mut self) {
-        if let Ok(msg) = tokio::time::timeout(QUIET, self.rx.message()).await {
-            panic!("expected nothing, got {msg:?}");
+    /// The names and version of the last request of `ty`.
+    fn sent(&self, ty: XdsType) -> (Vec<String>, String) {
+        self.sent.get(&ty).cloned().unwrap_or_default()
+    }
+}
+
+impl AdsProxy for Proxy {
+    const MODE: Mode = Mode::Sotw;
+
+    async fn connect(h: &Harness, gateway: &str) -> Proxy {
+        let (tx, rx) = mpsc::channel(32);
+        let mut client = h.channel().await;
+        let rx = tokio::time::timeout(
+            WAIT,
+            client.stream_aggregated_resources(tokio_stream::wrappers::ReceiverStream::new(rx)),
+        )
+        .await
+        .expect("stream opens in time")
+        .expect("stream opens")
+        .into_inner();
+        Proxy {
+            tx,
+            rx,
+            node: Some(node(gateway)),
+            last: BTreeMap::new(),
+            sent: BTreeMap::new(),
         }
     }
 
-    /// Envoy's start-up sequence against the snapshot of `gateway`; everything ACKed.
-    pub async fn sync(&mut self, h: &Harness, gateway: &str) {
+    async fn sync(&mut self, h: &Harness, gateway: &str) {
         self.subscribe(Cluster, &[]).await;
         let (_, clusters) = self.recv_type(Cluster).await;
         assert_eq!(clusters, h.names(gateway, Cluster));
@@ -129,5 +140,65 @@ impl Proxy {
         assert_eq!(got, routes);
         self.ack(Route, &routes).await;
         self.quiet().await;
+    }
+
+    async fn subscribe_all(&mut self, ty: XdsType) {
+        self.subscribe(ty, &[]).await;
+    }
+
+    async fn request_names(&mut self, ty: XdsType, names: &[String]) {
+        self.ack(ty, names).await;
+    }
+
+    async fn next(&mut self, ty: XdsType) -> Update {
+        let (resp, names) = self.recv_type(ty).await;
+        Update {
+            version: resp.version_info,
+            names,
+            removed: Vec::new(),
+            resources: resp.resources,
+        }
+    }
+
+    async fn ack_last(&mut self, ty: XdsType) {
+        let (names, _) = self.sent(ty);
+        self.ack(ty, &names).await;
+    }
+
+    async fn nack_last(&mut self, ty: XdsType, error: &str) {
+        let (names, good) = self.sent(ty);
+        self.nack(ty, &names, &good, error).await;
+    }
+
+    async fn quiet(&mut self) {
+        if let Ok(msg) = tokio::time::timeout(QUIET, self.rx.message()).await {
+            panic!("expected nothing, got {msg:?}");
+        }
+    }
+
+    fn last_version(&self, ty: XdsType) -> String {
+        self.last[&ty].version_info.clone()
+    }
+
+    fn nonces(&self) -> Vec<String> {
+        self.last.values().map(|r| r.nonce.clone()).collect()
+    }
+
+    fn holds(&self, ty: XdsType) -> Vec<String> {
+        self.last
+            .get(&ty)
+            .map(|r| r.resources.iter().map(resource_name).collect())
+            .unwrap_or_default()
+    }
+
+    async fn stream_end(&mut self) -> Result<Option<String>, tonic::Status> {
+        let end = tokio::time::timeout(WAIT, self.rx.message())
+            .await
+            .expect("stream ends in time");
+        end.map(|msg| msg.map(|m| format!("{m:?}")))
+    }
+
+    fn sotw(&mut self) -> Option<&mut Proxy> {
+        Some(self)
     }
 }

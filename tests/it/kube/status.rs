@@ -1,17 +1,13 @@
 //! Status write-back, Envoy rejections on Gateway status, leader election between two pier instances,
 //! and the change-to-ADS latency; all against the in-process fake API server.
 
-#[path = "fake_apiserver/mod.rs"]
-mod fake_apiserver;
-#[path = "kube_support/mod.rs"]
-mod kube_support;
-
 use std::time::{Duration, Instant};
 
-use fake_apiserver::FakeApiServer;
-use kube_support::ads::Proxy;
-use kube_support::{GW, GW_GROUP, Pier, base_model, service, settings, wait_for};
 use serde_json::{Value, json};
+
+use crate::fake_apiserver::FakeApiServer;
+use crate::kube_support::ads::Proxy;
+use crate::kube_support::{GW, GW_GROUP, Pier, base_model, service, settings, wait_for};
 
 const ME: &str = "pier.dev/gateway-controller";
 const QUIET: Duration = Duration::from_millis(30);

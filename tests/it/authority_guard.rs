@@ -3,8 +3,6 @@
 //! drift apart), and routes that do not reach the forward proxy are unaffected. Forwarding is replaced
 //! by a direct 200, so nothing leaves the machine.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -12,10 +10,10 @@ use std::time::Duration;
 
 use pier::envoy::{self, bootstrap::validation_bootstrap};
 use pier::gateway::policy;
+use pier::ir::build::{self as ir, *};
 use pier::ir::*;
 use pier::options::Guardrails;
 use serde_json::{Value, json};
-use support::ir::*;
 
 /// The authority guard, judged by a real Envoy answering real requests (nothing else here runs its RE2
 /// regexes). On a route to a dynamic forward proxy, every `policy::HOSTNAME_CASES` host, as written,
@@ -24,7 +22,7 @@ use support::ir::*;
 /// actions become a direct 200 (after the RBAC filter has had its say), so nothing leaves the machine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authority_guard_refuses_what_check_hostname_refuses() {
-    let Some(bin) = support::envoy::require_envoy() else {
+    let Some(bin) = pier::testkit::envoy::require() else {
         return;
     };
     let (default, listed) = (Guardrails::default(), allow_listed());
@@ -49,7 +47,7 @@ async fn authority_guard_refuses_what_check_hostname_refuses() {
         (
             listener,
             cluster.clone(),
-            support::ir::cluster(&cluster, dfp, UpstreamProtocol::Http1, None),
+            ir::cluster(&cluster, dfp, UpstreamProtocol::Http1, None),
         )
     };
     let (l0, c0, cluster0) = live(ports[0], &default);

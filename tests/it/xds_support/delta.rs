@@ -1,14 +1,15 @@
 //! The proxy side of one delta ADS stream.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DeltaDiscoveryResponse};
 use envoy_types::pb::google::rpc::Status as RpcStatus;
+use pier::xds::Mode;
 use pier::xds::XdsType::{self, Cluster, Endpoint, Listener, Route};
 use tokio::sync::mpsc;
 use tonic::Streaming;
 
-use super::{Harness, QUIET, WAIT, node, resource_name};
+use super::{AdsProxy, Harness, QUIET, Update, WAIT, node, resource_name};
 
 pub type Versions = BTreeMap<String, String>;
 
@@ -19,6 +20,8 @@ pub struct Proxy {
     pub node: Option<envoy_types::pb::envoy::config::core::v3::Node>,
     pub last: BTreeMap<XdsType, DeltaDiscoveryResponse>,
     pub held: BTreeMap<XdsType, Versions>,
+    /// The names subscribed per type.
+    subscribed: BTreeMap<XdsType, BTreeSet<String>>,
 }
 
 /// A response's upserted names and removed names.
@@ -29,27 +32,14 @@ pub struct Got {
 }
 
 impl Proxy {
-    pub async fn connect(h: &Harness, cluster: &str) -> Proxy {
-        let (tx, rx) = mpsc::channel(32);
-        let mut client = h.channel().await;
-        let rx = tokio::time::timeout(
-            WAIT,
-            client.delta_aggregated_resources(tokio_stream::wrappers::ReceiverStream::new(rx)),
-        )
-        .await
-        .expect("stream opens in time")
-        .expect("stream opens")
-        .into_inner();
-        Proxy {
-            tx,
-            rx,
-            node: Some(node(cluster)),
-            last: BTreeMap::new(),
-            held: BTreeMap::new(),
-        }
-    }
-
     pub async fn send(&mut self, mut req: DeltaDiscoveryRequest) {
+        if let Some(ty) = XdsType::from_type_url(&req.type_url) {
+            let subscribed = self.subscribed.entry(ty).or_default();
+            subscribed.extend(req.resource_names_subscribe.iter().cloned());
+            for name in &req.resource_names_unsubscribe {
+                subscribed.remove(name);
+            }
+        }
         req.node = self.node.take();
         self.tx.send(req).await.expect("request stream open");
     }
@@ -138,15 +128,33 @@ impl Proxy {
             names,
         }
     }
+}
 
-    pub async fn quiet(&mut self) {
-        if let Ok(msg) = tokio::time::timeout(QUIET, self.rx.message()).await {
-            panic!("expected nothing, got {msg:?}");
+impl AdsProxy for Proxy {
+    const MODE: Mode = Mode::Delta;
+
+    async fn connect(h: &Harness, gateway: &str) -> Proxy {
+        let (tx, rx) = mpsc::channel(32);
+        let mut client = h.channel().await;
+        let rx = tokio::time::timeout(
+            WAIT,
+            client.delta_aggregated_resources(tokio_stream::wrappers::ReceiverStream::new(rx)),
+        )
+        .await
+        .expect("stream opens in time")
+        .expect("stream opens")
+        .into_inner();
+        Proxy {
+            tx,
+            rx,
+            node: Some(node(gateway)),
+            last: BTreeMap::new(),
+            held: BTreeMap::new(),
+            subscribed: BTreeMap::new(),
         }
     }
 
-    /// Envoy's start-up sequence; everything ACKed.
-    pub async fn sync(&mut self, h: &Harness, gateway: &str) {
+    async fn sync(&mut self, h: &Harness, gateway: &str) {
         self.first(Cluster, &[], &Versions::new()).await;
         let clusters = self.recv_type(Cluster).await.names;
         assert_eq!(clusters, h.names(gateway, Cluster));
@@ -162,5 +170,72 @@ impl Proxy {
         assert_eq!(self.recv_type(Route).await.names, routes);
         self.ack(Route).await;
         self.quiet().await;
+    }
+
+    async fn subscribe_all(&mut self, ty: XdsType) {
+        self.first(ty, &[], &Versions::new()).await;
+    }
+
+    async fn request_names(&mut self, ty: XdsType, names: &[String]) {
+        let subscribed = self.subscribed.get(&ty).cloned().unwrap_or_default();
+        let new: Vec<String> = names.iter().filter(|n| !subscribed.contains(*n)).cloned().collect();
+        let gone: Vec<String> = subscribed.into_iter().filter(|n| !names.contains(n)).collect();
+        if !gone.is_empty() {
+            self.unsubscribe(ty, &gone).await;
+        }
+        if !new.is_empty() {
+            self.subscribe(ty, &new).await;
+        }
+    }
+
+    async fn next(&mut self, ty: XdsType) -> Update {
+        let got = self.recv_type(ty).await;
+        Update {
+            version: got.resp.system_version_info,
+            names: got.names,
+            removed: got.removed,
+            resources: got
+                .resp
+                .resources
+                .into_iter()
+                .map(|r| r.resource.expect("resource body"))
+                .collect(),
+        }
+    }
+
+    async fn ack_last(&mut self, ty: XdsType) {
+        self.ack(ty).await;
+    }
+
+    async fn nack_last(&mut self, ty: XdsType, error: &str) {
+        self.nack(ty, error).await;
+    }
+
+    async fn quiet(&mut self) {
+        if let Ok(msg) = tokio::time::timeout(QUIET, self.rx.message()).await {
+            panic!("expected nothing, got {msg:?}");
+        }
+    }
+
+    fn last_version(&self, ty: XdsType) -> String {
+        self.last[&ty].system_version_info.clone()
+    }
+
+    fn nonces(&self) -> Vec<String> {
+        self.last.values().map(|r| r.nonce.clone()).collect()
+    }
+
+    fn holds(&self, ty: XdsType) -> Vec<String> {
+        self.held
+            .get(&ty)
+            .map(|h| h.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    async fn stream_end(&mut self) -> Result<Option<String>, tonic::Status> {
+        let end = tokio::time::timeout(WAIT, self.rx.message())
+            .await
+            .expect("stream ends in time");
+        end.map(|msg| msg.map(|m| format!("{m:?}")))
     }
 }

@@ -1,0 +1,9 @@
+//! pier against Kubernetes: its runtime in Kubernetes mode against the in-process fake API server
+//! ([`crate::fake_apiserver`], because no API server binary can be installed here), and the `deploy/`
+//! manifests checked against the code.
+
+mod equivalence;
+mod manifests;
+mod memory;
+mod source;
+mod status;

@@ -1,0 +1,40 @@
+//! The integration tests, in one test crate (one build, one link): each former `tests/<name>.rs` is a module
+//! here, and the support modules are compiled once. `tests/golden.rs` and the e2e suite (`e2e/`) are crates
+//! of their own. Every test target gets pier's `testkit` feature from the self dev-dependency in Cargo.toml.
+//!
+//! Run one area with a filter on the module path: `cargo test --test it xds::`, `cargo test --test it
+//! kube::status::`, `cargo test --test it cli::`.
+//!
+//! | module | what it checks |
+//! |---|---|
+//! | [`xds`] | the ADS server over loopback, SotW and delta |
+//! | [`kube`] | the runtime against the fake API server; the `deploy/` manifests |
+//! | [`cli`] | `pier translate` and `pier bootstrap` as a user runs them |
+//! | [`demo`] | `pier demo --once` (built with the `demo` feature) |
+//! | [`envoy_validate`] | every IR variant accepted by `envoy --mode validate` |
+//! | [`authority_guard`] | the DynamicResolver authority guard, live in Envoy |
+//! | [`route_features_live`] | redirects, CORS, mirrors, timeouts, retries, live in Envoy |
+//! | [`layering`] | the core never reaches an edge, `gateway` never reaches `envoy`, the core does no I/O |
+//!
+//! Support: [`support`] (fixed test PKI), [`xds_support`] (ADS harness and proxies), [`kube_support`]
+//! (pier in Kubernetes mode), [`fake_apiserver`].
+//!
+//! Tests share this process, so none may depend on process-wide state: no `std::env::set_var` (child
+//! processes get their environment through `Command::env`), only idempotent global set-up (the rustls
+//! crypto provider, the tracing subscriber via `try_init`), and ephemeral loopback ports everywhere except
+//! the demo's fixed upstream addresses, which no other test uses. `kube::memory` measures the RSS of a
+//! `pier` child process, not of this one, so other tests running beside it do not skew it.
+
+mod authority_guard;
+mod cli;
+#[cfg(feature = "demo")]
+mod demo;
+mod envoy_validate;
+mod fake_apiserver;
+mod kube;
+mod kube_support;
+mod layering;
+mod route_features_live;
+mod support;
+mod xds;
+mod xds_support;
