@@ -23,8 +23,8 @@ use gateway_api::apis::standard::grpcroutes::{
     GrpcRouteRulesMatchesMethodType, GrpcRouteSpec,
 };
 
-use super::http::{header_modifier, mirror};
-use super::{BackendRef, Match, ParentRef, PathKind, PathMatch, Ref, RouteKind, RouteSpec, Rule, ValueMatch};
+use super::http::{backend_ref_conversion, header_modifier, mirror, parent_ref_conversion};
+use super::{Match, PathKind, PathMatch, RouteKind, RouteSpec, Rule, ValueMatch};
 use crate::model::ObjectKey;
 
 /// `fn filter(&Filters) -> Filter` over the GRPCRoute type names the calling module aliases.
@@ -123,24 +123,7 @@ pub fn route<'a>(key: &'a ObjectKey, route: &'a GrpcRoute) -> RouteSpec<'a> {
     }
 }
 
-fn parent_ref(p: &GrpcRouteParentRefs) -> ParentRef {
-    let GrpcRouteParentRefs {
-        group,
-        kind,
-        name,
-        namespace,
-        port,
-        section_name,
-    } = p;
-    ParentRef {
-        group: group.clone(),
-        kind: kind.clone(),
-        namespace: namespace.clone(),
-        name: name.clone(),
-        section_name: section_name.clone(),
-        port: *port,
-    }
-}
+parent_ref_conversion!(GrpcRouteParentRefs);
 
 fn rule(r: &GrpcRouteRules) -> Rule {
     let GrpcRouteRules {
@@ -169,28 +152,7 @@ fn rule(r: &GrpcRouteRules) -> Rule {
     }
 }
 
-fn backend_ref(b: &GrpcRouteRulesBackendRefs) -> BackendRef {
-    let GrpcRouteRulesBackendRefs {
-        filters,
-        group,
-        kind,
-        name,
-        namespace,
-        port,
-        weight,
-    } = b;
-    BackendRef {
-        target: Ref {
-            group: group.clone(),
-            kind: kind.clone(),
-            namespace: namespace.clone(),
-            name: name.clone(),
-            port: *port,
-        },
-        weight: *weight,
-        filters: filters.iter().flatten().map(backend_filters::filter).collect(),
-    }
-}
+backend_ref_conversion!(GrpcRouteRulesBackendRefs);
 
 fn route_match(m: &GrpcRouteRulesMatches) -> Result<Match, String> {
     let GrpcRouteRulesMatches { headers, method } = m;

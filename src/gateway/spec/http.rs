@@ -9,7 +9,7 @@ use gateway_api::apis::standard::httproutes::{
     HttpRouteRulesMatchesQueryParamsType, HttpRouteRulesTimeouts, HttpRouteSpec,
 };
 
-use super::{BackendRef, Match, ParentRef, PathKind, PathMatch, Ref, RouteKind, RouteSpec, Rule, Timeouts, ValueMatch};
+use super::{Match, PathKind, PathMatch, RouteKind, RouteSpec, Rule, Timeouts, ValueMatch};
 use crate::model::{HttpRouteExtras, ObjectKey, RuleExtras};
 
 /// The header modifier `$m` of type `$T` (items `$Add`, `$Set`) as a [`super::HeaderModifier`].
@@ -64,6 +64,60 @@ macro_rules! mirror {
     }};
 }
 pub(super) use mirror;
+
+/// `fn parent_ref(&$T) -> ParentRef`: HTTPRoute and GRPCRoute parentRefs have the same fields.
+macro_rules! parent_ref_conversion {
+    ($T:ident) => {
+        fn parent_ref(p: &$T) -> super::ParentRef {
+            let $T {
+                group,
+                kind,
+                name,
+                namespace,
+                port,
+                section_name,
+            } = p;
+            super::ParentRef {
+                group: group.clone(),
+                kind: kind.clone(),
+                namespace: namespace.clone(),
+                name: name.clone(),
+                section_name: section_name.clone(),
+                port: *port,
+            }
+        }
+    };
+}
+pub(super) use parent_ref_conversion;
+
+/// `fn backend_ref(&$T) -> BackendRef`, its filters read by the calling module's `backend_filters::filter`.
+macro_rules! backend_ref_conversion {
+    ($T:ident) => {
+        fn backend_ref(b: &$T) -> super::BackendRef {
+            let $T {
+                filters,
+                group,
+                kind,
+                name,
+                namespace,
+                port,
+                weight,
+            } = b;
+            super::BackendRef {
+                target: super::Ref {
+                    group: group.clone(),
+                    kind: kind.clone(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    port: *port,
+                },
+                weight: *weight,
+                filters: filters.iter().flatten().map(backend_filters::filter).collect(),
+            }
+        }
+    };
+}
+pub(super) use backend_ref_conversion;
 
 /// `fn filter(&Filters) -> Filter` over the type names the calling module aliases.
 macro_rules! filter_conversion {
@@ -254,24 +308,7 @@ pub fn route<'a>(key: &'a ObjectKey, route: &'a HttpRoute, extras: Option<&HttpR
     }
 }
 
-fn parent_ref(p: &HttpRouteParentRefs) -> ParentRef {
-    let HttpRouteParentRefs {
-        group,
-        kind,
-        name,
-        namespace,
-        port,
-        section_name,
-    } = p;
-    ParentRef {
-        group: group.clone(),
-        kind: kind.clone(),
-        namespace: namespace.clone(),
-        name: name.clone(),
-        section_name: section_name.clone(),
-        port: *port,
-    }
-}
+parent_ref_conversion!(HttpRouteParentRefs);
 
 /// The form of one rule, with what the parser kept beside it.
 pub fn rule(r: &HttpRouteRules, extras: RuleExtras) -> Rule {
@@ -308,28 +345,7 @@ pub fn rule(r: &HttpRouteRules, extras: RuleExtras) -> Rule {
     }
 }
 
-fn backend_ref(b: &HttpRouteRulesBackendRefs) -> BackendRef {
-    let HttpRouteRulesBackendRefs {
-        filters,
-        group,
-        kind,
-        name,
-        namespace,
-        port,
-        weight,
-    } = b;
-    BackendRef {
-        target: Ref {
-            group: group.clone(),
-            kind: kind.clone(),
-            namespace: namespace.clone(),
-            name: name.clone(),
-            port: *port,
-        },
-        weight: *weight,
-        filters: filters.iter().flatten().map(backend_filters::filter).collect(),
-    }
-}
+backend_ref_conversion!(HttpRouteRulesBackendRefs);
 
 pub fn route_match(m: &HttpRouteRulesMatches) -> Match {
     let HttpRouteRulesMatches {
