@@ -1,11 +1,14 @@
 //! Model → IR + status: everything Gateway-API-specific. One file per concern:
-//! `classes` (GatewayClass), `listeners`, `routes` (attachment and rules), `backends/` (each Backend
-//! kind and Services), `backend_tls` (BackendTLSPolicy), `tls` (certificate references), `refs`
-//! (ReferenceGrant), `policy` (destination guardrails), `order` (every precedence rule),
-//! `hostnames`, `conditions` and `status`.
+//! `classes` (GatewayClass), `gateways` and `listeners`, `spec` (pier's own typed form of HTTPRoute and
+//! GRPCRoute), `routes` (attachment), `rules` and `filters` (rules → route entries), `backends/` (each
+//! Backend kind and Services), `backend_tls` (BackendTLSPolicy), `tls` (certificate references), `refs`
+//! (ReferenceGrant), `policy` (destination guardrails), `order` (every precedence rule), `hostnames`,
+//! `duration` (GEP-2257), `conditions` (condition types and reasons, typed per kind) and `status` (the
+//! typed statuses).
 //!
 //! Pure: no I/O, no clock, no randomness; the output depends only on the model and options, never on
-//! input order. Must not touch Envoy protos (that is `envoy/`).
+//! input order. Must not touch Envoy protos (that is `envoy/`) nor import anything from it: resource names
+//! come from `ir::names`. `tests/it/layering.rs` enforces both.
 
 use std::collections::{BTreeMap, BTreeSet};
 
