@@ -58,7 +58,7 @@ spec:
     backendRefs: [{{group: gateway.networking.x-k8s.io, kind: XBackend, name: x-{i}}}]
 "
         );
-        if i % 4 == 0 {
+        if i.is_multiple_of(4) {
             docs.push(self.service(i));
             rules.push_str(&format!("  - backendRefs: [{{name: s-{i}, port: 80}}]\n"));
         }
@@ -77,14 +77,14 @@ spec:
 
     fn xbackend(&self, i: usize) -> String {
         let ns = namespace(i);
-        let tls = if i % 2 == 0 {
+        let tls = if i.is_multiple_of(2) {
             format!(
                 "  tls:\n    mode: ServerOnly\n    validation: {{hostname: x-{i}.example.com, wellKnownCACertificates: System}}\n"
             )
         } else {
             String::new()
         };
-        let port = if i % 2 == 0 { 443 } else { 80 };
+        let port = if i.is_multiple_of(2) { 443 } else { 80 };
         format!(
             "apiVersion: gateway.networking.x-k8s.io/v1alpha1
 kind: XBackend
