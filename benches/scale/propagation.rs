@@ -147,16 +147,19 @@ impl Pier {
             .stderr(log)
             .spawn()
             .expect("starting pier");
+        // Owned by `pier` from here on, so a failure below still kills it.
+        let mut pier = Pier {
+            child,
+            xds: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        };
         let t0 = Instant::now();
         loop {
             if let Some(v) = std::fs::read_to_string(&address_file)
                 .ok()
                 .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
             {
-                return Pier {
-                    child,
-                    xds: v["xds"].as_str().unwrap().parse().unwrap(),
-                };
+                pier.xds = v["xds"].as_str().unwrap().parse().unwrap();
+                return pier;
             }
             assert!(t0.elapsed() < Duration::from_secs(60), "pier did not start");
             tokio::time::sleep(Duration::from_millis(20)).await;
