@@ -39,22 +39,19 @@ pub fn permitted(model: &Model, from: RefEnd<'_>, to: RefEnd<'_>) -> bool {
     if from.namespace == to.namespace {
         return true;
     }
-    model
-        .reference_grants
-        .iter()
-        .filter(|(key, _)| key.namespace == to.namespace)
-        .any(|(_, grant)| {
-            let from_ok = grant
-                .spec
-                .from
-                .iter()
-                .any(|f| f.group == from.group && f.kind == from.kind && f.namespace == from.namespace);
-            let to_ok =
-                grant.spec.to.iter().any(|t| {
-                    t.group == to.group && t.kind == to.kind && t.name.as_deref().is_none_or(|n| n == to.name)
-                });
-            from_ok && to_ok
-        })
+    model.reference_grants.in_namespace(to.namespace).any(|(_, grant)| {
+        let from_ok = grant
+            .spec
+            .from
+            .iter()
+            .any(|f| f.group == from.group && f.kind == from.kind && f.namespace == from.namespace);
+        let to_ok = grant
+            .spec
+            .to
+            .iter()
+            .any(|t| t.group == to.group && t.kind == to.kind && t.name.as_deref().is_none_or(|n| n == to.name));
+        from_ok && to_ok
+    })
 }
 
 #[cfg(test)]

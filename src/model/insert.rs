@@ -11,7 +11,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::yaml::DocRef;
-use super::{Model, Object, ObjectKey};
+use super::{Kind, Model, ModelKind, Object, ObjectKey, Objects};
 
 /// Namespace a namespaced object lands in when its metadata names none (kubectl's default).
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -35,6 +35,26 @@ impl Object {
             Object::Secret(_) => "Secret",
             Object::ConfigMap(_) => "ConfigMap",
             Object::Namespace(_) => "Namespace",
+        }
+    }
+
+    /// The map this object goes into.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Object::GatewayClass(_) => Kind::GatewayClass,
+            Object::Gateway(_) => Kind::Gateway,
+            Object::HttpRoute(..) => Kind::HttpRoute,
+            Object::GrpcRoute(_) => Kind::GrpcRoute,
+            Object::ReferenceGrant(_) => Kind::ReferenceGrant,
+            Object::BackendTlsPolicy(_) => Kind::BackendTlsPolicy,
+            Object::XBackend(_) => Kind::XBackend,
+            Object::Backend(_) => Kind::Backend,
+            Object::EgBackend(_) => Kind::EgBackend,
+            Object::Service(_) => Kind::Service,
+            Object::EndpointSlice(_) => Kind::EndpointSlice,
+            Object::Secret(_) => Kind::Secret,
+            Object::ConfigMap(_) => Kind::ConfigMap,
+            Object::Namespace(_) => Kind::Namespace,
         }
     }
 
@@ -99,11 +119,80 @@ impl Model {
             Object::Backend(o) => self.backends.insert(key, Arc::new(o)).is_some(),
             Object::EgBackend(o) => self.eg_backends.insert(key, Arc::new(o)).is_some(),
             Object::Service(o) => self.services.insert(key, Arc::new(o)).is_some(),
-            Object::EndpointSlice(o) => self.endpoint_slices.insert(key, Arc::new(o)).is_some(),
+            Object::EndpointSlice(o) => self.insert_slice(key, Arc::new(o)),
             Object::Secret(o) => self.secrets.insert(key, Arc::new(o)).is_some(),
             Object::ConfigMap(o) => self.config_maps.insert(key, Arc::new(o)).is_some(),
             Object::Namespace(o) => self.namespaces.insert(key, Arc::new(o)).is_some(),
         }
+    }
+
+    /// Removes the object of `kind` at `key` (an HTTPRoute with what was kept beside it); true if there
+    /// was one.
+    pub fn remove(&mut self, kind: Kind, key: &ObjectKey) -> bool {
+        match kind {
+            Kind::GatewayClass => self.gateway_classes.remove(key).is_some(),
+            Kind::Gateway => self.gateways.remove(key).is_some(),
+            Kind::HttpRoute | Kind::HttpRouteExtras => {
+                self.http_route_extras.remove(key);
+                self.http_routes.remove(key).is_some()
+            }
+            Kind::GrpcRoute => self.grpc_routes.remove(key).is_some(),
+            Kind::ReferenceGrant => self.reference_grants.remove(key).is_some(),
+            Kind::BackendTlsPolicy => self.backend_tls_policies.remove(key).is_some(),
+            Kind::XBackend => self.xbackends.remove(key).is_some(),
+            Kind::Backend => self.backends.remove(key).is_some(),
+            Kind::EgBackend => self.eg_backends.remove(key).is_some(),
+            Kind::Service => self.services.remove(key).is_some(),
+            Kind::EndpointSlice => self.remove_slice(key),
+            Kind::Secret => self.secrets.remove(key).is_some(),
+            Kind::ConfigMap => self.config_maps.remove(key).is_some(),
+            Kind::Namespace => self.namespaces.remove(key).is_some(),
+        }
+    }
+
+    /// Adds every object of `other` (sharing them), replacing objects with the same kind and key.
+    pub fn absorb(&mut self, other: &Model) {
+        // Names every map: a map added to `Model` fails to compile here until it is absorbed too.
+        let Model {
+            gateway_classes: _,
+            gateways: _,
+            http_routes: _,
+            http_route_extras: _,
+            grpc_routes: _,
+            reference_grants: _,
+            backend_tls_policies: _,
+            xbackends: _,
+            backends: _,
+            eg_backends: _,
+            services: _,
+            endpoint_slices: _,
+            secrets: _,
+            config_maps: _,
+            namespaces: _,
+            slices_by_service: _,
+        } = other;
+        fn extend<T: ModelKind>(dst: &mut Objects<T>, src: &Objects<T>) {
+            for (k, v) in src.iter() {
+                dst.insert(k.clone(), Arc::clone(v));
+            }
+        }
+        extend(&mut self.gateway_classes, &other.gateway_classes);
+        extend(&mut self.gateways, &other.gateways);
+        extend(&mut self.http_routes, &other.http_routes);
+        extend(&mut self.http_route_extras, &other.http_route_extras);
+        extend(&mut self.grpc_routes, &other.grpc_routes);
+        extend(&mut self.reference_grants, &other.reference_grants);
+        extend(&mut self.backend_tls_policies, &other.backend_tls_policies);
+        extend(&mut self.xbackends, &other.xbackends);
+        extend(&mut self.backends, &other.backends);
+        extend(&mut self.eg_backends, &other.eg_backends);
+        extend(&mut self.services, &other.services);
+        for (k, v) in other.endpoint_slices.iter() {
+            self.insert_slice(k.clone(), Arc::clone(v));
+        }
+        extend(&mut self.secrets, &other.secrets);
+        extend(&mut self.config_maps, &other.config_maps);
+        extend(&mut self.namespaces, &other.namespaces);
     }
 }
 

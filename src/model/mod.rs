@@ -6,7 +6,6 @@
 //! golden tests, e2e, `pier translate`), `load` turns texts into a model and `insert` applies objects to
 //! one. Nothing here does I/O: sources read the bytes and hand them over.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -59,7 +58,10 @@ impl HttpRouteExtras {
 
 pub mod insert;
 pub mod load;
+pub mod objects;
 pub mod yaml;
+
+pub use objects::{Kind, ModelKind, Objects};
 
 /// Identity of an object within its kind.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -94,26 +96,101 @@ impl fmt::Display for ObjectKey {
     }
 }
 
-/// Every kind pier understands, one map each.
+/// Every kind pier understands, one map each, plus an index of EndpointSlices by Service. Persistent
+/// (`objects`): clones share structure, so successive snapshots cost what changed.
 #[derive(Debug, Clone, Default)]
 pub struct Model {
-    pub gateway_classes: BTreeMap<ObjectKey, Arc<GatewayClass>>,
-    pub gateways: BTreeMap<ObjectKey, Arc<Gateway>>,
-    pub http_routes: BTreeMap<ObjectKey, Arc<HttpRoute>>,
+    pub gateway_classes: Objects<GatewayClass>,
+    pub gateways: Objects<Gateway>,
+    pub http_routes: Objects<HttpRoute>,
     /// What the standard HTTPRoute type cannot hold, for the routes that have any (keys of `http_routes`).
-    pub http_route_extras: BTreeMap<ObjectKey, Arc<HttpRouteExtras>>,
-    pub grpc_routes: BTreeMap<ObjectKey, Arc<GrpcRoute>>,
-    pub reference_grants: BTreeMap<ObjectKey, Arc<ReferenceGrant>>,
-    pub backend_tls_policies: BTreeMap<ObjectKey, Arc<BackendTlsPolicy>>,
-    pub xbackends: BTreeMap<ObjectKey, Arc<XBackend>>,
+    pub http_route_extras: Objects<HttpRouteExtras>,
+    pub grpc_routes: Objects<GrpcRoute>,
+    pub reference_grants: Objects<ReferenceGrant>,
+    pub backend_tls_policies: Objects<BackendTlsPolicy>,
+    pub xbackends: Objects<XBackend>,
     /// The standard-group `Backend`, in either the GEP-4488 or the draft shape.
-    pub backends: BTreeMap<ObjectKey, Arc<Backend>>,
-    pub eg_backends: BTreeMap<ObjectKey, Arc<EgBackend>>,
-    pub services: BTreeMap<ObjectKey, Arc<Service>>,
-    pub endpoint_slices: BTreeMap<ObjectKey, Arc<EndpointSlice>>,
-    pub secrets: BTreeMap<ObjectKey, Arc<Secret>>,
-    pub config_maps: BTreeMap<ObjectKey, Arc<ConfigMap>>,
-    pub namespaces: BTreeMap<ObjectKey, Arc<Namespace>>,
+    pub backends: Objects<Backend>,
+    pub eg_backends: Objects<EgBackend>,
+    pub services: Objects<Service>,
+    pub endpoint_slices: Objects<EndpointSlice>,
+    pub secrets: Objects<Secret>,
+    pub config_maps: Objects<ConfigMap>,
+    pub namespaces: Objects<Namespace>,
+    /// EndpointSlice keys by the Service their `kubernetes.io/service-name` label names.
+    slices_by_service: imbl::OrdMap<ObjectKey, imbl::OrdSet<ObjectKey>>,
+}
+
+macro_rules! model_kind {
+    ($($t:ty => $k:ident),* $(,)?) => { $( impl ModelKind for $t { const KIND: Kind = Kind::$k; } )* };
+}
+model_kind!(
+    GatewayClass => GatewayClass,
+    Gateway => Gateway,
+    HttpRoute => HttpRoute,
+    HttpRouteExtras => HttpRouteExtras,
+    GrpcRoute => GrpcRoute,
+    ReferenceGrant => ReferenceGrant,
+    BackendTlsPolicy => BackendTlsPolicy,
+    XBackend => XBackend,
+    Backend => Backend,
+    EgBackend => EgBackend,
+    Service => Service,
+    EndpointSlice => EndpointSlice,
+    Secret => Secret,
+    ConfigMap => ConfigMap,
+    Namespace => Namespace,
+);
+
+/// The label that ties an EndpointSlice to its Service.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// The Service an EndpointSlice belongs to, by its `kubernetes.io/service-name` label.
+pub fn slice_service(key: &ObjectKey, slice: &EndpointSlice) -> Option<ObjectKey> {
+    let name = slice.metadata.labels.as_ref()?.get(SERVICE_NAME_LABEL)?;
+    Some(ObjectKey::new(&key.namespace, name))
+}
+
+impl Model {
+    /// The EndpointSlices of Service `svc`, in key order (a recorded read: [`objects::Read::SlicesOf`]).
+    pub fn slices_of<'a>(
+        &'a self,
+        svc: &ObjectKey,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<EndpointSlice>)> + 'a {
+        objects::record(|| objects::Read::SlicesOf(svc.clone()));
+        self.slices_by_service
+            .get(svc)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.endpoint_slices.peek(k).map(|s| (k, s)))
+    }
+
+    pub(crate) fn insert_slice(&mut self, key: ObjectKey, slice: Arc<EndpointSlice>) -> bool {
+        let old = self.endpoint_slices.insert(key.clone(), slice.clone());
+        self.unindex_slice(&key, old.as_deref());
+        if let Some(svc) = slice_service(&key, &slice) {
+            self.slices_by_service.entry(svc).or_default().insert(key);
+        }
+        old.is_some()
+    }
+
+    pub(crate) fn remove_slice(&mut self, key: &ObjectKey) -> bool {
+        let old = self.endpoint_slices.remove(key);
+        self.unindex_slice(key, old.as_deref());
+        old.is_some()
+    }
+
+    fn unindex_slice(&mut self, key: &ObjectKey, old: Option<&EndpointSlice>) {
+        let Some(svc) = old.and_then(|s| slice_service(key, s)) else {
+            return;
+        };
+        if let Some(set) = self.slices_by_service.get_mut(&svc) {
+            set.remove(key);
+            if set.is_empty() {
+                self.slices_by_service.remove(&svc);
+            }
+        }
+    }
 }
 
 /// One parsed object of any supported kind.

@@ -19,7 +19,7 @@ use crate::gateway::policy;
 use crate::ir;
 use crate::model::ObjectKey;
 
-pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+pub use crate::model::SERVICE_NAME_LABEL;
 
 #[derive(Debug)]
 pub struct Found {
@@ -44,14 +44,8 @@ pub fn for_service_port(ctx: Ctx<'_>, svc: &ObjectKey, port: u16) -> Result<Foun
         ..ctx.opts.guardrails.clone()
     };
     let mut seen = BTreeSet::new();
-    for (slice_key, slice) in ctx.model.endpoint_slices.range(ObjectKey::new(&svc.namespace, "")..) {
-        if slice_key.namespace != svc.namespace {
-            break;
-        }
-        let owner = slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL));
-        if owner.map(String::as_str) == Some(svc.name.as_str()) {
-            ready_endpoints(slice_key, slice, &port_name, &guard, &mut seen, &mut found.notes);
-        }
+    for (slice_key, slice) in ctx.model.slices_of(svc) {
+        ready_endpoints(slice_key, slice, &port_name, &guard, &mut seen, &mut found.notes);
     }
     found.endpoints = seen.into_iter().collect();
     Ok(found)

@@ -214,7 +214,8 @@ impl Source {
                 self.rejected.remove(&(kind.name, key.clone()));
                 let p = &mut self.parts[i];
                 p.trimmed.remove(&key);
-                store::remove(&mut p.objects, &key)
+                let model_kind = crate::model::Kind::from_name(kind.name).expect("every watched kind is a model kind");
+                store::remove(&mut p.objects, model_kind, &key)
             }
         }
     }

@@ -7,7 +7,6 @@
 //! it.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use serde_json::Value;
@@ -38,34 +37,14 @@ macro_rules! model_maps {
     };
 }
 
-// A map added to `Model` fails to compile here until `model_maps!` lists it, so no kind is silently
-// left out of the assembled model.
-macro_rules! exhaustive {
-    ($($f:ident),*) => {
-        #[allow(dead_code)]
-        fn all_maps_listed(m: &Model) {
-            let Model { $($f: _),* } = m;
-        }
-    };
-}
-model_maps!(exhaustive);
-
 /// Adds every object of `src` to `dst` (sharing the objects).
 pub fn merge_into(dst: &mut Model, src: &Model) {
-    macro_rules! merge {
-        ($($f:ident),*) => { $( dst.$f.extend(src.$f.iter().map(|(k, v)| (k.clone(), Arc::clone(v)))); )* };
-    }
-    model_maps!(merge);
+    dst.absorb(src);
 }
 
 /// Removes `key` from whichever map holds it (a partition holds one kind only).
-pub fn remove(model: &mut Model, key: &ObjectKey) -> bool {
-    let mut removed = false;
-    macro_rules! rm {
-        ($($f:ident),*) => { $( removed |= model.$f.remove(key).is_some(); )* };
-    }
-    model_maps!(rm);
-    removed
+pub fn remove(model: &mut Model, kind: crate::model::Kind, key: &ObjectKey) -> bool {
+    model.remove(kind, key)
 }
 
 pub fn count(model: &Model) -> usize {
@@ -229,8 +208,8 @@ pub fn trim_unreferenced(p: &mut Partition, refs: &BTreeSet<Ref>) {
             continue;
         }
         let mut obj = match kind {
-            "Secret" => Object::Secret(p.objects.secrets[&key].as_ref().clone()),
-            _ => Object::ConfigMap(p.objects.config_maps[&key].as_ref().clone()),
+            "Secret" => Object::Secret(p.objects.secrets.peek(&key).expect("listed above").as_ref().clone()),
+            _ => Object::ConfigMap(p.objects.config_maps.peek(&key).expect("listed above").as_ref().clone()),
         };
         trim(&mut obj);
         p.objects.upsert(obj);
