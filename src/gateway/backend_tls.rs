@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;
 
 use super::MAX_POLICY_ANCESTORS;
-use super::backends::{Backends, Ctx};
+use super::backends::{Backends, Ctx, References};
 use super::conditions::{
     Condition, PolicyCondition, PolicyProblem, PolicyReason as Reason, PolicyType as Type, Problem,
 };
@@ -25,7 +25,10 @@ use crate::ir;
 use crate::ir::names::BackendKind;
 use crate::model::{Model, ObjectKey};
 
-#[derive(Debug, Default)]
+/// The tag of a recorded read of the policy applying to a Service ([`PolicyIndex::lookup`]).
+pub const POLICY_READ: &str = "policy";
+
+#[derive(Debug, Default, PartialEq)]
 pub struct PolicyVerdict {
     pub generation: i64,
     pub problems: Vec<PolicyProblem>,
@@ -117,6 +120,7 @@ impl PolicyIndex {
 
     /// The policy that applies to `svc`'s port named `port_name`: the sectioned one first.
     pub fn lookup(&self, svc: &ObjectKey, port_name: &str) -> Option<(&ObjectKey, &PolicyVerdict)> {
+        crate::model::objects::record(|| crate::model::objects::Read::Derived(POLICY_READ, svc.clone()));
         let sectioned = (!port_name.is_empty())
             .then(|| self.winners.get(&(svc.clone(), Some(port_name.to_string()))))
             .flatten();
@@ -206,13 +210,13 @@ fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, policy: &BackendTlsPolicy) -> PolicyV
 }
 
 /// `status.ancestors` of every policy: one entry per Gateway whose routes use one of its targets.
-pub fn statuses(model: &Model, backends: &Backends<'_>, controller: &str) -> Vec<ObjectStatus> {
+pub fn statuses(model: &Model, backends: &Backends<'_>, refs: &References, controller: &str) -> Vec<ObjectStatus> {
     let mut out = Vec::new();
     for (key, verdict) in &backends.policies.verdicts {
         let ancestors: BTreeSet<&ObjectKey> = verdict
             .targets
             .iter()
-            .filter_map(|t| backends.referenced_by.get(t))
+            .filter_map(|t| refs.referenced_by.get(t))
             .flatten()
             .collect();
         if ancestors.is_empty() || !model.backend_tls_policies.contains_key(key) {

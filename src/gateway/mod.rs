@@ -58,7 +58,8 @@ pub(crate) const MAX_POLICY_ANCESTORS: usize = 16;
 pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
     let ctx = Ctx { model, opts };
     let (classes, mut statuses) = classes::process(model, opts);
-    let mut backends = Backends::new(ctx);
+    let backends = Backends::new(ctx);
+    let mut refs = backends::References::default();
     let routes = routes_in_order(model);
     let mut out = ir::Ir::default();
     let mut route_parents: BTreeMap<(RouteKind, ObjectKey), Vec<RouteParentStatus>> = BTreeMap::new();
@@ -66,7 +67,7 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
         if !classes.contains(&gw.spec.gateway_class_name) {
             continue;
         }
-        let (gir, status) = gateway(ctx, &mut backends, gw_key, gw, &routes, &mut route_parents);
+        let (gir, status) = gateway(ctx, &backends, &mut refs, gw_key, gw, &routes, &mut route_parents);
         statuses.push(status);
         out.gateways.insert(gw_key.to_string(), gir);
     }
@@ -83,8 +84,8 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
             body,
         ));
     }
-    statuses.extend(backends::verdict::statuses(&backends, &opts.controller_name));
-    statuses.extend(backend_tls::statuses(model, &backends, &opts.controller_name));
+    statuses.extend(backends::verdict::statuses(&backends, &refs, &opts.controller_name));
+    statuses.extend(backend_tls::statuses(model, &backends, &refs, &opts.controller_name));
     statuses.sort_by_key(ObjectStatus::sort_key);
     (out, statuses)
 }
@@ -105,7 +106,8 @@ fn routes_in_order(model: &Model) -> Vec<RouteSpec<'_>> {
 /// One Gateway's IR and status; each route's status entries for this Gateway go to `route_parents`.
 fn gateway(
     ctx: Ctx<'_>,
-    backends: &mut Backends<'_>,
+    backends: &Backends<'_>,
+    refs: &mut backends::References,
     gw_key: &ObjectKey,
     gw: &Gateway,
     routes: &[RouteSpec<'_>],
@@ -124,7 +126,8 @@ fn gateway(
     let mut sink = routes::Sink::default();
     for (order, spec) in routes.iter().enumerate() {
         let r = routes::RouteRef { spec, order };
-        let parents = routes::attach(&scope, backends, r, &mut listeners, &mut sink);
+        let (parents, reached) = routes::attach(&scope, backends, r, &mut listeners, &mut sink);
+        refs.add(gw_key, &reached);
         route_parents
             .entry((spec.kind, spec.key.clone()))
             .or_default()

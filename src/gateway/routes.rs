@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::backends::Backends;
+use super::backends::{Backends, Reached};
 use super::conditions::{Condition, RouteCondition, RouteReason, RouteType};
 use super::hostnames;
 use super::listeners::{AllowedNamespaces, ListenerInfo};
@@ -62,16 +62,17 @@ pub struct RouteRef<'a> {
 }
 
 /// Attaches a route to the scope's Gateway. Returns the status entries for the parentRefs that name
-/// this Gateway; route entries and clusters go to `sink`.
+/// this Gateway and what its references reached; route entries and clusters go to `sink`.
 pub fn attach(
     scope: &Scope<'_>,
-    backends: &mut Backends<'_>,
+    backends: &Backends<'_>,
     r: RouteRef<'_>,
     listeners: &mut [ListenerInfo],
     sink: &mut Sink,
-) -> Vec<RouteParentStatus> {
+) -> (Vec<RouteParentStatus>, Reached) {
     let gw_key = scope.gateway;
     let mut statuses = Vec::new();
+    let mut reached = Reached::default();
     for parent in &r.spec.parent_refs {
         if !names_gateway(parent, &r.spec.key.namespace, gw_key) {
             continue;
@@ -79,7 +80,10 @@ pub fn attach(
         let (section, port) = (parent.section_name.as_deref(), parent.port);
         let (accepted, attached) = accept_on_listeners(scope, r.spec, listeners, &sink.claims, section, port);
         let conditions = if accepted.is_true() {
-            attach_rules(scope, backends, r, accepted, &attached, listeners, sink)
+            let (conditions, parent_reached) = attach_rules(scope, backends, r, accepted, &attached, listeners, sink);
+            reached.refs.extend(parent_reached.refs);
+            reached.parent_problems.extend(parent_reached.parent_problems);
+            conditions
         } else {
             let not_evaluated = Condition::ok(
                 RouteType::ResolvedRefs,
@@ -95,7 +99,7 @@ pub fn attach(
             conditions,
         });
     }
-    statuses
+    (statuses, reached)
 }
 
 /// Does the parentRef name this Gateway (group and kind default to Gateway API's Gateway, the namespace
@@ -112,17 +116,17 @@ fn names_gateway(parent: &spec::ParentRef, route_ns: &str, gw: &ObjectKey) -> bo
 /// counts on its listeners and claims its hostnames there.
 fn attach_rules(
     scope: &Scope<'_>,
-    backends: &mut Backends<'_>,
+    backends: &Backends<'_>,
     r: RouteRef<'_>,
     accepted: RouteCondition,
     attached: &[(usize, Vec<String>)],
     listeners: &mut [ListenerInfo],
     sink: &mut Sink,
-) -> Vec<RouteCondition> {
+) -> (Vec<RouteCondition>, Reached) {
     let g = r.spec.generation();
-    let (resolved, dropped) = rules(scope, backends, r, attached, sink);
-    let mut conds = vec![accepted, resolved];
-    match dropped {
+    let outcome = rules(scope, backends, r, attached, sink);
+    let mut conds = vec![accepted, outcome.resolved];
+    match outcome.dropped {
         Some(Dropped::Every(msg)) => {
             conds[0] = Condition::fail(RouteType::Accepted, RouteReason::UnsupportedValue, msg, g);
         }
@@ -140,7 +144,7 @@ fn attach_rules(
             sink.claims.entry(*i).or_default().push((r.spec.kind, hosts.clone()));
         }
     }
-    conds
+    (conds, outcome.reached)
 }
 
 /// Listeners of this parentRef that take the route, with the route's effective hostnames on each:

@@ -11,7 +11,7 @@
 //! One rule is translated in steps: its filters (`rule_filters`), its backends (`rule_backends`), the
 //! action they make (`rule_action`), its mirrors (`rule_mirrors`), and its entries (`entries`).
 
-use super::backends::{Backends, GatewaySide, RefSpec, RouteSide, Target};
+use super::backends::{Backends, GatewaySide, Reached, RefSpec, RouteSide, Target};
 use super::conditions::{Condition, Problem, RouteCondition, RouteProblem, RouteReason, RouteType};
 use super::filters::RuleFilters;
 use super::routes::{Entry, RouteRef, Scope, Sink};
@@ -34,6 +34,14 @@ struct Outcome {
     dropped: Vec<String>,
 }
 
+/// What the rules of a route attached to one parent gave: its `ResolvedRefs` condition, the rules
+/// dropped (if any), and what its references reached.
+pub(super) struct RulesOutcome {
+    pub resolved: RouteCondition,
+    pub dropped: Option<Dropped>,
+    pub reached: Reached,
+}
+
 /// Where a rule's backendRefs resolve: the route's side of a reference and the Gateway's.
 #[derive(Clone, Copy)]
 struct Sides<'a> {
@@ -46,11 +54,11 @@ struct Sides<'a> {
 /// condition and, if rules were dropped, why.
 pub(super) fn rules(
     scope: &Scope<'_>,
-    backends: &mut Backends<'_>,
+    backends: &Backends<'_>,
     r: RouteRef<'_>,
     attached: &[(usize, Vec<String>)],
     sink: &mut Sink,
-) -> (RouteCondition, Option<Dropped>) {
+) -> RulesOutcome {
     let route = r.spec;
     let sides = Sides {
         route: RouteSide {
@@ -65,6 +73,7 @@ pub(super) fn rules(
         grpc: route.kind == RouteKind::Grpc,
     };
     let mut out = Outcome::default();
+    let mut reached = Reached::default();
     for (ri, rule) in route.rules.iter().enumerate() {
         let filters = match rule_filters(rule) {
             Ok(f) => f,
@@ -81,10 +90,10 @@ pub(super) fn rules(
                 out.dropped.push(msg);
             }
         }
-        let resolved = rule_backends(rule, &filters, backends, sides, &mut out);
+        let resolved = rule_backends(rule, &filters, backends, sides, &mut out, &mut reached);
         let action = rule_action(&filters, with_failover(resolved, sink), sides.grpc);
         let mirrors = match action {
-            ir::RouteAction::Forward(_) => rule_mirrors(&filters, backends, sides, ri, &mut out, sink),
+            ir::RouteAction::Forward(_) => rule_mirrors(&filters, backends, sides, ri, &mut out, &mut reached, sink),
             _ => Vec::new(),
         };
         entries(r, ri, rule, &filters, &action, &mirrors, attached, sink);
@@ -94,7 +103,11 @@ pub(super) fn rules(
         n if n == route.rules.len() => Some(Dropped::Every(out.dropped.join("; "))),
         _ => Some(Dropped::Part(out.dropped.join("; "))),
     };
-    (resolved_refs(out.ref_problems, out.notes, route.generation()), dropped)
+    RulesOutcome {
+        resolved: resolved_refs(out.ref_problems, out.notes, route.generation()),
+        dropped,
+        reached,
+    }
 }
 
 /// The rule's filters, or why it cannot be served: its own error (a GRPCRoute method match), matches
@@ -115,9 +128,10 @@ fn rule_filters(rule: &spec::Rule) -> Result<RuleFilters, String> {
 fn rule_backends(
     rule: &spec::Rule,
     filters: &RuleFilters,
-    backends: &mut Backends<'_>,
+    backends: &Backends<'_>,
     sides: Sides<'_>,
     out: &mut Outcome,
+    reached: &mut Reached,
 ) -> Vec<(Option<Target>, u32, ir::BackendFilters)> {
     if filters.redirects() || filters.fail_closed.is_some() {
         return Vec::new();
@@ -126,7 +140,7 @@ fn rule_backends(
     for (bi, br) in rule.backend_refs.iter().enumerate() {
         let weight = u32::try_from(br.weight.unwrap_or(1)).unwrap_or(0);
         let own = filters.per_backend.get(bi).cloned().unwrap_or_default();
-        let target = match backends.resolve(sides.route, &ref_spec(&br.target, sides.route), sides.gateway) {
+        let target = match backends.resolve(sides.route, &ref_spec(&br.target, sides.route), sides.gateway, reached) {
             Ok(Some(t)) => {
                 out.notes.extend(t.notes.iter().cloned());
                 Some(if sides.grpc { over_http2(t) } else { t })
@@ -169,17 +183,19 @@ fn rule_action(filters: &RuleFilters, backends: Vec<ir::WeightedBackend>, grpc: 
 
 /// The rule's mirrors, resolved like backendRefs (only forwarded requests are copied); one that does not
 /// resolve is left out and its problem, named after the rule and filter, goes on the route.
+#[allow(clippy::too_many_arguments)]
 fn rule_mirrors(
     filters: &RuleFilters,
-    backends: &mut Backends<'_>,
+    backends: &Backends<'_>,
     sides: Sides<'_>,
     ri: usize,
     out: &mut Outcome,
+    reached: &mut Reached,
     sink: &mut Sink,
 ) -> Vec<ir::Mirror> {
     let mut mirrors = Vec::new();
     for m in &filters.mirrors {
-        let t = match backends.resolve(sides.route, &ref_spec(&m.backend, sides.route), sides.gateway) {
+        let t = match backends.resolve(sides.route, &ref_spec(&m.backend, sides.route), sides.gateway, reached) {
             Ok(Some(t)) => t,
             Ok(None) => continue,
             Err(p) => {

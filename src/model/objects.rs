@@ -76,6 +76,9 @@ pub enum Read {
     All(Kind),
     /// The EndpointSlices that name a Service (by their `kubernetes.io/service-name` label).
     SlicesOf(ObjectKey),
+    /// Something the translator derived once per translation and shares (an evaluated Backend, the
+    /// BackendTLSPolicy applying to a Service), by a tag and the key it is about.
+    Derived(&'static str, ObjectKey),
 }
 
 thread_local! {

@@ -174,15 +174,48 @@ pub struct RouteSide<'a> {
     pub namespace: &'a str,
 }
 
+/// Every Backend object evaluated once, and the BackendTLSPolicies, for one translation. Read-only while
+/// routes resolve their references: what a route reaches is reported in its own [`Reached`], so one
+/// route's resolution can be redone without the others'.
 pub struct Backends<'a> {
     ctx: Ctx<'a>,
     pub policies: PolicyIndex,
     evaluated: BTreeMap<(BackendKind, ObjectKey), Evaluated>,
-    /// Gateways that reference each Backend object (for `status.parents`) and each Service.
+}
+
+/// What resolving one route's references reached: the backends it referenced (for their
+/// `status.parents` and the policies' ancestors) and problems a Backend has for this Gateway only (a
+/// required client certificate the Gateway does not have).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reached {
+    pub refs: Vec<(BackendKind, ObjectKey)>,
+    pub parent_problems: Vec<((BackendKind, ObjectKey), BackendProblem)>,
+}
+
+/// Who references what, over every route of every Gateway: the Gateways that reference each Backend
+/// object and each Service, and the per-Gateway problems of Backends.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct References {
     pub referenced_by: BTreeMap<(BackendKind, ObjectKey), BTreeSet<ObjectKey>>,
-    /// Problems of a Backend that hold for one Gateway only (a required client certificate the
-    /// Gateway does not have), keyed by (kind, Backend, Gateway).
     pub parent_problems: BTreeMap<(BackendKind, ObjectKey, ObjectKey), BackendProblem>,
+}
+
+impl References {
+    /// Adds what a route attached to `gateway` reached.
+    pub fn add(&mut self, gateway: &ObjectKey, reached: &Reached) {
+        for r in &reached.refs {
+            self.referenced_by.entry(r.clone()).or_default().insert(gateway.clone());
+        }
+        for ((kind, key), p) in &reached.parent_problems {
+            self.parent_problems
+                .insert((*kind, key.clone(), gateway.clone()), p.clone());
+        }
+    }
+
+    /// The problem a Backend has for one Gateway only, if any.
+    pub fn parent_problem(&self, kind: BackendKind, key: &ObjectKey, gateway: &ObjectKey) -> Option<&BackendProblem> {
+        self.parent_problems.get(&(kind, key.clone(), gateway.clone()))
+    }
 }
 
 impl<'a> Backends<'a> {
@@ -213,75 +246,44 @@ impl<'a> Backends<'a> {
             ctx,
             policies: PolicyIndex::build(ctx),
             evaluated,
-            referenced_by: BTreeMap::new(),
-            parent_problems: BTreeMap::new(),
         }
     }
 
-    /// Resolves one backendRef of a route attached to `gateway`.
+    /// Resolves one backendRef of a route attached to `gateway`; what it reached goes to `reached`.
     /// `Ok(None)`: the reference is fine but its target may not carry traffic (a Service port whose
     /// BackendTLSPolicy is invalid); its share gets a 5xx and the policy's status says why.
     pub fn resolve(
-        &mut self,
+        &self,
         route: RouteSide<'_>,
         r: &RefSpec<'_>,
         gw: GatewaySide<'_>,
+        reached: &mut Reached,
     ) -> Result<Option<Target>, RouteProblem> {
-        let mut target = self.resolve_target(route, r, gw.key)?;
+        let mut target = self.resolve_target(route, r, reached)?;
         if let Some(t) = target.as_mut() {
-            self.apply_gateway_cert(t, r, gw)?;
+            apply_gateway_cert(t, r, gw, reached)?;
         }
         Ok(target)
     }
 
-    /// Puts the Gateway's client certificate on a target that takes it; refuses a target that
-    /// requires one when the Gateway has none.
-    fn apply_gateway_cert(&mut self, t: &mut Target, r: &RefSpec<'_>, gw: GatewaySide<'_>) -> Result<(), RouteProblem> {
-        let Some(tls) = t.cluster.tls.as_mut() else {
-            return Ok(());
-        };
-        match (t.gateway_client_cert, gw.client_cert) {
-            (GatewayCert::No, _) | (GatewayCert::Optional, None) => Ok(()),
-            (_, Some(cert)) => {
-                tls.client_certificate = Some(cert.to_string());
-                Ok(())
-            }
-            (GatewayCert::Required, None) => {
-                let msg = format!(
-                    "{} {}/{}: tls.mode ClientAndServer needs a client certificate, but it sets no clientCertificateRef and Gateway {} has no valid spec.tls.backend.clientCertificateRef",
-                    r.kind, r.namespace, r.name, gw.key
-                );
-                let kind = match (r.group, r.kind) {
-                    (X_GATEWAY_GROUP, KIND_XBACKEND) => BackendKind::XBackend,
-                    _ => BackendKind::Backend,
-                };
-                let key = (kind, ObjectKey::new(r.namespace, r.name), gw.key.clone());
-                let backend_side = Problem::refs(BackendReason::InvalidClientCertificateRef, msg.clone());
-                self.parent_problems.insert(key, backend_side);
-                Err(Problem::refs(RouteReason::InvalidBackend, msg))
-            }
-        }
-    }
-
     fn resolve_target(
-        &mut self,
+        &self,
         route: RouteSide<'_>,
         r: &RefSpec<'_>,
-        gateway: &ObjectKey,
+        reached: &mut Reached,
     ) -> Result<Option<Target>, RouteProblem> {
         let kind = backend_kind(r)?;
         permitted(self.ctx.model, route, r, kind)?;
         let key = ObjectKey::new(r.namespace, r.name);
         if kind == BackendKind::Service {
-            self.note_reference(kind, &key, gateway);
+            reached.refs.push((kind, key.clone()));
             return service::resolve(self.ctx, &self.policies, &key, r.port);
         }
         let what = format!("{} {key}", r.kind);
-        if !self.evaluated.contains_key(&(kind, key.clone())) {
+        let Some(ev) = self.evaluation(kind, &key) else {
             return Err(Problem::refs(RouteReason::BackendNotFound, format!("{what} not found")));
-        }
-        self.note_reference(kind, &key, gateway);
-        let ev = &self.evaluated[&(kind, key.clone())];
+        };
+        reached.refs.push((kind, key.clone()));
         let usable = ev.usable.as_ref().ok_or_else(|| not_accepted(&what, ev))?;
         let choice = select_port(usable, r.port)
             .map_err(|m| Problem::refs(RouteReason::BackendNotFound, format!("{what}: {m}")))?;
@@ -302,21 +304,50 @@ impl<'a> Backends<'a> {
         Ok(Some(target(kind, &key, name, usable, choice)))
     }
 
-    fn note_reference(&mut self, kind: BackendKind, key: &ObjectKey, gateway: &ObjectKey) {
-        self.referenced_by
-            .entry((kind, key.clone()))
-            .or_default()
-            .insert(gateway.clone());
+    /// The evaluation of one Backend object (a recorded read of it, for the incremental translator).
+    pub fn evaluation(&self, kind: BackendKind, key: &ObjectKey) -> Option<&Evaluated> {
+        crate::model::objects::record(|| crate::model::objects::Read::Derived(kind.prefix(), key.clone()));
+        self.evaluated.get(&(kind, key.clone()))
     }
 
     /// Every evaluated Backend object.
     pub fn evaluated(&self) -> impl Iterator<Item = (BackendKind, &ObjectKey, &Evaluated)> {
         self.evaluated.iter().map(|((kind, key), ev)| (*kind, key, ev))
     }
+}
 
-    /// The problem a Backend has for one Gateway only, if any.
-    pub fn parent_problem(&self, kind: BackendKind, key: &ObjectKey, gateway: &ObjectKey) -> Option<&BackendProblem> {
-        self.parent_problems.get(&(kind, key.clone(), gateway.clone()))
+/// Puts the Gateway's client certificate on a target that takes it; refuses a target that requires one
+/// when the Gateway has none (and reports it as the Backend's problem with this Gateway).
+fn apply_gateway_cert(
+    t: &mut Target,
+    r: &RefSpec<'_>,
+    gw: GatewaySide<'_>,
+    reached: &mut Reached,
+) -> Result<(), RouteProblem> {
+    let Some(tls) = t.cluster.tls.as_mut() else {
+        return Ok(());
+    };
+    match (t.gateway_client_cert, gw.client_cert) {
+        (GatewayCert::No, _) | (GatewayCert::Optional, None) => Ok(()),
+        (_, Some(cert)) => {
+            tls.client_certificate = Some(cert.to_string());
+            Ok(())
+        }
+        (GatewayCert::Required, None) => {
+            let msg = format!(
+                "{} {}/{}: tls.mode ClientAndServer needs a client certificate, but it sets no clientCertificateRef and Gateway {} has no valid spec.tls.backend.clientCertificateRef",
+                r.kind, r.namespace, r.name, gw.key
+            );
+            let kind = match (r.group, r.kind) {
+                (X_GATEWAY_GROUP, KIND_XBACKEND) => BackendKind::XBackend,
+                _ => BackendKind::Backend,
+            };
+            let backend_side = Problem::refs(BackendReason::InvalidClientCertificateRef, msg.clone());
+            reached
+                .parent_problems
+                .push(((kind, ObjectKey::new(r.namespace, r.name)), backend_side));
+            Err(Problem::refs(RouteReason::InvalidBackend, msg))
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! `Deprecated`, and their `status`. The first problem of each type gives the reason; every message is
 //! kept.
 
-use super::{Backends, Evaluated};
+use super::{Backends, Evaluated, References};
 use crate::gateway::MAX_ROUTE_PARENTS;
 use crate::gateway::conditions::{BackendCondition, BackendProblem, BackendReason, BackendType, Condition};
 use crate::gateway::status::{BackendParentStatus, ObjectStatus, ParentRef, StatusBody};
@@ -59,7 +59,7 @@ pub fn conditions_of(ev: &Evaluated, extra: Option<&BackendProblem>) -> Vec<Back
 
 /// `status` of every evaluated Backend: Envoy Gateway's Backend gets plain conditions whether used or not;
 /// XBackend and the standard-group Backend one `parents` entry per Gateway that uses it.
-pub fn statuses(backends: &Backends<'_>, controller: &str) -> Vec<ObjectStatus> {
+pub fn statuses(backends: &Backends<'_>, refs: &References, controller: &str) -> Vec<ObjectStatus> {
     let mut out = Vec::new();
     for (kind, key, ev) in backends.evaluated() {
         let (api, kind_name) = match kind {
@@ -79,7 +79,7 @@ pub fn statuses(backends: &Backends<'_>, controller: &str) -> Vec<ObjectStatus> 
             }
             BackendKind::Service => continue,
         };
-        let Some(gateways) = backends.referenced_by.get(&(kind, key.clone())) else {
+        let Some(gateways) = refs.referenced_by.get(&(kind, key.clone())) else {
             continue;
         };
         let parents = gateways
@@ -88,7 +88,7 @@ pub fn statuses(backends: &Backends<'_>, controller: &str) -> Vec<ObjectStatus> 
             .map(|gw| BackendParentStatus {
                 controller_name: controller.to_string(),
                 parent_ref: ParentRef::gateway(gw, None, None),
-                conditions: conditions_of(ev, backends.parent_problem(kind, key, gw)),
+                conditions: conditions_of(ev, refs.parent_problem(kind, key, gw)),
             })
             .collect();
         out.push(ObjectStatus::new(api, kind_name, key, StatusBody::Backend { parents }));
