@@ -92,14 +92,14 @@ pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
 
 /// Routes of both kinds in their `spec` form, in Gateway API precedence order (oldest first, then
 /// namespace/name): the order also decides which of an HTTPRoute and a GRPCRoute keeps a shared hostname.
-fn routes_in_order(model: &Model) -> Vec<RouteSpec<'_>> {
+fn routes_in_order(model: &Model) -> Vec<RouteSpec> {
     let http = model.http_routes.iter().map(|(k, r)| {
         let extras = model.http_route_extras.get(k).map(|e| e.as_ref());
         spec::http::route(k, r, extras)
     });
     let grpc = model.grpc_routes.iter().map(|(k, r)| spec::grpc::route(k, r));
-    let mut all: Vec<RouteSpec<'_>> = http.chain(grpc).collect();
-    all.sort_by(|a, b| order::oldest_first(a.metadata, b.metadata).then(a.kind.cmp(&b.kind)));
+    let mut all: Vec<RouteSpec> = http.chain(grpc).collect();
+    all.sort_by(|a, b| a.order.cmp(&b.order));
     all
 }
 
@@ -110,7 +110,7 @@ fn gateway(
     refs: &mut backends::References,
     gw_key: &ObjectKey,
     gw: &Gateway,
-    routes: &[RouteSpec<'_>],
+    routes: &[RouteSpec],
     route_parents: &mut BTreeMap<(RouteKind, ObjectKey), Vec<RouteParentStatus>>,
 ) -> (ir::GatewayIr, ObjectStatus) {
     let model = ctx.model;
@@ -123,26 +123,33 @@ fn gateway(
         client_cert: client_cert.as_deref(),
         controller: &ctx.opts.controller_name,
     };
-    let mut sink = routes::Sink::default();
-    for (order, spec) in routes.iter().enumerate() {
-        let r = routes::RouteRef { spec, order };
-        let (parents, reached) = routes::attach(&scope, backends, r, &mut listeners, &mut sink);
-        refs.add(gw_key, &reached);
+    let mut claims = routes::Claims::new();
+    let mut entries = Vec::new();
+    let mut targets = Vec::new();
+    for spec in routes {
+        let result = routes::attach(&scope, backends, spec, &listeners, &claims);
+        for (i, hosts) in &result.attached {
+            listeners[*i].attached_routes += 1;
+            claims.entry(*i).or_default().push((spec.kind, hosts.clone()));
+        }
+        refs.add(gw_key, &result.reached);
         route_parents
             .entry((spec.kind, spec.key.clone()))
             .or_default()
-            .extend(parents);
+            .extend(result.parents);
+        entries.extend(result.entries);
+        targets.extend(result.targets);
     }
     let mut gir = ir::GatewayIr {
         namespace: gw_key.namespace.clone(),
         name: gw_key.name.clone(),
         ..Default::default()
     };
-    for t in sink.targets {
+    for t in targets {
         secrets.extend(t.secrets);
         gir.clusters.insert(t.cluster.name.clone(), t.cluster);
     }
-    gir.listeners = envoy_listeners(ctx.opts, gw_key, &listeners, &sink.entries);
+    gir.listeners = envoy_listeners(ctx.opts, gw_key, &listeners, &entries);
     // Only secrets something references are served (a listener certificate of an unprogrammed
     // listener, or an unused client certificate, stays out).
     let used = used_secrets(&gir);

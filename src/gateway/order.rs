@@ -201,8 +201,23 @@ mod tests {
                 filters: Default::default(),
             },
             grpc_rank: None,
-            tie: (tie, 0, 0),
+            tie: (order(tie), 0, 0),
         }
+    }
+
+    /// The place of route `r{tie:03}` (no creation time): ordered by `tie`.
+    fn order(tie: usize) -> std::sync::Arc<crate::gateway::spec::RouteOrder> {
+        let key = crate::model::ObjectKey::new("ns", format!("r{tie:03}"));
+        let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            namespace: Some(key.namespace.clone()),
+            name: Some(key.name.clone()),
+            ..Default::default()
+        };
+        std::sync::Arc::new(crate::gateway::spec::RouteOrder::new(
+            &meta,
+            crate::gateway::spec::RouteKind::Http,
+            &key,
+        ))
     }
 
     #[test]

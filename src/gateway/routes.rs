@@ -7,6 +7,7 @@
 //! `gateway::rules`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::backends::{Backends, Reached};
 use super::conditions::{Condition, RouteCondition, RouteReason, RouteType};
@@ -14,7 +15,7 @@ use super::hostnames;
 use super::listeners::{AllowedNamespaces, ListenerInfo};
 use super::rules::{Dropped, rules};
 use super::selector;
-use super::spec::{self, RouteKind, RouteSpec};
+use super::spec::{self, RouteKind, RouteOrder, RouteSpec};
 use super::status::{ParentRef, RouteParentStatus};
 use crate::api::consts::{GATEWAY_GROUP, KIND_GATEWAY};
 use crate::ir;
@@ -30,8 +31,8 @@ pub struct Entry {
     /// GRPCRoute entries: characters of the matched service and method, which rank them instead of the
     /// HTTPRoute path criteria (`order::route_precedence`).
     pub grpc_rank: Option<(usize, usize)>,
-    /// Tie-break among equal match precedence: (route age/ns/name order, rule, match).
-    pub tie: (usize, usize, usize),
+    /// Tie-break among equal match precedence: (the route's place among all routes, rule, match).
+    pub tie: (Arc<RouteOrder>, usize, usize),
 }
 
 /// Where attachment happens: the model, the Gateway being built, pier's controller name.
@@ -43,63 +44,74 @@ pub struct Scope<'a> {
     pub controller: &'a str,
 }
 
-/// What attaching routes produces for one Gateway.
+/// Where one route's rules put what they make: its entries and the clusters they send to.
 #[derive(Default)]
 pub struct Sink {
     pub entries: Vec<Entry>,
     pub targets: Vec<super::backends::Target>,
-    /// Per listener: the kind and effective hostnames of every route accepted so far, for the rule that
-    /// an HTTPRoute and a GRPCRoute never share a hostname on one listener.
-    claims: BTreeMap<usize, Vec<(RouteKind, Vec<String>)>>,
 }
 
-/// One route being attached; `order` is its rank in Gateway API precedence (oldest first, across
-/// both kinds).
-#[derive(Clone, Copy)]
-pub struct RouteRef<'a> {
-    pub spec: &'a RouteSpec<'a>,
-    pub order: usize,
+/// Per listener: the kind and effective hostnames of every route accepted there so far, for the rule that
+/// an HTTPRoute and a GRPCRoute never share a hostname on one listener.
+pub type Claims = BTreeMap<usize, Vec<(RouteKind, Vec<String>)>>;
+
+/// What attaching one route to one Gateway gives.
+#[derive(Debug, Clone, Default)]
+pub struct RouteResult {
+    /// Status entries for the parentRefs that name this Gateway.
+    pub parents: Vec<RouteParentStatus>,
+    pub reached: Reached,
+    pub entries: Vec<Entry>,
+    pub targets: Vec<super::backends::Target>,
+    /// Per accepted parentRef, the listeners it attached to with the route's hostnames there: each counts
+    /// in `attachedRoutes` and claims those hostnames against the other route kind.
+    pub attached: Vec<(usize, Vec<String>)>,
 }
 
-/// Attaches a route to the scope's Gateway. Returns the status entries for the parentRefs that name
-/// this Gateway and what its references reached; route entries and clusters go to `sink`.
+/// Attaches a route to the scope's Gateway, given what earlier routes claimed on its listeners. Pure:
+/// the result says everything the route changes.
 pub fn attach(
     scope: &Scope<'_>,
     backends: &Backends<'_>,
-    r: RouteRef<'_>,
-    listeners: &mut [ListenerInfo],
-    sink: &mut Sink,
-) -> (Vec<RouteParentStatus>, Reached) {
+    spec: &RouteSpec,
+    listeners: &[ListenerInfo],
+    claims: &Claims,
+) -> RouteResult {
     let gw_key = scope.gateway;
-    let mut statuses = Vec::new();
-    let mut reached = Reached::default();
-    for parent in &r.spec.parent_refs {
-        if !names_gateway(parent, &r.spec.key.namespace, gw_key) {
+    let mut out = RouteResult::default();
+    let mut sink = Sink::default();
+    for parent in &spec.parent_refs {
+        if !names_gateway(parent, &spec.key.namespace, gw_key) {
             continue;
         }
         let (section, port) = (parent.section_name.as_deref(), parent.port);
-        let (accepted, attached) = accept_on_listeners(scope, r.spec, listeners, &sink.claims, section, port);
+        let (accepted, attached) = accept_on_listeners(scope, spec, listeners, claims, section, port);
         let conditions = if accepted.is_true() {
-            let (conditions, parent_reached) = attach_rules(scope, backends, r, accepted, &attached, listeners, sink);
-            reached.refs.extend(parent_reached.refs);
-            reached.parent_problems.extend(parent_reached.parent_problems);
+            let (conditions, reached) = attach_rules(scope, backends, spec, accepted, &attached, &mut sink);
+            out.reached.refs.extend(reached.refs);
+            out.reached.parent_problems.extend(reached.parent_problems);
+            if conditions[0].is_true() {
+                out.attached.extend(attached);
+            }
             conditions
         } else {
             let not_evaluated = Condition::ok(
                 RouteType::ResolvedRefs,
                 RouteReason::ResolvedRefs,
                 "References not evaluated: route not accepted",
-                r.spec.generation(),
+                spec.generation(),
             );
             vec![accepted, not_evaluated]
         };
-        statuses.push(RouteParentStatus {
+        out.parents.push(RouteParentStatus {
             parent_ref: ParentRef::gateway(gw_key, section, port),
             controller_name: scope.controller.to_string(),
             conditions,
         });
     }
-    (statuses, reached)
+    out.entries = sink.entries;
+    out.targets = sink.targets;
+    out
 }
 
 /// Does the parentRef name this Gateway (group and kind default to Gateway API's Gateway, the namespace
@@ -112,19 +124,17 @@ fn names_gateway(parent: &spec::ParentRef, route_ns: &str, gw: &ObjectKey) -> bo
 }
 
 /// The rules of a route some listeners took, and its conditions for this parent: `Accepted` (false if
-/// every rule was dropped), `ResolvedRefs`, and `PartiallyInvalid` if some were. An accepted route
-/// counts on its listeners and claims its hostnames there.
+/// every rule was dropped), `ResolvedRefs`, and `PartiallyInvalid` if some were.
 fn attach_rules(
     scope: &Scope<'_>,
     backends: &Backends<'_>,
-    r: RouteRef<'_>,
+    spec: &RouteSpec,
     accepted: RouteCondition,
     attached: &[(usize, Vec<String>)],
-    listeners: &mut [ListenerInfo],
     sink: &mut Sink,
 ) -> (Vec<RouteCondition>, Reached) {
-    let g = r.spec.generation();
-    let outcome = rules(scope, backends, r, attached, sink);
+    let g = spec.generation();
+    let outcome = rules(scope, backends, spec, attached, sink);
     let mut conds = vec![accepted, outcome.resolved];
     match outcome.dropped {
         Some(Dropped::Every(msg)) => {
@@ -138,12 +148,6 @@ fn attach_rules(
         )),
         None => {}
     }
-    if conds[0].is_true() {
-        for (i, hosts) in attached {
-            listeners[*i].attached_routes += 1;
-            sink.claims.entry(*i).or_default().push((r.spec.kind, hosts.clone()));
-        }
-    }
     (conds, outcome.reached)
 }
 
@@ -152,7 +156,7 @@ fn attach_rules(
 /// with it, and not serving the other route kind on that hostname.
 fn accept_on_listeners(
     scope: &Scope<'_>,
-    route: &RouteSpec<'_>,
+    route: &RouteSpec,
     listeners: &[ListenerInfo],
     claims: &BTreeMap<usize, Vec<(RouteKind, Vec<String>)>>,
     section: Option<&str>,

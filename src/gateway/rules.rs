@@ -14,7 +14,7 @@
 use super::backends::{Backends, GatewaySide, Reached, RefSpec, RouteSide, Target};
 use super::conditions::{Condition, Problem, RouteCondition, RouteProblem, RouteReason, RouteType};
 use super::filters::RuleFilters;
-use super::routes::{Entry, RouteRef, Scope, Sink};
+use super::routes::{Entry, Scope, Sink};
 use super::spec::{self, PathKind, RouteKind};
 use crate::api::consts::{GATEWAY_GROUP, KIND_SERVICE};
 use crate::ir;
@@ -55,11 +55,10 @@ struct Sides<'a> {
 pub(super) fn rules(
     scope: &Scope<'_>,
     backends: &Backends<'_>,
-    r: RouteRef<'_>,
+    route: &spec::RouteSpec,
     attached: &[(usize, Vec<String>)],
     sink: &mut Sink,
 ) -> RulesOutcome {
-    let route = r.spec;
     let sides = Sides {
         route: RouteSide {
             group: GATEWAY_GROUP,
@@ -96,7 +95,7 @@ pub(super) fn rules(
             ir::RouteAction::Forward(_) => rule_mirrors(&filters, backends, sides, ri, &mut out, &mut reached, sink),
             _ => Vec::new(),
         };
-        entries(r, ri, rule, &filters, &action, &mirrors, attached, sink);
+        entries(route, ri, rule, &filters, &action, &mirrors, attached, sink);
     }
     let dropped = match out.dropped.len() {
         0 => None,
@@ -218,7 +217,7 @@ fn rule_mirrors(
 /// One entry per match of the rule (one default match when it has none) on every attached listener.
 #[allow(clippy::too_many_arguments)]
 fn entries(
-    r: RouteRef<'_>,
+    route: &spec::RouteSpec,
     ri: usize,
     rule: &spec::Rule,
     filters: &RuleFilters,
@@ -227,7 +226,6 @@ fn entries(
     attached: &[(usize, Vec<String>)],
     sink: &mut Sink,
 ) {
-    let route = r.spec;
     let default_match = [spec::Match::default()];
     let matches = if rule.matches.is_empty() {
         &default_match[..]
@@ -250,7 +248,7 @@ fn entries(
                 hostnames: hosts.clone(),
                 route: entry.clone(),
                 grpc_rank,
-                tie: (r.order, ri, mi),
+                tie: (route.order.clone(), ri, mi),
             });
         }
     }

@@ -24,7 +24,7 @@ use gateway_api::apis::standard::grpcroutes::{
 };
 
 use super::http::{backend_ref_conversion, header_modifier, mirror, parent_ref_conversion};
-use super::{Match, PathKind, PathMatch, RouteKind, RouteSpec, Rule, ValueMatch};
+use super::{Match, PathKind, PathMatch, RouteKind, RouteOrder, RouteSpec, Rule, ValueMatch};
 use crate::model::ObjectKey;
 
 /// `fn filter(&Filters) -> Filter` over the GRPCRoute type names the calling module aliases.
@@ -103,7 +103,7 @@ mod backend_filters {
 }
 
 /// The form of a GRPCRoute.
-pub fn route<'a>(key: &'a ObjectKey, route: &'a GrpcRoute) -> RouteSpec<'a> {
+pub fn route(key: &ObjectKey, route: &GrpcRoute) -> RouteSpec {
     let GrpcRoute {
         metadata,
         spec: GrpcRouteSpec {
@@ -115,8 +115,9 @@ pub fn route<'a>(key: &'a ObjectKey, route: &'a GrpcRoute) -> RouteSpec<'a> {
     } = route;
     RouteSpec {
         kind: RouteKind::Grpc,
-        key,
-        metadata,
+        key: key.clone(),
+        generation: metadata.generation.unwrap_or(0),
+        order: std::sync::Arc::new(RouteOrder::new(metadata, RouteKind::Grpc, key)),
         parent_refs: parent_refs.iter().flatten().map(parent_ref).collect(),
         hostnames: hostnames.clone().unwrap_or_default(),
         rules: rules.iter().flatten().map(rule).collect(),
@@ -235,7 +236,7 @@ mod tests {
         serde_yaml::from_str(yaml).unwrap()
     }
 
-    fn path(spec: &RouteSpec<'_>, rule: usize, m: usize) -> (PathKind, String) {
+    fn path(spec: &RouteSpec, rule: usize, m: usize) -> (PathKind, String) {
         let p = spec.rules[rule].matches[m].path.clone().unwrap();
         (p.kind.unwrap(), p.value.unwrap())
     }

@@ -9,7 +9,7 @@ use gateway_api::apis::standard::httproutes::{
     HttpRouteRulesMatchesQueryParamsType, HttpRouteRulesTimeouts, HttpRouteSpec,
 };
 
-use super::{Match, PathKind, PathMatch, RouteKind, RouteSpec, Rule, Timeouts, ValueMatch};
+use super::{Match, PathKind, PathMatch, RouteKind, RouteOrder, RouteSpec, Rule, Timeouts, ValueMatch};
 use crate::model::{HttpRouteExtras, ObjectKey, RuleExtras};
 
 /// The header modifier `$m` of type `$T` (items `$Add`, `$Set`) as a [`super::HeaderModifier`].
@@ -282,7 +282,7 @@ mod backend_filters {
 }
 
 /// The form of an HTTPRoute; `extras` is what the parser kept beside it (`model::HttpRouteExtras`).
-pub fn route<'a>(key: &'a ObjectKey, route: &'a HttpRoute, extras: Option<&HttpRouteExtras>) -> RouteSpec<'a> {
+pub fn route(key: &ObjectKey, route: &HttpRoute, extras: Option<&HttpRouteExtras>) -> RouteSpec {
     let HttpRoute {
         metadata,
         spec: HttpRouteSpec {
@@ -295,8 +295,9 @@ pub fn route<'a>(key: &'a ObjectKey, route: &'a HttpRoute, extras: Option<&HttpR
     let extras = |i: usize| extras.and_then(|e| e.rules.get(i)).cloned().unwrap_or_default();
     RouteSpec {
         kind: RouteKind::Http,
-        key,
-        metadata,
+        key: key.clone(),
+        generation: metadata.generation.unwrap_or(0),
+        order: std::sync::Arc::new(RouteOrder::new(metadata, RouteKind::Http, key)),
         parent_refs: parent_refs.iter().flatten().map(parent_ref).collect(),
         hostnames: hostnames.clone().unwrap_or_default(),
         rules: rules

@@ -17,7 +17,10 @@
 pub mod grpc;
 pub mod http;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::api::consts::{KIND_GRPCROUTE, KIND_HTTPROUTE};
 use crate::model::{HttpRouteRetry, ObjectKey};
@@ -48,18 +51,66 @@ impl RouteKind {
 
 /// One route of either kind.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RouteSpec<'a> {
+pub struct RouteSpec {
     pub kind: RouteKind,
-    pub key: &'a ObjectKey,
-    pub metadata: &'a ObjectMeta,
+    pub key: ObjectKey,
+    pub generation: i64,
+    /// Where the route stands among all routes of both kinds.
+    pub order: Arc<RouteOrder>,
     pub parent_refs: Vec<ParentRef>,
     pub hostnames: Vec<String>,
     pub rules: Vec<Rule>,
 }
 
-impl RouteSpec<'_> {
+impl RouteSpec {
     pub fn generation(&self) -> i64 {
-        self.metadata.generation.unwrap_or(0)
+        self.generation
+    }
+}
+
+/// A route's place in Gateway API precedence across both kinds: the older route first (one without
+/// `creationTimestamp`, typical in files, counts as newer than any that has one), then
+/// `{namespace}/{name}` of its metadata (`order::oldest_first`), then HTTPRoute before GRPCRoute, then
+/// its key — a total order, so it can key maps and break every tie the same way in every translation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteOrder {
+    created: Option<Time>,
+    namespace: Option<String>,
+    name: Option<String>,
+    kind: RouteKind,
+    key: ObjectKey,
+}
+
+impl RouteOrder {
+    pub fn new(metadata: &ObjectMeta, kind: RouteKind, key: &ObjectKey) -> Self {
+        Self {
+            created: metadata.creation_timestamp.clone(),
+            namespace: metadata.namespace.clone(),
+            name: metadata.name.clone(),
+            kind,
+            key: key.clone(),
+        }
+    }
+}
+
+impl Ord for RouteOrder {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let age = match (&self.created, &other.created) {
+            (Some(Time(x)), Some(Time(y))) => x.cmp(y),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
+        };
+        age.then_with(|| self.namespace.cmp(&other.namespace))
+            .then_with(|| self.name.cmp(&other.name))
+            .then_with(|| self.kind.cmp(&other.kind))
+            .then_with(|| self.key.cmp(&other.key))
+    }
+}
+
+impl PartialOrd for RouteOrder {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 
