@@ -34,7 +34,7 @@ pub mod selector;
 pub mod spec;
 pub mod status;
 pub mod tls;
-mod vhosts;
+pub(crate) mod vhosts;
 
 use backends::{Backends, Ctx};
 use conditions::{Condition, GatewayCondition, GatewayReason, GatewayType};
@@ -42,7 +42,6 @@ use listeners::{ListenerInfo, Protocol};
 use routes::Entry;
 use spec::{RouteKind, RouteSpec};
 use status::{ObjectStatus, RouteParentStatus, StatusBody};
-use vhosts::virtual_hosts;
 
 use crate::api::consts::{CORE_GROUP, KIND_SECRET};
 use crate::ir;
@@ -114,9 +113,12 @@ fn gateway(
     route_parents: &mut BTreeMap<(RouteKind, ObjectKey), Vec<RouteParentStatus>>,
 ) -> (ir::GatewayIr, ObjectStatus) {
     let model = ctx.model;
-    let mut secrets = tls::SecretSet::new();
-    let mut listeners = listeners::process(model, gw_key, gw, &mut secrets);
-    let (client_cert, cert_condition) = gateway_client_cert(model, gw_key, gw, &mut secrets);
+    let GatewayBase {
+        mut listeners,
+        client_cert,
+        cert_condition,
+        mut secrets,
+    } = gateway_base(model, gw_key, gw);
     let scope = routes::Scope {
         model,
         gateway: gw_key,
@@ -156,6 +158,120 @@ fn gateway(
     gir.secrets = secrets.into_iter().filter(|(k, _)| used.contains(k)).collect();
     let status = gateways::status(gw_key, gw, &listeners, cert_condition);
     (gir, status)
+}
+
+/// What a Gateway gives before any route attaches: its listeners (no routes counted yet), its backend
+/// client certificate and `ResolvedRefs` condition, and the secrets both need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatewayBase {
+    pub listeners: Vec<ListenerInfo>,
+    pub client_cert: Option<String>,
+    pub cert_condition: GatewayCondition,
+    pub secrets: tls::SecretSet,
+}
+
+pub fn gateway_base(model: &Model, key: &ObjectKey, gw: &Gateway) -> GatewayBase {
+    let mut secrets = tls::SecretSet::new();
+    let listeners = listeners::process(model, key, gw, &mut secrets);
+    let (client_cert, cert_condition) = gateway_client_cert(model, key, gw, &mut secrets);
+    GatewayBase {
+        listeners,
+        client_cert,
+        cert_condition,
+        secrets,
+    }
+}
+
+/// One route configuration of a Gateway: a plain-HTTP port's, or one HTTPS listener's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteConfigGroup {
+    pub name: String,
+    pub port: u16,
+    pub https: bool,
+    /// The programmable listeners on the port.
+    pub members: Vec<usize>,
+    /// The listeners whose routes it holds (all of `members` on HTTP, one on HTTPS).
+    pub build: Vec<usize>,
+}
+
+/// The route configurations of a Gateway's programmable listeners, by port.
+pub fn route_config_groups(gw: &ObjectKey, listeners: &[ListenerInfo]) -> Vec<RouteConfigGroup> {
+    let mut by_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    for (i, l) in listeners.iter().enumerate() {
+        if l.programmable {
+            by_port.entry(l.port).or_default().push(i);
+        }
+    }
+    let mut out = Vec::new();
+    for (port, members) in by_port {
+        if listeners[members[0]].protocol == Protocol::Https {
+            for &i in &members {
+                out.push(RouteConfigGroup {
+                    name: names::https_route_config(&gw.namespace, &gw.name, port, &listeners[i].name),
+                    port,
+                    https: true,
+                    members: members.clone(),
+                    build: vec![i],
+                });
+            }
+        } else {
+            out.push(RouteConfigGroup {
+                name: names::http_route_config(&gw.namespace, &gw.name, port),
+                port,
+                https: false,
+                build: members.clone(),
+                members,
+            });
+        }
+    }
+    out
+}
+
+/// The Gateway's Envoy listeners, one per port, their route configurations named but without virtual
+/// hosts (`vhosts` fills them: a configuration's name to its virtual hosts).
+pub fn listener_skeletons(
+    opts: &Options,
+    gw: &ObjectKey,
+    listeners: &[ListenerInfo],
+    vhosts: &mut dyn FnMut(&RouteConfigGroup) -> Vec<ir::VirtualHost>,
+) -> Vec<ir::Listener> {
+    let mut out: Vec<ir::Listener> = Vec::new();
+    for group in route_config_groups(gw, listeners) {
+        let route_config = ir::RouteConfig {
+            name: group.name.clone(),
+            virtual_hosts: vhosts(&group),
+        };
+        let chain = |i: usize| {
+            let l = &listeners[i];
+            ir::TlsChain {
+                listener_name: l.name.clone(),
+                server_names: l.hostname.iter().cloned().collect(),
+                certificates: l.certificates.clone(),
+                client_validation: l.client_validation.clone(),
+                route_config: route_config.clone(),
+            }
+        };
+        match out.last_mut() {
+            Some(ir::Listener {
+                port,
+                kind: ir::ListenerKind::Https { chains },
+                ..
+            }) if *port == group.port && group.https => chains.push(chain(group.build[0])),
+            _ => out.push(ir::Listener {
+                name: names::listener(&gw.namespace, &gw.name, group.port),
+                address: opts.listener_address.clone(),
+                port: group.port,
+                kind: if group.https {
+                    ir::ListenerKind::Https {
+                        chains: vec![chain(group.build[0])],
+                    }
+                } else {
+                    ir::ListenerKind::Http { route_config }
+                },
+            }),
+        }
+    }
+    out
 }
 
 /// The Gateway's `spec.tls.backend.clientCertificateRef`: the SDS name to present upstream (if valid)
@@ -220,49 +336,9 @@ fn gateway_client_cert(
 
 /// Groups programmable listeners by port into Envoy listeners with their virtual hosts.
 fn envoy_listeners(opts: &Options, gw: &ObjectKey, listeners: &[ListenerInfo], entries: &[Entry]) -> Vec<ir::Listener> {
-    let mut by_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
-    for (i, l) in listeners.iter().enumerate() {
-        if l.programmable {
-            by_port.entry(l.port).or_default().push(i);
-        }
-    }
-    let mut out = Vec::new();
-    for (port, idx) in by_port {
-        let kind = if listeners[idx[0]].protocol == Protocol::Https {
-            ir::ListenerKind::Https {
-                chains: idx
-                    .iter()
-                    .map(|&i| {
-                        let l = &listeners[i];
-                        ir::TlsChain {
-                            listener_name: l.name.clone(),
-                            server_names: l.hostname.iter().cloned().collect(),
-                            certificates: l.certificates.clone(),
-                            client_validation: l.client_validation.clone(),
-                            route_config: ir::RouteConfig {
-                                name: names::https_route_config(&gw.namespace, &gw.name, port, &l.name),
-                                virtual_hosts: virtual_hosts(listeners, &idx, &[i], entries),
-                            },
-                        }
-                    })
-                    .collect(),
-            }
-        } else {
-            ir::ListenerKind::Http {
-                route_config: ir::RouteConfig {
-                    name: names::http_route_config(&gw.namespace, &gw.name, port),
-                    virtual_hosts: virtual_hosts(listeners, &idx, &idx, entries),
-                },
-            }
-        };
-        out.push(ir::Listener {
-            name: names::listener(&gw.namespace, &gw.name, port),
-            address: opts.listener_address.clone(),
-            port,
-            kind,
-        });
-    }
-    out
+    listener_skeletons(opts, gw, listeners, &mut |group| {
+        vhosts::virtual_hosts(listeners, &group.members, &group.build, entries)
+    })
 }
 
 fn used_secrets(g: &ir::GatewayIr) -> BTreeSet<String> {

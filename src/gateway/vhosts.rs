@@ -26,17 +26,17 @@ use crate::ir::names;
 /// host of its own even without routes (Envoy answers 404 there). Envoy's domain matching (exact,
 /// then the longest wildcard suffix, then `*`) agrees with Gateway API's listener precedence, so the
 /// owner's domain always wins.
-pub(super) fn virtual_hosts(
+///
+/// Built from the per-host steps the incremental translator uses too ([`owns`], [`serving`],
+/// [`route_vhost`], [`extra_vhosts`]), so both give the same virtual hosts.
+pub(crate) fn virtual_hosts(
     listeners: &[ListenerInfo],
     port: &[usize],
     build: &[usize],
     entries: &[Entry],
 ) -> Vec<ir::VirtualHost> {
-    let port_hosts: Vec<Option<&str>> = port.iter().map(|&i| listeners[i].hostname.as_deref()).collect();
-    let owns = |li: usize, h: &str| hostnames::owner(&port_hosts, h).map(|o| port[o]) == Some(li);
     let mut by_domain: BTreeMap<String, ir::VirtualHost> = BTreeMap::new();
     for &li in build {
-        let l = &listeners[li];
         let mine: Vec<&Entry> = entries.iter().filter(|e| e.listener == li).collect();
         // Index entries by exact hostname; the (few) wildcard and catch-all entries are checked
         // against every host. Linear in entries rather than hosts × entries.
@@ -52,25 +52,54 @@ pub(super) fn virtual_hosts(
             }
         }
         let hosts: BTreeSet<&String> = mine.iter().flat_map(|e| e.hostnames.iter()).collect();
-        for h in hosts.into_iter().filter(|h| owns(li, h)) {
+        for h in hosts.into_iter().filter(|h| owns(listeners, port, li, h)) {
             let mut found: BTreeSet<usize> = exact.get(h.as_str()).cloned().unwrap_or_default();
-            found.extend(
-                wild.iter()
-                    .copied()
-                    .filter(|&i| hostnames::serves(&mine[i].hostnames, h)),
-            );
-            let mut routes: Vec<&Entry> = found.into_iter().map(|i| mine[i]).collect();
-            routes.sort_by(|a, b| order::route_precedence(h, a, b));
-            by_domain.insert(
-                h.clone(),
-                ir::VirtualHost {
-                    name: names::virtual_host(&l.name, h),
-                    domains: vec![h.clone()],
-                    routes: routes.into_iter().map(|e| e.route.clone()).collect(),
-                },
-            );
+            found.extend(wild.iter().copied().filter(|&i| serving(mine[i], h)));
+            let routes = found.into_iter().map(|i| mine[i]).collect();
+            by_domain.insert(h.clone(), route_vhost(&listeners[li], h, routes));
         }
     }
+    for vh in extra_vhosts(listeners, port, build, &|d| by_domain.contains_key(d)) {
+        by_domain.entry(vh.domains[0].clone()).or_insert(vh);
+    }
+    let mut v: Vec<ir::VirtualHost> = by_domain.into_values().collect();
+    v.sort_by(|a, b| order::hostname_specificity(&a.domains[0], &b.domains[0]));
+    v
+}
+
+/// Does listener `li` own requests for `host` among the listeners `port` of its port?
+pub(crate) fn owns(listeners: &[ListenerInfo], port: &[usize], li: usize, host: &str) -> bool {
+    let port_hosts: Vec<Option<&str>> = port.iter().map(|&i| listeners[i].hostname.as_deref()).collect();
+    hostnames::owner(&port_hosts, host).map(|o| port[o]) == Some(li)
+}
+
+/// Does entry `e` serve requests for virtual-host name `host`?
+pub(crate) fn serving(e: &Entry, host: &str) -> bool {
+    hostnames::serves(&e.hostnames, host)
+}
+
+/// The virtual host of `host` on listener `l`, from the entries that serve it there, in Gateway API
+/// precedence.
+pub(crate) fn route_vhost(l: &ListenerInfo, host: &str, mut routes: Vec<&Entry>) -> ir::VirtualHost {
+    routes.sort_by(|a, b| order::route_precedence(host, a, b));
+    ir::VirtualHost {
+        name: names::virtual_host(&l.name, host),
+        domains: vec![host.to_string()],
+        routes: routes.into_iter().map(|e| e.route.clone()).collect(),
+    }
+}
+
+/// The virtual hosts a route configuration has besides its routes' — the hostname of a shadowed HTTP
+/// listener (404 there rather than a less specific listener's routes), and for one HTTPS listener of
+/// several on a port the 421s of `misdirected` — in the order they apply. Each applies only where
+/// `has_route_vhost` says no route gives that domain a virtual host, and only the first for a domain.
+pub(crate) fn extra_vhosts(
+    listeners: &[ListenerInfo],
+    port: &[usize],
+    build: &[usize],
+    has_route_vhost: &dyn Fn(&str) -> bool,
+) -> Vec<ir::VirtualHost> {
+    let mut out = Vec::new();
     for &li in build {
         let l = &listeners[li];
         // HTTPS listeners have route configurations of their own, chosen by SNI: nothing to shadow.
@@ -84,26 +113,25 @@ pub(super) fn virtual_hosts(
                     .as_deref()
                     .is_none_or(|oh| oh != h && hostnames::intersect(oh, h).as_deref() == Some(h))
         });
-        if shadowed && !by_domain.contains_key(h) {
-            by_domain.insert(
-                h.to_string(),
-                ir::VirtualHost {
-                    name: names::virtual_host(&l.name, h),
-                    domains: vec![h.to_string()],
-                    routes: Vec::new(),
-                },
-            );
+        if shadowed && !has_route_vhost(h) {
+            out.push(ir::VirtualHost {
+                name: names::virtual_host(&l.name, h),
+                domains: vec![h.to_string()],
+                routes: Vec::new(),
+            });
         }
     }
     if let [li] = build
         && listeners[*li].protocol == Protocol::Https
         && port.len() > 1
     {
-        misdirected(listeners, port, *li, &mut by_domain);
+        out.extend(
+            misdirected(listeners, port, *li)
+                .into_iter()
+                .filter(|vh| !has_route_vhost(&vh.domains[0])),
+        );
     }
-    let mut v: Vec<ir::VirtualHost> = by_domain.into_values().collect();
-    v.sort_by(|a, b| order::hostname_specificity(&a.domains[0], &b.domains[0]));
-    v
+    out
 }
 
 /// Route configuration of HTTPS listener `li`, one of several on its port: every hostname another
@@ -111,51 +139,42 @@ pub(super) fn virtual_hosts(
 /// hostname (which owns them) is elsewhere on the port. The listener's own hostname gets a virtual
 /// host of its own so that a less specific 421 domain never shadows it; its hosts without a route
 /// stay 404.
-fn misdirected(
-    listeners: &[ListenerInfo],
-    port: &[usize],
-    li: usize,
-    by_domain: &mut BTreeMap<String, ir::VirtualHost>,
-) {
+fn misdirected(listeners: &[ListenerInfo], port: &[usize], li: usize) -> Vec<ir::VirtualHost> {
     let l = &listeners[li];
-    let mut answer_421 = |domain: &str| {
-        by_domain.entry(domain.to_string()).or_insert_with(|| ir::VirtualHost {
-            // Not `names::virtual_host(l, domain)`: this listener does not serve the domain.
-            name: format!("{}/misdirected/{domain}", l.name),
-            domains: vec![domain.to_string()],
-            routes: vec![ir::Route {
-                name: format!("{}/misdirected", l.name),
-                path: ir::PathMatch::Prefix("/".into()),
-                headers: Vec::new(),
-                query_params: Vec::new(),
-                method: None,
-                action: ir::RouteAction::DirectResponse { status: 421 },
-                grpc: false,
-                filters: Default::default(),
-            }],
-        });
+    let answer_421 = |domain: &str| ir::VirtualHost {
+        // Not `names::virtual_host(l, domain)`: this listener does not serve the domain.
+        name: format!("{}/misdirected/{domain}", l.name),
+        domains: vec![domain.to_string()],
+        routes: vec![ir::Route {
+            name: format!("{}/misdirected", l.name),
+            path: ir::PathMatch::Prefix("/".into()),
+            headers: Vec::new(),
+            query_params: Vec::new(),
+            method: None,
+            action: ir::RouteAction::DirectResponse { status: 421 },
+            grpc: false,
+            filters: Default::default(),
+        }],
     };
-    let others = port
-        .iter()
-        .filter(|&&o| o != li)
-        .map(|&o| listeners[o].hostname.as_deref());
+    let mut out = Vec::new();
     let mut catch_all_elsewhere = false;
-    for other in others {
-        match other {
-            Some(h) => answer_421(h),
+    for &o in port.iter().filter(|&&o| o != li) {
+        match listeners[o].hostname.as_deref() {
+            Some(h) => out.push(answer_421(h)),
             None => catch_all_elsewhere = true,
         }
     }
     if catch_all_elsewhere {
-        answer_421("*");
+        out.push(answer_421("*"));
     }
     if let Some(h) = l.hostname.as_deref() {
-        by_domain.entry(h.to_string()).or_insert_with(|| ir::VirtualHost {
+        out.push(ir::VirtualHost {
             name: names::virtual_host(&l.name, h),
             domains: vec![h.to_string()],
             routes: Vec::new(),
         });
     }
+    out
 }
 
 #[cfg(test)]

@@ -35,14 +35,14 @@ pub enum Protocol {
     Https,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum AllowedNamespaces {
     Same,
     All,
     Selector(LabelSelector),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ListenerInfo {
     pub name: String,
     pub port: u16,
