@@ -11,13 +11,15 @@ pub mod bootstrap;
 pub mod check;
 mod clusters;
 mod endpoints;
-mod features;
+pub(crate) mod features;
+pub mod fingerprint;
 #[cfg(test)]
 mod fixture;
+pub mod items;
 mod listeners;
 pub mod pb;
 pub mod render;
-mod routes;
+pub(crate) mod routes;
 mod secrets;
 mod tls;
 

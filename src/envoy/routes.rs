@@ -9,9 +9,8 @@ mod filters;
 mod matching;
 mod policy;
 
-use std::collections::BTreeMap;
-
 use super::features::{Used, authority_guard, cors, dfp};
+use super::items::ClusterLookup;
 use super::pb::{ext, protobuf, route};
 use crate::ir;
 use crate::ir::names;
@@ -23,7 +22,7 @@ const GRPC_INVALID_BACKEND_STATUS: u32 = 503;
 
 /// Where a route configuration is served: a redirect without a port goes to the listener's port.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Listening {
+pub struct Listening {
     pub port: u16,
     pub https: bool,
 }
@@ -33,40 +32,56 @@ pub(super) struct Listening {
 /// forward to a dynamic forward proxy.
 pub(super) fn build(
     rc: &ir::RouteConfig,
-    clusters: &BTreeMap<String, ir::Cluster>,
+    clusters: &dyn ClusterLookup,
     at: Listening,
 ) -> (route::RouteConfiguration, Used) {
     let mut used = Used::default();
-    let virtual_hosts = rc
-        .virtual_hosts
-        .iter()
-        .map(|vh| route::VirtualHost {
-            name: vh.name.clone(),
-            domains: vh.domains.clone(),
-            routes: vh
-                .routes
-                .iter()
-                .map(|r| {
-                    let (route, u) = route_entry(r, clusters, at);
-                    used.merge(u);
-                    route
-                })
-                .collect(),
-            ..Default::default()
-        })
-        .collect();
-    let config = route::RouteConfiguration {
-        name: rc.name.clone(),
-        virtual_hosts,
+    let mut config = config_header(&rc.name);
+    for vh in &rc.virtual_hosts {
+        let (built, u) = virtual_host(vh, clusters, at);
+        used.merge(u);
+        config.virtual_hosts.push(built);
+    }
+    (config, used)
+}
+
+/// A route configuration without its virtual hosts.
+pub(super) fn config_header(name: &str) -> route::RouteConfiguration {
+    route::RouteConfiguration {
+        name: name.to_string(),
         // Weighted entries name `names::INVALID_BACKEND_CLUSTER` on purpose, which never exists. Under RDS
         // false is already the default; spelled out so the config also holds when inlined (validation).
         validate_clusters: Some(protobuf::BoolValue { value: false }),
         ..Default::default()
-    };
-    (config, used)
+    }
 }
 
-fn route_entry(r: &ir::Route, clusters: &BTreeMap<String, ir::Cluster>, at: Listening) -> (route::Route, Used) {
+/// One virtual host, and what its routes use.
+pub(super) fn virtual_host(
+    vh: &ir::VirtualHost,
+    clusters: &dyn ClusterLookup,
+    at: Listening,
+) -> (route::VirtualHost, Used) {
+    let mut used = Used::default();
+    let routes = vh
+        .routes
+        .iter()
+        .map(|r| {
+            let (route, u) = route_entry(r, clusters, at);
+            used.merge(u);
+            route
+        })
+        .collect();
+    let built = route::VirtualHost {
+        name: vh.name.clone(),
+        domains: vh.domains.clone(),
+        routes,
+        ..Default::default()
+    };
+    (built, used)
+}
+
+fn route_entry(r: &ir::Route, clusters: &dyn ClusterLookup, at: Listening) -> (route::Route, Used) {
     let invalid_status = if r.grpc {
         GRPC_INVALID_BACKEND_STATUS
     } else {

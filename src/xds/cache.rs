@@ -1,9 +1,9 @@
 //! `SnapshotCache`: the latest good translation of every Gateway, as immutable [`Snapshot`]s with
 //! content-derived versions.
 //!
-//! Owns versions. A resource's version is the first 16 hex digits of the SHA-256 of its canonical proto3
-//! JSON ([`render::to_json`], keys sorted), never of its prost bytes: proto `map` fields are Rust
-//! `HashMap`s, so the encoding is not deterministic. A type's version is the same hash over the sorted
+//! Owns versions. A resource's version is its [`fingerprint`] (16 hex digits of a hash of a deterministic
+//! walk of the message, map entries sorted), never of its prost bytes: proto `map` fields are Rust
+//! `HashMap`s, so the encoding is not deterministic. No JSON is rendered to version anything. A type's version is the same hash over the sorted
 //! `(name, version)` list. Identical input therefore gives identical versions across restarts and
 //! replicas, which is what lets a reconnecting proxy see "nothing new" instead of a full re-apply.
 //! A `ClusterLoadAssignment`'s version also covers its cluster's: Envoy re-warms a changed cluster and
@@ -26,7 +26,7 @@ use tokio::sync::watch;
 use super::XdsType;
 use crate::envoy::Resources;
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
-use crate::envoy::render;
+use crate::envoy::{fingerprint, render};
 
 /// Hex digits kept from a SHA-256: 64 bits, plenty to tell versions of one resource apart.
 const VERSION_LEN: usize = 16;
@@ -151,15 +151,12 @@ fn view<M: Message + prost::Name + Clone>(
             tracing::warn!(gateway, type_url = %M::type_url(), name = %key, "duplicate resource name; keeping the first");
             continue;
         }
-        let canonical = serde_json::to_string(&render::to_json(item)).expect("a JSON value always serializes");
-        let mut hasher = Sha256::new();
-        hasher.update(canonical.as_bytes());
+        let mut fp = fingerprint::of(item);
         if let Some(salt) = salt(key) {
-            hasher.update([0]);
-            hasher.update(salt.as_bytes());
+            fp = fingerprint::combine([fp, xxhash_rust::xxh3::xxh3_64(salt.as_bytes())]);
         }
         let entry = Entry {
-            version: hex_prefix(&hasher.finalize()),
+            version: fingerprint::version(fp),
             resource: envoy_types::util::pack_any(item.clone()),
         };
         entries.insert(key.clone(), Arc::new(entry));

@@ -5,8 +5,9 @@
 //! enforcement": only routes forwarding to a DFP cluster are guarded, and ordinary routes reached by IP or
 //! any name keep working.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
+use super::super::items::ClusterLookup;
 use super::super::pb::{ext, hcm, rbac, rbac_filter, route};
 use crate::ir;
 
@@ -28,14 +29,14 @@ pub(in crate::envoy) fn http_filter() -> hcm::HttpFilter {
 /// weighted split, or an aggregate's members) pool their rules: each request may reach any of them.
 pub(in crate::envoy) fn per_route(
     action: &route::route::Action,
-    clusters: &BTreeMap<String, ir::Cluster>,
+    clusters: &dyn ClusterLookup,
 ) -> Option<rbac_filter::RbacPerRoute> {
     let mut dfp = false;
     let mut deny: Vec<&str> = Vec::new();
     let mut allow_lists: Vec<&[String]> = Vec::new();
     let reached = super::super::routes::action_clusters(action)
         .into_iter()
-        .flat_map(|name| match clusters.get(name).map(|c| &c.discovery) {
+        .flat_map(|name| match clusters.cluster(name).map(|c| &c.discovery) {
             Some(ir::Discovery::Aggregate { clusters: members }) => members.iter().map(String::as_str).collect(),
             _ => vec![name],
         });
@@ -44,7 +45,7 @@ pub(in crate::envoy) fn per_route(
             deny_authorities,
             allow_authorities,
             ..
-        }) = clusters.get(name).map(|c| &c.discovery)
+        }) = clusters.cluster(name).map(|c| &c.discovery)
         else {
             continue;
         };

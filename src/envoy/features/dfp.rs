@@ -4,9 +4,8 @@
 //! same cache config — Envoy keys caches by name and rejects one name with two configs — so both take
 //! it from [`dns_cache_config`]. The filter runs only where a route reaches a DFP cluster.
 
-use std::collections::BTreeMap;
-
 use super::super::duration_ms;
+use super::super::items::ClusterLookup;
 use super::super::pb::{cluster, dfp_common, dfp_filter, ext, hcm};
 use crate::ir;
 use crate::ir::names;
@@ -24,11 +23,11 @@ pub(in crate::envoy) fn http_filter(cache: dfp_common::DnsCacheConfig) -> hcm::H
 /// The DNS cache of the first DFP cluster among `reached` (the clusters a route action names, in order).
 pub(in crate::envoy) fn reached<'a>(
     reached: impl IntoIterator<Item = &'a str>,
-    clusters: &BTreeMap<String, ir::Cluster>,
+    clusters: &dyn ClusterLookup,
 ) -> Option<dfp_common::DnsCacheConfig> {
     reached
         .into_iter()
-        .find_map(|name| match &clusters.get(name)?.discovery {
+        .find_map(|name| match &clusters.cluster(name)?.discovery {
             ir::Discovery::DynamicForwardProxy { dns, .. } => Some(dns_cache_config(dns)),
             _ => None,
         })

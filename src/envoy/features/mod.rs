@@ -18,7 +18,7 @@ use super::pb::{dfp_common, ext, hcm, router};
 
 /// What the routes of one route configuration use, as far as the connection manager must know.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(super) struct Used {
+pub struct Used {
     /// A route carries a CORS policy.
     pub cors: bool,
     /// A route carries the authority guard.
@@ -30,7 +30,7 @@ pub(super) struct Used {
 
 impl Used {
     /// Adds what another route (or route configuration) uses; the first DNS cache seen stays.
-    pub(super) fn merge(&mut self, other: Used) {
+    pub fn merge(&mut self, other: Used) {
         self.cors |= other.cors;
         self.authority_guard |= other.authority_guard;
         if self.dfp.is_none() {
