@@ -57,7 +57,9 @@ pub(crate) const MAX_POLICY_ANCESTORS: usize = 16;
 pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
     let ctx = Ctx { model, opts };
     let (classes, mut statuses) = classes::process(model, opts);
-    let backends = Backends::new(ctx);
+    let policies = backend_tls::PolicyIndex::build(ctx);
+    let evaluations = backends::evaluate_all(ctx);
+    let backends = Backends::new(ctx, &policies, &evaluations);
     let mut refs = backends::References::default();
     let routes = routes_in_order(model);
     let mut out = ir::Ir::default();

@@ -42,7 +42,7 @@ pub struct Ctx<'a> {
 }
 
 /// The result of evaluating one Backend object.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Evaluated {
     pub generation: i64,
     /// Problems for the object's own status (Accepted / ResolvedRefs).
@@ -82,7 +82,7 @@ impl Evaluated {
 }
 
 /// Everything needed to build a cluster for any port of a usable backend.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Usable {
     pub choices: Vec<PortChoice>,
     /// Envoy Gateway Backends carry ports on their endpoints: one cluster whatever the ref's port.
@@ -107,7 +107,7 @@ pub enum GatewayCert {
     Required,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PortChoice {
     pub port: u16,
     pub discovery: ir::Discovery,
@@ -174,13 +174,64 @@ pub struct RouteSide<'a> {
     pub namespace: &'a str,
 }
 
+/// Every Backend object's evaluation, by kind and key.
+pub type Evaluations = BTreeMap<(BackendKind, ObjectKey), Evaluated>;
+
+/// Evaluates every Backend object of the model.
+pub fn evaluate_all(ctx: Ctx<'_>) -> Evaluations {
+    let mut out = Evaluations::new();
+    for kind in [BackendKind::XBackend, BackendKind::Backend, BackendKind::EgBackend] {
+        for key in backend_keys(ctx.model, kind) {
+            if let Some(ev) = evaluate(ctx, kind, &key) {
+                out.insert((kind, key), ev);
+            }
+        }
+    }
+    out
+}
+
+/// The keys of the Backend objects of `kind` (none for Services).
+pub fn backend_keys(model: &Model, kind: BackendKind) -> Vec<ObjectKey> {
+    match kind {
+        BackendKind::XBackend => model.xbackends.keys().cloned().collect(),
+        BackendKind::Backend => model.backends.keys().cloned().collect(),
+        BackendKind::EgBackend => model.eg_backends.keys().cloned().collect(),
+        BackendKind::Service => Vec::new(),
+    }
+}
+
+/// Evaluates one Backend object; `None` when the model has none of that kind and key.
+pub fn evaluate(ctx: Ctx<'_>, kind: BackendKind, key: &ObjectKey) -> Option<Evaluated> {
+    use crate::api::backend::BackendShape;
+    let model = ctx.model;
+    Some(match kind {
+        BackendKind::XBackend => {
+            let xb = model.xbackends.get(key)?;
+            gep::evaluate(ctx, "xbackend", key, &xb.spec, xb.metadata.generation.unwrap_or(0))
+        }
+        BackendKind::Backend => {
+            let b = model.backends.get(key)?;
+            let g = b.metadata.generation.unwrap_or(0);
+            match &b.spec {
+                BackendShape::Gep(spec) => gep::evaluate(ctx, "backend", key, spec, g),
+                BackendShape::Draft(spec) => draft::evaluate(ctx, key, spec, g),
+            }
+        }
+        BackendKind::EgBackend => {
+            let b = model.eg_backends.get(key)?;
+            eg::evaluate(ctx, key, &b.spec, b.metadata.generation.unwrap_or(0))
+        }
+        BackendKind::Service => return None,
+    })
+}
+
 /// Every Backend object evaluated once, and the BackendTLSPolicies, for one translation. Read-only while
 /// routes resolve their references: what a route reaches is reported in its own [`Reached`], so one
 /// route's resolution can be redone without the others'.
 pub struct Backends<'a> {
     ctx: Ctx<'a>,
-    pub policies: PolicyIndex,
-    evaluated: BTreeMap<(BackendKind, ObjectKey), Evaluated>,
+    pub policies: &'a PolicyIndex,
+    evaluated: &'a Evaluations,
 }
 
 /// What resolving one route's references reached: the backends it referenced (for their
@@ -219,32 +270,10 @@ impl References {
 }
 
 impl<'a> Backends<'a> {
-    pub fn new(ctx: Ctx<'a>) -> Self {
-        use crate::api::backend::BackendShape;
-        let mut evaluated = BTreeMap::new();
-        for (key, xb) in &ctx.model.xbackends {
-            let g = xb.metadata.generation.unwrap_or(0);
-            let ev = gep::evaluate(ctx, "xbackend", key, &xb.spec, g);
-            evaluated.insert((BackendKind::XBackend, key.clone()), ev);
-        }
-        for (key, b) in &ctx.model.backends {
-            let g = b.metadata.generation.unwrap_or(0);
-            let ev = match &b.spec {
-                BackendShape::Gep(spec) => gep::evaluate(ctx, "backend", key, spec, g),
-                BackendShape::Draft(spec) => draft::evaluate(ctx, key, spec, g),
-            };
-            evaluated.insert((BackendKind::Backend, key.clone()), ev);
-        }
-        for (key, b) in &ctx.model.eg_backends {
-            let g = b.metadata.generation.unwrap_or(0);
-            evaluated.insert(
-                (BackendKind::EgBackend, key.clone()),
-                eg::evaluate(ctx, key, &b.spec, g),
-            );
-        }
+    pub fn new(ctx: Ctx<'a>, policies: &'a PolicyIndex, evaluated: &'a Evaluations) -> Self {
         Self {
             ctx,
-            policies: PolicyIndex::build(ctx),
+            policies,
             evaluated,
         }
     }
@@ -277,7 +306,7 @@ impl<'a> Backends<'a> {
         let key = ObjectKey::new(r.namespace, r.name);
         if kind == BackendKind::Service {
             reached.refs.push((kind, key.clone()));
-            return service::resolve(self.ctx, &self.policies, &key, r.port);
+            return service::resolve(self.ctx, self.policies, &key, r.port);
         }
         let what = format!("{} {key}", r.kind);
         let Some(ev) = self.evaluation(kind, &key) else {

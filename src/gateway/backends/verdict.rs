@@ -7,6 +7,7 @@ use crate::gateway::MAX_ROUTE_PARENTS;
 use crate::gateway::conditions::{BackendCondition, BackendProblem, BackendReason, BackendType, Condition};
 use crate::gateway::status::{BackendParentStatus, ObjectStatus, ParentRef, StatusBody};
 use crate::ir::names::BackendKind;
+use crate::model::ObjectKey;
 
 /// Conditions of an evaluated Backend, with `extra`: a problem it has for one Gateway only.
 pub fn conditions_of(ev: &Evaluated, extra: Option<&BackendProblem>) -> Vec<BackendCondition> {
@@ -60,38 +61,45 @@ pub fn conditions_of(ev: &Evaluated, extra: Option<&BackendProblem>) -> Vec<Back
 /// `status` of every evaluated Backend: Envoy Gateway's Backend gets plain conditions whether used or not;
 /// XBackend and the standard-group Backend one `parents` entry per Gateway that uses it.
 pub fn statuses(backends: &Backends<'_>, refs: &References, controller: &str) -> Vec<ObjectStatus> {
-    let mut out = Vec::new();
-    for (kind, key, ev) in backends.evaluated() {
-        let (api, kind_name) = match kind {
-            BackendKind::XBackend => ("gateway.networking.x-k8s.io/v1alpha1", "XBackend"),
-            BackendKind::Backend => ("gateway.networking.k8s.io/v1alpha1", "Backend"),
-            BackendKind::EgBackend => {
-                let mut conditions = conditions_of(ev, None);
-                conditions.retain(|c| c.type_ == BackendType::Accepted);
-                let body = StatusBody::EgBackend { conditions };
-                out.push(ObjectStatus::new(
-                    "gateway.envoyproxy.io/v1alpha1",
-                    "Backend",
-                    key,
-                    body,
-                ));
-                continue;
-            }
-            BackendKind::Service => continue,
-        };
-        let Some(gateways) = refs.referenced_by.get(&(kind, key.clone())) else {
-            continue;
-        };
-        let parents = gateways
-            .iter()
-            .take(MAX_ROUTE_PARENTS)
-            .map(|gw| BackendParentStatus {
-                controller_name: controller.to_string(),
-                parent_ref: ParentRef::gateway(gw, None, None),
-                conditions: conditions_of(ev, refs.parent_problem(kind, key, gw)),
-            })
-            .collect();
-        out.push(ObjectStatus::new(api, kind_name, key, StatusBody::Backend { parents }));
-    }
-    out
+    backends
+        .evaluated()
+        .filter_map(|(kind, key, ev)| status_of(kind, key, ev, refs, controller))
+        .collect()
+}
+
+/// The `status` of one evaluated Backend, if it has one (an unused XBackend or Backend has none).
+pub fn status_of(
+    kind: BackendKind,
+    key: &ObjectKey,
+    ev: &Evaluated,
+    refs: &References,
+    controller: &str,
+) -> Option<ObjectStatus> {
+    let (api, kind_name) = match kind {
+        BackendKind::XBackend => ("gateway.networking.x-k8s.io/v1alpha1", "XBackend"),
+        BackendKind::Backend => ("gateway.networking.k8s.io/v1alpha1", "Backend"),
+        BackendKind::EgBackend => {
+            let mut conditions = conditions_of(ev, None);
+            conditions.retain(|c| c.type_ == BackendType::Accepted);
+            let body = StatusBody::EgBackend { conditions };
+            return Some(ObjectStatus::new(
+                "gateway.envoyproxy.io/v1alpha1",
+                "Backend",
+                key,
+                body,
+            ));
+        }
+        BackendKind::Service => return None,
+    };
+    let gateways = refs.referenced_by.get(&(kind, key.clone()))?;
+    let parents = gateways
+        .iter()
+        .take(MAX_ROUTE_PARENTS)
+        .map(|gw| BackendParentStatus {
+            controller_name: controller.to_string(),
+            parent_ref: ParentRef::gateway(gw, None, None),
+            conditions: conditions_of(ev, refs.parent_problem(kind, key, gw)),
+        })
+        .collect();
+    Some(ObjectStatus::new(api, kind_name, key, StatusBody::Backend { parents }))
 }
