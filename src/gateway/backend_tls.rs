@@ -128,6 +128,21 @@ impl PolicyIndex {
         self.verdicts.get(key).map(|v| (key, v))
     }
 
+    /// The Services whose applying policy differs between `self` and `next` (another winner, or the
+    /// winner's verdict changed): what an incremental translation must redo.
+    pub fn changed_services(&self, next: &PolicyIndex) -> BTreeSet<ObjectKey> {
+        let mut out = BTreeSet::new();
+        let targets: BTreeSet<&(ObjectKey, Option<String>)> = self.winners.keys().chain(next.winners.keys()).collect();
+        for t in targets {
+            let before = self.winners.get(t).map(|w| (w, self.verdicts.get(w)));
+            let after = next.winners.get(t).map(|w| (w, next.verdicts.get(w)));
+            if before != after {
+                out.insert(t.0.clone());
+            }
+        }
+        out
+    }
+
     /// Accepted / ResolvedRefs of one policy.
     pub fn conditions(v: &PolicyVerdict) -> Vec<PolicyCondition> {
         let g = v.generation;
@@ -211,33 +226,45 @@ fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, policy: &BackendTlsPolicy) -> PolicyV
 
 /// `status.ancestors` of every policy: one entry per Gateway whose routes use one of its targets.
 pub fn statuses(model: &Model, backends: &Backends<'_>, refs: &References, controller: &str) -> Vec<ObjectStatus> {
-    let mut out = Vec::new();
-    for (key, verdict) in &backends.policies.verdicts {
-        let ancestors: BTreeSet<&ObjectKey> = verdict
-            .targets
-            .iter()
-            .filter_map(|t| refs.referenced_by.get(t))
-            .flatten()
-            .collect();
-        if ancestors.is_empty() || !model.backend_tls_policies.contains_key(key) {
-            continue;
-        }
-        let conditions = PolicyIndex::conditions(verdict);
-        let ancestors = ancestors
-            .into_iter()
-            .take(MAX_POLICY_ANCESTORS)
-            .map(|gw| PolicyAncestorStatus {
-                ancestor_ref: ParentRef::gateway(gw, None, None),
-                controller_name: controller.to_string(),
-                conditions: conditions.clone(),
-            })
-            .collect();
-        out.push(ObjectStatus::new(
-            "gateway.networking.k8s.io/v1",
-            "BackendTLSPolicy",
-            key,
-            StatusBody::Policy { ancestors },
-        ));
+    backends
+        .policies
+        .verdicts
+        .iter()
+        .filter(|(key, _)| model.backend_tls_policies.contains_key(key))
+        .filter_map(|(key, verdict)| status_of(key, verdict, refs, controller))
+        .collect()
+}
+
+/// The status of one policy, if a Gateway's routes use one of its targets.
+pub fn status_of(
+    key: &ObjectKey,
+    verdict: &PolicyVerdict,
+    refs: &References,
+    controller: &str,
+) -> Option<ObjectStatus> {
+    let ancestors: BTreeSet<&ObjectKey> = verdict
+        .targets
+        .iter()
+        .filter_map(|t| refs.referenced_by.get(t))
+        .flatten()
+        .collect();
+    if ancestors.is_empty() {
+        return None;
     }
-    out
+    let conditions = PolicyIndex::conditions(verdict);
+    let ancestors = ancestors
+        .into_iter()
+        .take(MAX_POLICY_ANCESTORS)
+        .map(|gw| PolicyAncestorStatus {
+            ancestor_ref: ParentRef::gateway(gw, None, None),
+            controller_name: controller.to_string(),
+            conditions: conditions.clone(),
+        })
+        .collect();
+    Some(ObjectStatus::new(
+        "gateway.networking.k8s.io/v1",
+        "BackendTLSPolicy",
+        key,
+        StatusBody::Policy { ancestors },
+    ))
 }

@@ -114,6 +114,18 @@ pub fn attach(
     out
 }
 
+/// The Gateways a route's parentRefs name (whether they exist or not), each once.
+pub fn named_gateways(spec: &RouteSpec) -> std::collections::BTreeSet<ObjectKey> {
+    let route_ns = &spec.key.namespace;
+    spec.parent_refs
+        .iter()
+        .filter_map(|p| {
+            let gw = ObjectKey::new(p.namespace.as_deref().unwrap_or(route_ns), &p.name);
+            names_gateway(p, route_ns, &gw).then_some(gw)
+        })
+        .collect()
+}
+
 /// Does the parentRef name this Gateway (group and kind default to Gateway API's Gateway, the namespace
 /// to the route's)?
 fn names_gateway(parent: &spec::ParentRef, route_ns: &str, gw: &ObjectKey) -> bool {

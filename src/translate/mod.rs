@@ -3,6 +3,8 @@
 //! Model → `gateway::build` (IR + status) → `envoy::build` per Gateway. Infallible and deterministic:
 //! a user mistake is a status condition, never an error, and the same model gives the same bytes.
 
+pub mod engine;
+
 use std::collections::BTreeMap;
 
 use serde_json::Value;

@@ -14,113 +14,16 @@
 //! holding all its resources (a real Envoy 1.40, run by `pier::testkit::envoy`).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
 use pier::options::Options;
-use serde::Deserialize;
 use serde_json::Value;
 
 const OUTPUTS: [&str; 6] = ["clusters", "endpoints", "listeners", "routes", "secrets", "status"];
-const INPUTS: [&str; 2] = ["input.yaml", "options.yaml"];
 
-/// Operator options a case may set (`options.yaml`); anything unset keeps pier's default.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct CaseOptions {
-    controller_name: Option<String>,
-    listener_address: Option<String>,
-    allow_loopback: Option<bool>,
-    allow_unix_sockets: Option<bool>,
-    enable_dynamic_resolver: Option<bool>,
-    denied_cidrs: Option<Vec<String>>,
-    allowed_hostnames: Option<Vec<String>>,
-    system_ca_path: Option<String>,
-    dns_refresh_ms: Option<u64>,
-    dns_respect_ttl: Option<bool>,
-    dns_lookup_family: Option<pier::ir::LookupFamily>,
-}
+mod cases;
+mod engine;
 
-impl CaseOptions {
-    fn into_options(self) -> Options {
-        let mut o = Options::default();
-        if let Some(v) = self.controller_name {
-            o.controller_name = v;
-        }
-        if let Some(v) = self.listener_address {
-            o.listener_address = v;
-        }
-        if let Some(v) = self.system_ca_path {
-            o.system_ca_path = v;
-        }
-        if let Some(v) = self.dns_refresh_ms {
-            o.dns.refresh_rate_ms = v;
-        }
-        if let Some(v) = self.dns_respect_ttl {
-            o.dns.respect_ttl = v;
-        }
-        if let Some(v) = self.dns_lookup_family {
-            o.dns.lookup_family = v;
-        }
-        let g = &mut o.guardrails;
-        g.allow_loopback = self.allow_loopback.unwrap_or(false);
-        g.allow_unix_sockets = self.allow_unix_sockets.unwrap_or(false);
-        g.enable_dynamic_resolver = self.enable_dynamic_resolver.unwrap_or(false);
-        g.denied_cidrs = self
-            .denied_cidrs
-            .unwrap_or_default()
-            .iter()
-            .map(|c| c.parse().expect("CIDR in options.yaml"))
-            .collect();
-        g.allowed_hostnames = self.allowed_hostnames;
-        o
-    }
-}
-
-fn testdata() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
-}
-
-fn cases() -> Vec<PathBuf> {
-    let only = std::env::var("CASE").ok().filter(|c| !c.is_empty());
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(testdata())
-        .expect("testdata/ exists")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.join("input.yaml").is_file())
-        .filter(|p| only.as_deref().is_none_or(|c| p.file_name().is_some_and(|n| n == c)))
-        .collect();
-    dirs.sort();
-    assert!(!dirs.is_empty(), "no golden case matched (CASE={only:?})");
-    dirs
-}
-
-fn options(case: &Path) -> Options {
-    let path = case.join("options.yaml");
-    match std::fs::read_to_string(&path) {
-        Ok(text) => serde_yaml::from_str::<CaseOptions>(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-            .into_options(),
-        Err(_) => Options::default(),
-    }
-}
-
-/// Splits a multi-document YAML text into its documents (on `---` lines).
-fn documents(text: &str) -> Vec<String> {
-    let mut docs = vec![String::new()];
-    for line in text.lines() {
-        if line.trim_end() == "---" {
-            docs.push(String::new());
-        } else {
-            let last = docs.last_mut().expect("one");
-            last.push_str(line);
-            last.push('\n');
-        }
-    }
-    docs.retain(|d| {
-        d.lines()
-            .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-    });
-    docs
-}
+use cases::{cases, documents, options};
 
 fn translate(name: &str, text: &str, opts: &Options) -> pier::Translation {
     let loaded = pier::model::load::parse_texts(&[(name.to_string(), text.to_string())])
@@ -188,7 +91,7 @@ fn golden() {
             let keep: BTreeSet<String> = OUTPUTS
                 .iter()
                 .map(|k| format!("{k}.yaml"))
-                .chain(INPUTS.iter().map(|s| s.to_string()))
+                .chain(cases::INPUTS.iter().map(|s| s.to_string()))
                 .collect();
             for entry in std::fs::read_dir(&case).expect("case dir") {
                 let p = entry.expect("entry").path();

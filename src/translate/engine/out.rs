@@ -1,0 +1,168 @@
+//! What the engine serves: each Envoy resource packed once, with its content version, in persistent maps
+//! a snapshot shares ([`GatewayOut`]). A route configuration is assembled from its virtual hosts' own
+//! encodings ([`VhostOut`]): a change to one virtual host re-encodes that one and copies the others'
+//! bytes, and the configuration's version combines theirs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use envoy_types::pb::google::protobuf::Any;
+use prost::{Message, Name};
+
+use crate::envoy::fingerprint;
+use crate::envoy::items::{self, ClusterLookup, Listening, Used};
+use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
+use crate::ir;
+
+/// One Envoy resource as served: packed, with its content version. Two are equal when their versions
+/// are: the bytes of equal messages can differ (protobuf map fields encode in hash order), the version
+/// is a walk of the content in a fixed order.
+#[derive(Debug, Clone)]
+pub struct Res {
+    pub version: String,
+    pub resource: Any,
+    /// The version as a number, to combine with others (an endpoint's with its cluster's).
+    pub fingerprint: u64,
+}
+
+impl PartialEq for Res {
+    fn eq(&self, other: &Self) -> bool {
+        self.version == other.version
+    }
+}
+
+impl Res {
+    fn of<M: Message + Name>(m: &M) -> Res {
+        let fp = fingerprint::of(m);
+        Res {
+            version: fingerprint::version(fp),
+            resource: Any {
+                type_url: M::type_url(),
+                value: m.encode_to_vec(),
+            },
+            fingerprint: fp,
+        }
+    }
+
+    pub fn cluster(name: &str, c: &ir::Cluster, opts: &crate::Options) -> Res {
+        Res::of(&items::cluster(name, c, opts))
+    }
+
+    /// A load assignment's version covers its cluster's: Envoy re-warms a changed cluster and waits for a
+    /// fresh assignment even when the endpoints are the same.
+    pub fn endpoints(name: &str, endpoints: &[ir::Endpoint], cluster: &Res) -> Res {
+        let mut r = Res::of(&items::load_assignment(name, endpoints));
+        r.fingerprint = fingerprint::combine([r.fingerprint, cluster.fingerprint]);
+        r.version = fingerprint::version(r.fingerprint);
+        r
+    }
+
+    pub fn listener(l: &ir::Listener, used: &BTreeMap<String, Used>) -> Res {
+        Res::of(&items::listener(l, used))
+    }
+
+    pub fn secret(name: &str, s: &ir::Secret) -> Res {
+        Res::of(&items::secret(name, s))
+    }
+
+    /// A route configuration from its virtual hosts, in order.
+    pub fn route_config<'a>(name: &str, vhosts: impl Iterator<Item = &'a VhostOut>) -> Res {
+        let header = items::route_config(name);
+        let mut value = header.encode_to_vec();
+        let mut parts = vec![fingerprint::of(&header)];
+        for vh in vhosts {
+            value.extend_from_slice(&vh.bytes);
+            parts.push(vh.fingerprint);
+        }
+        let fp = fingerprint::combine(parts);
+        Res {
+            version: fingerprint::version(fp),
+            resource: Any {
+                type_url: route::RouteConfiguration::type_url(),
+                value,
+            },
+            fingerprint: fp,
+        }
+    }
+}
+
+/// One virtual host, encoded as a `RouteConfiguration.virtual_hosts` element, and what its routes use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VhostOut {
+    pub bytes: Vec<u8>,
+    pub fingerprint: u64,
+    pub used: Used,
+}
+
+impl VhostOut {
+    pub fn build(vh: &ir::VirtualHost, clusters: &dyn ClusterLookup, at: Listening) -> VhostOut {
+        let (built, used) = items::virtual_host(vh, clusters, at);
+        let mut bytes = Vec::new();
+        // Field 2 of RouteConfiguration: `repeated VirtualHost virtual_hosts`.
+        prost::encoding::message::encode(2, &built, &mut bytes);
+        VhostOut {
+            bytes,
+            fingerprint: fingerprint::of(&built),
+            used,
+        }
+    }
+}
+
+/// A Gateway's resources by type and name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GatewayOut {
+    pub clusters: imbl::OrdMap<String, Arc<Res>>,
+    pub endpoints: imbl::OrdMap<String, Arc<Res>>,
+    pub listeners: imbl::OrdMap<String, Arc<Res>>,
+    pub routes: imbl::OrdMap<String, Arc<Res>>,
+    pub secrets: imbl::OrdMap<String, Arc<Res>>,
+}
+
+/// Puts `res` at `name` unless the same version is there already (keeping the old `Arc`, so a snapshot
+/// compares it as unchanged); true if it changed.
+pub fn put(map: &mut imbl::OrdMap<String, Arc<Res>>, name: &str, res: Res) -> bool {
+    if map.get(name).is_some_and(|old| old.version == res.version) {
+        return false;
+    }
+    map.insert(name.to_string(), Arc::new(res));
+    true
+}
+
+/// The resources of `out`, decoded (for comparing with the batch translation, and for `pier translate`
+/// style output).
+pub fn decode(out: &GatewayOut) -> crate::envoy::Resources {
+    fn all<M: Message + Default>(map: &imbl::OrdMap<String, Arc<Res>>) -> Vec<M> {
+        map.values()
+            .map(|r| M::decode(r.resource.value.as_slice()).expect("the engine encoded it"))
+            .collect()
+    }
+    crate::envoy::Resources {
+        clusters: all::<cluster::Cluster>(&out.clusters),
+        endpoints: all::<endpoint::ClusterLoadAssignment>(&out.endpoints),
+        listeners: all::<listener::Listener>(&out.listeners),
+        routes: all::<route::RouteConfiguration>(&out.routes),
+        secrets: all::<tls::Secret>(&out.secrets),
+    }
+}
+
+/// Makes `next` share `prev`'s `Arc` for every resource whose version did not change, so consumers that
+/// compare pointers (snapshots, streams) see only what a rebuilt Gateway really changed.
+pub fn share(next: &mut GatewayOut, prev: &GatewayOut) {
+    fn one(next: &mut imbl::OrdMap<String, Arc<Res>>, prev: &imbl::OrdMap<String, Arc<Res>>) {
+        let same: Vec<(String, Arc<Res>)> = next
+            .iter()
+            .filter_map(|(name, r)| {
+                let old = prev.get(name)?;
+                (old.version == r.version && !Arc::ptr_eq(old, r)).then(|| (name.clone(), old.clone()))
+            })
+            .collect();
+        for (name, old) in same {
+            next.insert(name, old);
+        }
+    }
+    one(&mut next.clusters, &prev.clusters);
+    one(&mut next.endpoints, &prev.endpoints);
+    one(&mut next.listeners, &prev.listeners);
+    one(&mut next.routes, &prev.routes);
+    one(&mut next.secrets, &prev.secrets);
+}

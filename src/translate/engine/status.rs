@@ -1,0 +1,121 @@
+//! The statuses the engine keeps current, and who references which Backend (counted, so one route can
+//! let go of what it reached without the others being redone).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use super::counted::Counted;
+use crate::gateway::backends::{Reached, References};
+use crate::gateway::conditions::BackendProblem;
+use crate::gateway::spec::RouteKind;
+use crate::gateway::status::{ObjectStatus, StatusMeta};
+use crate::ir::names::BackendKind;
+use crate::model::ObjectKey;
+
+/// What a status is about, as the engine knows it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Subject {
+    Class(ObjectKey),
+    Gateway(ObjectKey),
+    Route(RouteKind, ObjectKey),
+    Backend(BackendKind, ObjectKey),
+    Policy(ObjectKey),
+}
+
+/// A status's place in the output: [`ObjectStatus::sort_key`].
+pub type StatusKey = (String, String, StatusMeta);
+
+/// Every status, in output order, and where each subject's is.
+#[derive(Debug, Default, Clone)]
+pub struct Statuses {
+    map: imbl::OrdMap<StatusKey, Arc<ObjectStatus>>,
+    keys: BTreeMap<Subject, StatusKey>,
+}
+
+impl Statuses {
+    /// Sets (or with `None` removes) the status of `subject`; true if that changed anything.
+    pub fn set(&mut self, subject: Subject, status: Option<ObjectStatus>) -> bool {
+        match status {
+            Some(s) => {
+                let key = s.sort_key();
+                if self.map.get(&key).is_some_and(|old| **old == s) {
+                    return false;
+                }
+                self.map.insert(key.clone(), Arc::new(s));
+                self.keys.insert(subject, key);
+                true
+            }
+            None => match self.keys.remove(&subject) {
+                Some(key) => self.map.remove(&key).is_some(),
+                None => false,
+            },
+        }
+    }
+
+    /// The subjects that are GatewayClasses (their statuses are recomputed together).
+    pub fn classes(&self) -> Vec<Subject> {
+        self.keys
+            .keys()
+            .filter(|s| matches!(s, Subject::Class(_)))
+            .cloned()
+            .collect()
+    }
+
+    /// Every status, in output order (shared with the engine: cloning is O(1)).
+    pub fn map(&self) -> &imbl::OrdMap<StatusKey, Arc<ObjectStatus>> {
+        &self.map
+    }
+
+    pub fn list(&self) -> Vec<ObjectStatus> {
+        self.map.values().map(|s| s.as_ref().clone()).collect()
+    }
+}
+
+/// Which Gateways reference each Backend (and each Service), with per-Gateway Backend problems, as
+/// counts over the routes that reached them; [`RefCounts::view`] is the `References` the status
+/// functions read.
+#[derive(Debug, Default)]
+pub struct RefCounts {
+    holders: Counted<(BackendKind, ObjectKey, ObjectKey), ()>,
+    problems: Counted<(BackendKind, ObjectKey, ObjectKey), BackendProblem>,
+    pub view: References,
+}
+
+impl RefCounts {
+    /// A route attached to `gw` reached `reached`; what it touched goes to `touched`.
+    pub fn add(&mut self, gw: &ObjectKey, reached: &Reached, touched: &mut BTreeSet<(BackendKind, ObjectKey)>) {
+        for r in &reached.refs {
+            self.holders.add(&(r.0, r.1.clone(), gw.clone()), ());
+            self.view.referenced_by.entry(r.clone()).or_default().insert(gw.clone());
+            touched.insert(r.clone());
+        }
+        for ((kind, key), p) in &reached.parent_problems {
+            let id = (*kind, key.clone(), gw.clone());
+            self.problems.add(&id, p.clone());
+            self.view.parent_problems.insert(id, p.clone());
+            touched.insert((*kind, key.clone()));
+        }
+    }
+
+    /// A route attached to `gw` no longer reaches `reached`.
+    pub fn remove(&mut self, gw: &ObjectKey, reached: &Reached, touched: &mut BTreeSet<(BackendKind, ObjectKey)>) {
+        for r in &reached.refs {
+            if self.holders.remove(&(r.0, r.1.clone(), gw.clone()))
+                && let Some(gws) = self.view.referenced_by.get_mut(r)
+            {
+                gws.remove(gw);
+                if gws.is_empty() {
+                    self.view.referenced_by.remove(r);
+                }
+            }
+            touched.insert(r.clone());
+        }
+        for ((kind, key), _) in &reached.parent_problems {
+            let id = (*kind, key.clone(), gw.clone());
+            if self.problems.remove(&id) {
+                self.view.parent_problems.remove(&id);
+            }
+            touched.insert((*kind, key.clone()));
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The golden cases: where they are, their options, their documents.
+
+use std::path::{Path, PathBuf};
+
+use pier::options::Options;
+use serde::Deserialize;
+
+pub const INPUTS: [&str; 2] = ["input.yaml", "options.yaml"];
+
+/// Operator options a case may set (`options.yaml`); anything unset keeps pier's default.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CaseOptions {
+    controller_name: Option<String>,
+    listener_address: Option<String>,
+    allow_loopback: Option<bool>,
+    allow_unix_sockets: Option<bool>,
+    enable_dynamic_resolver: Option<bool>,
+    denied_cidrs: Option<Vec<String>>,
+    allowed_hostnames: Option<Vec<String>>,
+    system_ca_path: Option<String>,
+    dns_refresh_ms: Option<u64>,
+    dns_respect_ttl: Option<bool>,
+    dns_lookup_family: Option<pier::ir::LookupFamily>,
+}
+
+impl CaseOptions {
+    fn into_options(self) -> Options {
+        let mut o = Options::default();
+        if let Some(v) = self.controller_name {
+            o.controller_name = v;
+        }
+        if let Some(v) = self.listener_address {
+            o.listener_address = v;
+        }
+        if let Some(v) = self.system_ca_path {
+            o.system_ca_path = v;
+        }
+        if let Some(v) = self.dns_refresh_ms {
+            o.dns.refresh_rate_ms = v;
+        }
+        if let Some(v) = self.dns_respect_ttl {
+            o.dns.respect_ttl = v;
+        }
+        if let Some(v) = self.dns_lookup_family {
+            o.dns.lookup_family = v;
+        }
+        let g = &mut o.guardrails;
+        g.allow_loopback = self.allow_loopback.unwrap_or(false);
+        g.allow_unix_sockets = self.allow_unix_sockets.unwrap_or(false);
+        g.enable_dynamic_resolver = self.enable_dynamic_resolver.unwrap_or(false);
+        g.denied_cidrs = self
+            .denied_cidrs
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.parse().expect("CIDR in options.yaml"))
+            .collect();
+        g.allowed_hostnames = self.allowed_hostnames;
+        o
+    }
+}
+
+pub fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
+}
+
+pub fn cases() -> Vec<PathBuf> {
+    let only = std::env::var("CASE").ok().filter(|c| !c.is_empty());
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(testdata())
+        .expect("testdata/ exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.join("input.yaml").is_file())
+        .filter(|p| only.as_deref().is_none_or(|c| p.file_name().is_some_and(|n| n == c)))
+        .collect();
+    dirs.sort();
+    assert!(!dirs.is_empty(), "no golden case matched (CASE={only:?})");
+    dirs
+}
+
+pub fn options(case: &Path) -> Options {
+    let path = case.join("options.yaml");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_yaml::from_str::<CaseOptions>(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .into_options(),
+        Err(_) => Options::default(),
+    }
+}
+
+/// Splits a multi-document YAML text into its documents (on `---` lines).
+pub fn documents(text: &str) -> Vec<String> {
+    let mut docs = vec![String::new()];
+    for line in text.lines() {
+        if line.trim_end() == "---" {
+            docs.push(String::new());
+        } else {
+            let last = docs.last_mut().expect("one");
+            last.push_str(line);
+            last.push('\n');
+        }
+    }
+    docs.retain(|d| {
+        d.lines()
+            .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+    });
+    docs
+}

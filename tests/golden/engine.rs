@@ -1,0 +1,236 @@
+//! The incremental translator (`translate::engine`) held to the batch translation, which the goldens pin:
+//! built from each case, and after every step of random edit sequences drawn from every case's objects
+//! (added, replaced by another object with the same kind and key, deleted). After each step the
+//! engine's resources and statuses must equal `translate()` of the same model, and its resource
+//! versions those of an engine built from scratch: versions depend on content
+//! only, never on the path that led there.
+
+use std::sync::OnceLock;
+
+use pier::model::objects::Kind;
+use pier::model::{Model, Object, ObjectKey};
+use pier::options::Options;
+use pier::translate::engine::Engine;
+use proptest::prelude::*;
+
+use super::cases::{cases, options};
+
+/// Every object of every case, and each case's objects and options.
+struct Pool {
+    objects: Vec<Object>,
+    cases: Vec<Case>,
+}
+
+struct Case {
+    name: String,
+    objects: Vec<usize>,
+    options: Options,
+}
+
+fn pool() -> &'static Pool {
+    static POOL: OnceLock<Pool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let mut pool = Pool {
+            objects: Vec::new(),
+            cases: Vec::new(),
+        };
+        for dir in cases() {
+            let name = dir.file_name().unwrap().to_string_lossy().to_string();
+            let text = std::fs::read_to_string(dir.join("input.yaml")).expect("read input");
+            let parsed = pier::model::yaml::parse(&name, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let first = pool.objects.len();
+            pool.objects.extend(parsed.objects.into_iter().map(|(_, o)| o));
+            pool.cases.push(Case {
+                name,
+                objects: (first..pool.objects.len()).collect(),
+                options: options(&dir),
+            });
+        }
+        pool
+    })
+}
+
+/// Where the engine and the batch translation first differ, as a readable diff of the rendered
+/// documents.
+fn difference(engine: &Engine, model: &Model, opts: &Options) -> Option<String> {
+    let expected = pier::translate(model, opts);
+    let actual = engine.translation();
+    if actual == expected {
+        return None;
+    }
+    let render = |t: &pier::Translation| {
+        let mut text = String::new();
+        for gw in t.gateways.keys() {
+            let doc = t.document(Some(gw)).expect("one Gateway");
+            text.push_str(&format!(
+                "# Gateway {gw}\n{}\n",
+                serde_json::to_string_pretty(&doc).unwrap()
+            ));
+        }
+        text.push_str(&serde_json::to_string_pretty(&t.statuses).unwrap());
+        text
+    };
+    let diff = similar::TextDiff::from_lines(&render(&expected), &render(&actual))
+        .unified_diff()
+        .context_radius(4)
+        .header("batch", "engine")
+        .to_string();
+    Some(if diff.is_empty() {
+        "the translations differ in a way their rendering does not show".to_string()
+    } else {
+        diff
+    })
+}
+
+/// The first packed resource that differs between two engines (by version).
+fn packed_difference(incremental: &Engine, scratch: &Engine) -> Option<String> {
+    use pier::translate::engine::out::{GatewayOut, Res};
+    type Map = imbl::OrdMap<String, std::sync::Arc<Res>>;
+    let a: Vec<_> = incremental.gateways().collect();
+    let b: Vec<_> = scratch.gateways().collect();
+    let gws = |v: &[(&ObjectKey, &GatewayOut)]| v.iter().map(|(k, _)| k.to_string()).collect::<Vec<_>>();
+    if gws(&a) != gws(&b) {
+        return Some(format!("Gateways {:?} against {:?} from scratch", gws(&a), gws(&b)));
+    }
+    for ((gw, x), (_, y)) in a.iter().zip(&b) {
+        let types: [(&str, &Map, &Map); 5] = [
+            ("cluster", &x.clusters, &y.clusters),
+            ("endpoints", &x.endpoints, &y.endpoints),
+            ("listener", &x.listeners, &y.listeners),
+            ("route configuration", &x.routes, &y.routes),
+            ("secret", &x.secrets, &y.secrets),
+        ];
+        for (kind, m, n) in types {
+            for (name, r) in m.iter() {
+                match n.get(name) {
+                    None => return Some(format!("Gateway {gw}: {kind} {name} is not there from scratch")),
+                    Some(s) if s.version != r.version => {
+                        return Some(format!(
+                            "Gateway {gw}: {kind} {name} has version {} against {} from scratch",
+                            r.version, s.version
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(name) = n.keys().find(|k| !m.contains_key(*k)) {
+                return Some(format!("Gateway {gw}: {kind} {name} is missing (there from scratch)"));
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn engine_built_from_each_case_equals_the_batch_translation() {
+    let mut failures = Vec::new();
+    for case in &pool().cases {
+        let mut model = Model::default();
+        for &i in &case.objects {
+            model.upsert(pool().objects[i].clone());
+        }
+        let engine = Engine::with(model.clone(), case.options.clone());
+        if let Some(diff) = difference(&engine, &model, &case.options) {
+            failures.push(format!("{}:\n{diff}", case.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[derive(Debug, Clone)]
+enum Edit {
+    /// Puts the pool object at this index (modulo), replacing one with the same kind and key.
+    Put(usize),
+    /// Deletes the model's object at this index (modulo) of all its objects.
+    Delete(usize),
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![3 => any::<usize>().prop_map(Edit::Put), 2 => any::<usize>().prop_map(Edit::Delete)]
+}
+
+/// Every object of the model by kind and key.
+fn present(model: &Model) -> Vec<(Kind, ObjectKey)> {
+    fn keys<T: pier::model::objects::ModelKind>(
+        out: &mut Vec<(Kind, ObjectKey)>,
+        map: &pier::model::objects::Objects<T>,
+    ) {
+        out.extend(map.keys().map(|k| (T::KIND, k.clone())));
+    }
+    let mut out = Vec::new();
+    keys(&mut out, &model.gateway_classes);
+    keys(&mut out, &model.gateways);
+    keys(&mut out, &model.http_routes);
+    keys(&mut out, &model.grpc_routes);
+    keys(&mut out, &model.reference_grants);
+    keys(&mut out, &model.backend_tls_policies);
+    keys(&mut out, &model.xbackends);
+    keys(&mut out, &model.backends);
+    keys(&mut out, &model.eg_backends);
+    keys(&mut out, &model.services);
+    keys(&mut out, &model.endpoint_slices);
+    keys(&mut out, &model.secrets);
+    keys(&mut out, &model.config_maps);
+    keys(&mut out, &model.namespaces);
+    out
+}
+
+fn apply(model: &mut Model, edit: &Edit) -> String {
+    let pool = pool();
+    match edit {
+        Edit::Put(i) => {
+            let obj = pool.objects[i % pool.objects.len()].clone();
+            let what = format!("put {} {}", obj.kind_name(), obj.key());
+            model.upsert(obj);
+            what
+        }
+        Edit::Delete(i) => {
+            let all = present(model);
+            if all.is_empty() {
+                return "delete (nothing left)".into();
+            }
+            let (kind, key) = &all[i % all.len()];
+            model.remove(*kind, key);
+            format!("delete {kind:?} {key}")
+        }
+    }
+}
+
+fn cases_to_run() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(48)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases_to_run(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn engine_follows_random_edits_exactly(start in any::<usize>(), edits in prop::collection::vec(edit(), 1..24)) {
+        let pool = pool();
+        let case = &pool.cases[start % pool.cases.len()];
+        let mut model = Model::default();
+        for &i in &case.objects {
+            model.upsert(pool.objects[i].clone());
+        }
+        let opts = case.options.clone();
+        let mut engine = Engine::with(model.clone(), opts.clone());
+        let mut steps = vec![format!("start from {}", case.name)];
+        for e in &edits {
+            steps.push(apply(&mut model, e));
+            engine.update(model.clone());
+            if let Some(diff) = difference(&engine, &model, &opts) {
+                prop_assert!(false, "after {}:\n{diff}", steps.join(", "));
+            }
+            let fresh = Engine::with(model.clone(), opts.clone());
+            if let Some(what) = packed_difference(&engine, &fresh) {
+                prop_assert!(false, "after {}: {what}", steps.join(", "));
+            }
+        }
+    }
+}
