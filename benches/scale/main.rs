@@ -8,7 +8,11 @@
 //!   real Envoy with each number of routes in SIZES (comma-separated) present, pier over ADS and the
 //!   file-based floor in the same run (`propagation.rs`, `floor.rs`). `PIER_BIN` names the pier binary
 //!   (default `target/release/pier`); extra `pier serve` flags follow `--`. Prints one JSON line per run.
+//! - `engine SIZES [ROUNDS [CHANGE]]`: the incremental translator, one change of each kind at each size, beside a
+//!   full translation in the same run (`engine.rs`).
+//! - `engine-memory N`: resident memory of the parsed model and of the engine built from it.
 
+mod engine;
 mod floor;
 mod propagation;
 
@@ -64,8 +68,21 @@ fn main() {
             }
         }
         Some("propagation") => propagation_cmd(&args[1..]),
+        Some("engine-memory") => engine::memory(args.get(1).expect("engine-memory N").parse().expect("N")),
+        Some("engine") => {
+            let sizes: Vec<usize> = args
+                .get(1)
+                .expect("engine SIZES [ROUNDS]")
+                .split(',')
+                .map(|s| s.parse().expect("SIZES"))
+                .collect();
+            let rounds = args.get(2).map_or(20, |r| r.parse().expect("ROUNDS"));
+            engine::run(&sizes, rounds, args.get(3).map(String::as_str));
+        }
         other => {
-            eprintln!("unknown command {other:?}; commands: workload, phases, translate-loop, propagation");
+            eprintln!(
+                "unknown command {other:?}; commands: workload, phases, translate-loop, propagation, engine, engine-memory"
+            );
             std::process::exit(2);
         }
     }

@@ -14,10 +14,16 @@ use super::render::pool;
 
 /// The fingerprint of `m`.
 pub fn of<M: prost::Message + prost::Name>(m: &M) -> u64 {
+    of_bytes::<M>(&m.encode_to_vec())
+}
+
+/// The fingerprint of a message of type `M` from its encoding (saves encoding it again when the caller
+/// has the bytes anyway).
+pub fn of_bytes<M: prost::Name>(bytes: &[u8]) -> u64 {
     let desc = pool()
         .get_message_by_name(&M::full_name())
         .unwrap_or_else(|| panic!("{} is in the descriptor pool", M::full_name()));
-    of_encoded(&desc, &m.encode_to_vec())
+    of_encoded(&desc, bytes)
 }
 
 /// The fingerprint of an encoded message of type `desc`.

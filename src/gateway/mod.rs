@@ -134,7 +134,7 @@ fn gateway(
         let result = routes::attach(&scope, backends, spec, &listeners, &claims);
         for (i, hosts) in &result.attached {
             listeners[*i].attached_routes += 1;
-            claims.entry(*i).or_default().push((spec.kind, hosts.clone()));
+            claims.claim(*i, spec.kind, hosts);
         }
         refs.add(gw_key, &result.reached);
         route_parents

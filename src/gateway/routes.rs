@@ -51,9 +51,35 @@ pub struct Sink {
     pub targets: Vec<super::backends::Target>,
 }
 
-/// Per listener: the kind and effective hostnames of every route accepted there so far, for the rule that
-/// an HTTPRoute and a GRPCRoute never share a hostname on one listener.
-pub type Claims = BTreeMap<usize, Vec<(RouteKind, Vec<String>)>>;
+/// Per listener and route kind: the effective hostnames of every route accepted there so far, for the
+/// rule that an HTTPRoute and a GRPCRoute never share a hostname on one listener. Kept by kind so a
+/// route checks only the other kind's claims, not every route before it.
+#[derive(Debug, Clone, Default)]
+pub struct Claims(BTreeMap<(usize, RouteKind), Vec<Vec<String>>>);
+
+impl Claims {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A route of `kind` was accepted on `listener` with `hosts`.
+    pub fn claim(&mut self, listener: usize, kind: RouteKind, hosts: &[String]) {
+        self.0.entry((listener, kind)).or_default().push(hosts.to_vec());
+    }
+
+    /// The other route kind that already serves one of `hosts` on `listener`, if any.
+    fn conflict(&self, listener: usize, kind: RouteKind, hosts: &[String]) -> Option<RouteKind> {
+        self.0
+            .range((listener, RouteKind::Http)..=(listener, RouteKind::Grpc))
+            .filter(|((_, k), _)| *k != kind)
+            .find(|(_, claimed)| {
+                claimed
+                    .iter()
+                    .any(|c| hosts.iter().any(|h| c.iter().any(|x| hostnames::overlap(h, x))))
+            })
+            .map(|((_, k), _)| *k)
+    }
+}
 
 /// What attaching one route to one Gateway gives.
 #[derive(Debug, Clone, Default)]
@@ -170,7 +196,7 @@ fn accept_on_listeners(
     scope: &Scope<'_>,
     route: &RouteSpec,
     listeners: &[ListenerInfo],
-    claims: &BTreeMap<usize, Vec<(RouteKind, Vec<String>)>>,
+    claims: &Claims,
     section: Option<&str>,
     port: Option<i32>,
 ) -> (RouteCondition, Vec<(usize, Vec<String>)>) {
@@ -239,16 +265,14 @@ fn without_kind_conflicts(
     kind: RouteKind,
     attached: Vec<(usize, Vec<String>)>,
     listeners: &[ListenerInfo],
-    claims: &BTreeMap<usize, Vec<(RouteKind, Vec<String>)>>,
+    claims: &Claims,
 ) -> (Vec<(usize, Vec<String>)>, Vec<String>) {
     let mut conflicts = Vec::new();
     let kept = attached
         .into_iter()
         .filter(|(i, hosts)| {
-            let other = claims.get(i).into_iter().flatten().find(|(k, claimed)| {
-                *k != kind && hosts.iter().any(|h| claimed.iter().any(|c| hostnames::overlap(h, c)))
-            });
-            if let Some((k, _)) = other {
+            let other = claims.conflict(*i, kind, hosts);
+            if let Some(k) = other {
                 conflicts.push(format!(
                     "listener {:?} already serves a {} for these hostnames",
                     listeners[*i].name,

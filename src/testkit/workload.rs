@@ -151,6 +151,100 @@ spec:
     }
 }
 
+/// One change to a workload, as the incremental benchmarks apply it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// A new route with its own XBackend.
+    RouteAdded,
+    /// An existing route's path prefix edited.
+    RouteEdited,
+    /// An XBackend's hostname edited.
+    BackendEdited,
+    /// One endpoint of a Service's EndpointSlice moved to another address.
+    EndpointMoved,
+    /// The certificate of the Gateway's HTTPS listener replaced.
+    SecretRotated,
+    /// A listener added to the Gateway.
+    ListenerAdded,
+}
+
+impl Change {
+    pub const ALL: [Change; 6] = [
+        Change::RouteAdded,
+        Change::RouteEdited,
+        Change::BackendEdited,
+        Change::EndpointMoved,
+        Change::SecretRotated,
+        Change::ListenerAdded,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Change::RouteAdded => "route-added",
+            Change::RouteEdited => "route-edited",
+            Change::BackendEdited => "backend-edited",
+            Change::EndpointMoved => "endpoint-moved",
+            Change::SecretRotated => "secret-rotated",
+            Change::ListenerAdded => "listener-added",
+        }
+    }
+}
+
+impl Workload {
+    /// The workload's model, and the model after `change`. Both have an HTTPS listener for
+    /// `secure.example.com` (no route attaches there) whose certificate is a Secret, so a rotation has
+    /// something to rotate.
+    pub fn models(&self, change: Change) -> (crate::model::Model, crate::model::Model) {
+        let ca = super::pki::Ca::new("workload");
+        let before = self.parse(&[self.text(), self.https(), self.certificate(&ca)]);
+        let mut after = before.clone();
+        let edit = match change {
+            Change::RouteAdded => self.route(self.routes),
+            Change::RouteEdited => self.route(5).replace("value: /api", "value: /api/v2"),
+            Change::BackendEdited => self.xbackend(5).replace("x-5.example.com}", "x-5b.example.com}"),
+            Change::EndpointMoved => self
+                .service(4)
+                .replace("- addresses: [10.1.1.1]", "- addresses: [10.1.99.1]"),
+            Change::SecretRotated => self.certificate(&ca),
+            Change::ListenerAdded => self.https().replace(
+                "  - {name: http,",
+                "  - {name: admin, protocol: HTTP, port: 9090, hostname: admin.example.com}\n  - {name: http,",
+            ),
+        };
+        after.absorb(&self.parse(&[edit]));
+        (before, after)
+    }
+
+    /// The Gateway with an HTTPS listener for `secure.example.com`.
+    fn https(&self) -> String {
+        self.gateway().replace(
+            "  - {name: http,",
+            "  - {name: secure, protocol: HTTPS, port: 8443, hostname: secure.example.com, tls: {certificateRefs: [{name: edge-cert}]}}\n  - {name: http,",
+        )
+    }
+
+    /// The HTTPS listener's Secret: a fresh certificate from `ca` each call.
+    fn certificate(&self, ca: &super::pki::Ca) -> String {
+        let leaf = ca.server(&["secure.example.com"], &[]);
+        let indent = |pem: &str| pem.lines().map(|l| format!("    {l}\n")).collect::<String>();
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata: {{name: edge-cert, namespace: infra}}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",
+            indent(&leaf.cert_pem),
+            indent(&leaf.key_pem)
+        )
+    }
+
+    fn parse(&self, texts: &[String]) -> crate::model::Model {
+        let mut model = crate::model::Model::default();
+        for (i, text) in texts.iter().enumerate() {
+            let loaded = crate::model::load::parse_texts(&[(format!("workload-{i}.yaml"), text.clone())])
+                .expect("the workload parses");
+            model.absorb(&loaded.model);
+        }
+        model
+    }
+}
+
 /// The namespace route `i` and its objects live in.
 pub fn namespace(i: usize) -> String {
     format!("team-{}", i % NAMESPACES)
@@ -188,5 +282,23 @@ mod tests {
         refused(&serde_json::to_value(&t.statuses).unwrap(), &mut refused_conditions);
         let refused = refused_conditions;
         assert!(refused.is_empty(), "{refused:?}");
+    }
+
+    #[test]
+    fn every_change_changes_something_the_translation_shows() {
+        let w = Workload::new(8);
+        for change in Change::ALL {
+            let (before, after) = w.models(change);
+            let opts = crate::Options::default();
+            let (a, b) = (crate::translate(&before, &opts), crate::translate(&after, &opts));
+            assert_ne!(a.gateways, b.gateways, "{change:?} changes no resource");
+            let refused = b
+                .statuses
+                .iter()
+                .map(|s| serde_json::to_string(s).unwrap())
+                .filter(|s| s.contains("\"status\":\"False\"") && !s.contains("Conflicted"))
+                .collect::<Vec<_>>();
+            assert!(refused.is_empty(), "{change:?}: {refused:?}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! What changed between two models, and which units of work read it.
 //!
-//! Every unit the engine memoizes (the policy index, one Backend's evaluation, one Gateway's base, one
+//! Every unit the engine memoizes (one BackendTLSPolicy's verdict, one Backend's evaluation, one Gateway's base, one
 //! route's attachment to one Gateway) ran under `model::objects::track`, so its reads are known exactly.
 //! [`DepIndex`] inverts them: from a changed object (or a namespace, a kind, a Service's slices, a derived
 //! result) to the units that read it. [`Changes`] is what a model diff gives, in the same terms.
@@ -13,7 +13,8 @@ use crate::model::{Kind, Model, ModelKind, ObjectKey, Objects, slice_service};
 /// One unit of memoized work.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Unit {
-    Policies,
+    /// One BackendTLSPolicy's verdict.
+    Policy(ObjectKey),
     Backend(crate::ir::names::BackendKind, ObjectKey),
     /// A Gateway's listeners, client certificate and their secrets.
     Base(ObjectKey),
@@ -49,13 +50,6 @@ impl DepIndex {
                 }
             }
         }
-    }
-
-    /// Did `unit` read anything in `changes`? (A unit never run counts as hit.)
-    pub fn hits(&self, unit: &Unit, changes: &Changes) -> bool {
-        self.reads_of
-            .get(unit)
-            .is_none_or(|reads| reads.iter().any(|r| changes.reads.contains(r)))
     }
 
     /// The units that read anything in `changes`.

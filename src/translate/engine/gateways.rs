@@ -68,8 +68,11 @@ impl Engine {
         for (key, gw) in scope {
             let mut ids = respecced.remove(&key).unwrap_or_default();
             ids.extend(hit.remove(&key).unwrap_or_default());
-            let changed = match self.gateways.get(&key) {
-                Some(state) if Arc::ptr_eq(&state.gw, &gw) => {
+            let changed = match self.gateways.get_mut(&key) {
+                // The same Gateway, or one re-read with the same content (a watch's resync, a file
+                // saved with another object in it changed): nothing to rebuild.
+                Some(state) if Arc::ptr_eq(&state.gw, &gw) || *state.gw == *gw => {
+                    state.gw = gw;
                     self.refresh_gateway(&key, base_hit.contains(&key), ids, dirty)
                 }
                 _ => self.build_gateway(&key, gw, dirty),
@@ -121,7 +124,8 @@ impl Engine {
         self.gateways
             .insert(key.clone(), GatewayState::new(key.clone(), gw, base, &self.opts));
         let ids = self.naming.get(key).cloned().unwrap_or_default();
-        self.attach(key, ids, true, dirty);
+        let claims = mixed(&ids);
+        self.attach(key, ids, claims, dirty);
         dirty.gateways.insert(key.clone());
         let state = self.gateways.get_mut(key).expect("just built");
         state.flush(&self.opts);
@@ -187,7 +191,7 @@ impl Engine {
                 .set(Unit::Route(key.clone(), spec.kind, spec.key.clone()), reads);
             if claims {
                 for (i, hosts) in &result.attached {
-                    claimed.entry(*i).or_default().push((spec.kind, hosts.clone()));
+                    claimed.claim(*i, spec.kind, hosts);
                 }
             }
             self.refs.add(key, &result.reached, &mut dirty.backends);

@@ -6,8 +6,8 @@
 //!
 //! # Design: an explicit memo and a dependency index of recorded reads
 //!
-//! The units of work are the ones the batch translation already has as pure functions: the
-//! BackendTLSPolicy index, one Backend's evaluation, one Gateway's base (listeners, certificates) and
+//! The units of work are the ones the batch translation already has as pure functions: one
+//! BackendTLSPolicy's verdict, one Backend's evaluation, one Gateway's base (listeners, certificates) and
 //! one route's attachment to one Gateway (`gateway::routes::attach`). Each runs under
 //! `model::objects::track`, which records every object, namespace, kind and EndpointSlice set it reads
 //! from the model, and every derived result (an evaluation, the policy of a Service) it consults. The
@@ -28,7 +28,7 @@
 //! What is not incremental, on purpose: a change to a Gateway object, to its listeners or to what its
 //! listeners resolve rebuilds that Gateway (every route attaches anew); so does any change on a
 //! Gateway where HTTPRoutes and GRPCRoutes both attach, since one route's hostnames can then refuse
-//! another; a GatewayClass change re-reads the classes; BackendTLSPolicies are re-indexed together.
+//! another; a GatewayClass change re-reads the classes.
 //! All of those are rare next to route, Backend, Service and endpoint changes.
 
 pub mod counted;
@@ -99,23 +99,14 @@ struct Dirty {
 impl Engine {
     /// An engine over the empty model.
     pub fn new(opts: Options) -> Engine {
-        let model = Model::default();
-        let mut deps = DepIndex::default();
-        let (policies, reads) = track(|| {
-            PolicyIndex::build(Ctx {
-                model: &model,
-                opts: &opts,
-            })
-        });
-        deps.set(Unit::Policies, reads);
         Engine {
             opts,
-            model,
+            model: Model::default(),
             classes: BTreeSet::new(),
-            policies,
+            policies: PolicyIndex::default(),
             policy_targets: BTreeMap::new(),
             evaluations: Evaluations::new(),
-            deps,
+            deps: DepIndex::default(),
             specs: BTreeMap::new(),
             naming: BTreeMap::new(),
             gateways: BTreeMap::new(),
@@ -192,30 +183,43 @@ impl Engine {
         }
     }
 
-    /// Re-indexes the BackendTLSPolicies if anything they read changed; the Services whose applying
-    /// policy changed become derived changes.
+    /// Re-evaluates the BackendTLSPolicies that changed or whose inputs did, and settles the targets
+    /// they contend for; the Services whose applying policy changed become derived changes.
     fn refresh_policies(&mut self, changes: &mut Changes, dirty: &mut Dirty) {
-        if !self.deps.hits(&Unit::Policies, changes) {
-            return;
-        }
-        let (next, reads) = track(|| PolicyIndex::build(self.ctx()));
-        self.deps.set(Unit::Policies, reads);
-        for svc in self.policies.changed_services(&next) {
-            changes.derived(POLICY_READ, svc);
-        }
-        let keys: BTreeSet<&ObjectKey> = self.policies.verdicts.keys().chain(next.verdicts.keys()).collect();
-        for key in keys {
-            if self.policies.verdicts.get(key) != next.verdicts.get(key) {
-                dirty.policies.insert(key.clone());
+        let mut todo: BTreeSet<ObjectKey> = changes.keys(Kind::BackendTlsPolicy).cloned().collect();
+        for unit in self.deps.hit(changes) {
+            if let Unit::Policy(key) = unit {
+                todo.insert(key);
             }
         }
-        self.policy_targets.clear();
-        for (key, verdict) in &next.verdicts {
-            for t in &verdict.targets {
+        if todo.is_empty() {
+            return;
+        }
+        let mut verdicts = Vec::new();
+        for key in &todo {
+            let unit = Unit::Policy(key.clone());
+            let (verdict, reads) = track(|| PolicyIndex::verdict(self.ctx(), key));
+            match verdict {
+                Some(_) => self.deps.set(unit, reads),
+                None => self.deps.forget(&unit),
+            }
+            for t in self.policies.verdicts.get(key).into_iter().flat_map(|v| &v.targets) {
+                if let Some(set) = self.policy_targets.get_mut(t) {
+                    set.remove(key);
+                }
+            }
+            verdicts.push((key, verdict));
+        }
+        let result = self.policies.update(verdicts);
+        for key in &todo {
+            for t in self.policies.verdicts.get(key).into_iter().flat_map(|v| &v.targets) {
                 self.policy_targets.entry(t.clone()).or_default().insert(key.clone());
             }
         }
-        self.policies = next;
+        for svc in result.services {
+            changes.derived(POLICY_READ, svc);
+        }
+        dirty.policies.extend(result.policies);
     }
 
     /// Re-evaluates the Backends that changed or whose inputs did; those that come out differently

@@ -4,25 +4,35 @@
 //! bytes, and the configuration's version combines theirs.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 
+use super::hosts::Domain;
 use crate::envoy::fingerprint;
 use crate::envoy::items::{self, ClusterLookup, Listening, Used};
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
 use crate::ir;
 
-/// One Envoy resource as served: packed, with its content version. Two are equal when their versions
-/// are: the bytes of equal messages can differ (protobuf map fields encode in hash order), the version
-/// is a walk of the content in a fixed order.
-#[derive(Debug, Clone)]
+/// Virtual hosts in configuration order.
+pub type VhostMap = imbl::OrdMap<Domain, Arc<VhostOut>>;
+
+/// One Envoy resource as served: its content version, and its packed form. Two are equal when their
+/// versions are: the bytes of equal messages can differ (protobuf map fields encode in hash order), the
+/// version is a walk of the content in a fixed order.
+///
+/// A route configuration is packed on first use from its virtual hosts' encodings (the map is shared
+/// with the engine, so keeping it costs nothing): the engine's update does not copy every virtual
+/// host's bytes when one of them changed, and a configuration superseded before anything sent it is
+/// never packed at all.
+#[derive(Debug)]
 pub struct Res {
     pub version: String,
-    pub resource: Any,
     /// The version as a number, to combine with others (an endpoint's with its cluster's).
     pub fingerprint: u64,
+    packed: OnceLock<Any>,
+    parts: Option<(Vec<u8>, VhostMap)>,
 }
 
 impl PartialEq for Res {
@@ -33,15 +43,33 @@ impl PartialEq for Res {
 
 impl Res {
     fn of<M: Message + Name>(m: &M) -> Res {
-        let fp = fingerprint::of(m);
+        let value = m.encode_to_vec();
+        let fp = fingerprint::of_bytes::<M>(&value);
         Res {
             version: fingerprint::version(fp),
-            resource: Any {
-                type_url: M::type_url(),
-                value: m.encode_to_vec(),
-            },
             fingerprint: fp,
+            packed: OnceLock::from(Any {
+                type_url: M::type_url(),
+                value,
+            }),
+            parts: None,
         }
+    }
+
+    /// The resource, packed.
+    pub fn resource(&self) -> &Any {
+        self.packed.get_or_init(|| {
+            let (header, vhosts) = self.parts.as_ref().expect("a resource is packed or has parts");
+            let mut value = Vec::with_capacity(header.len() + vhosts.values().map(|v| v.bytes.len()).sum::<usize>());
+            value.extend_from_slice(header);
+            for vh in vhosts.values() {
+                value.extend_from_slice(&vh.bytes);
+            }
+            Any {
+                type_url: route::RouteConfiguration::type_url(),
+                value,
+            }
+        })
     }
 
     pub fn cluster(name: &str, c: &ir::Cluster, opts: &crate::Options) -> Res {
@@ -65,23 +93,17 @@ impl Res {
         Res::of(&items::secret(name, s))
     }
 
-    /// A route configuration from its virtual hosts, in order.
-    pub fn route_config<'a>(name: &str, vhosts: impl Iterator<Item = &'a VhostOut>) -> Res {
+    /// A route configuration from its virtual hosts, in order (packed when first used).
+    pub fn route_config(name: &str, vhosts: &VhostMap) -> Res {
         let header = items::route_config(name);
-        let mut value = header.encode_to_vec();
-        let mut parts = vec![fingerprint::of(&header)];
-        for vh in vhosts {
-            value.extend_from_slice(&vh.bytes);
-            parts.push(vh.fingerprint);
-        }
-        let fp = fingerprint::combine(parts);
+        let fp = fingerprint::combine(
+            std::iter::once(fingerprint::of(&header)).chain(vhosts.values().map(|v| v.fingerprint)),
+        );
         Res {
             version: fingerprint::version(fp),
-            resource: Any {
-                type_url: route::RouteConfiguration::type_url(),
-                value,
-            },
             fingerprint: fp,
+            packed: OnceLock::new(),
+            parts: Some((header.encode_to_vec(), vhosts.clone())),
         }
     }
 }
@@ -133,7 +155,7 @@ pub fn put(map: &mut imbl::OrdMap<String, Arc<Res>>, name: &str, res: Res) -> bo
 pub fn decode(out: &GatewayOut) -> crate::envoy::Resources {
     fn all<M: Message + Default>(map: &imbl::OrdMap<String, Arc<Res>>) -> Vec<M> {
         map.values()
-            .map(|r| M::decode(r.resource.value.as_slice()).expect("the engine encoded it"))
+            .map(|r| M::decode(r.resource().value.as_slice()).expect("the engine encoded it"))
             .collect()
     }
     crate::envoy::Resources {

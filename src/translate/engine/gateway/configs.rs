@@ -10,6 +10,7 @@ use super::super::out::{Res, VhostOut, put};
 use super::GatewayState;
 use crate::envoy::items::{Listening, Used};
 use crate::gateway::vhosts;
+use crate::ir as vhosts_ir;
 
 impl GatewayState {
     /// Rebuilds the route virtual hosts of configuration `name` for the touched hosts, then its extras
@@ -41,10 +42,9 @@ impl GatewayState {
         }
         let config = self.configs.get_mut(name).expect("checked above");
         for (domain, vh) in changes {
-            match vh {
-                Some(vh) => config.routes.insert(domain, vh),
-                None => config.routes.remove(&domain),
-            };
+            if vh.is_some() || config.vhosts.is_route(&domain) {
+                config.vhosts.set(domain, vh, false);
+            }
         }
         self.refresh_config(name)
     }
@@ -58,32 +58,34 @@ impl GatewayState {
             port: config.group.port,
             https: config.group.https,
         };
-        let routes = &config.routes;
+        let vhosts = &config.vhosts;
         let extras = vhosts::extra_vhosts(listeners, &config.group.members, &config.group.build, &|d| {
-            routes.contains_key(&Domain(d.to_string()))
+            vhosts.is_route(&Domain(d.to_string()))
         });
-        let mut next: BTreeMap<Domain, Arc<VhostOut>> = BTreeMap::new();
+        let mut next: BTreeMap<Domain, vhosts_ir::VirtualHost> = BTreeMap::new();
         for vh in extras {
-            let domain = Domain(vh.domains[0].clone());
-            if next.contains_key(&domain) {
+            next.entry(Domain(vh.domains[0].clone())).or_insert(vh);
+        }
+        let stale: Vec<Domain> = config
+            .vhosts
+            .extras()
+            .iter()
+            .filter(|d| !next.contains_key(*d))
+            .cloned()
+            .collect();
+        for domain in stale {
+            config.vhosts.set(domain, None, true);
+        }
+        for (domain, vh) in next {
+            // Extras depend on the listeners alone, which a state never changes: keep what was built.
+            if config.vhosts.extras().contains(&domain) {
                 continue;
             }
-            // Extras depend on the listeners alone, which a state never changes: reuse what was built.
-            let built = config
-                .extras
-                .get(&domain)
-                .cloned()
-                .unwrap_or_else(|| Arc::new(VhostOut::build(&vh, &self.clusters, at)));
-            next.insert(domain, built);
+            let built = Arc::new(VhostOut::build(&vh, &self.clusters, at));
+            config.vhosts.set(domain, Some(built), true);
         }
-        config.extras = next;
-        let all: BTreeMap<&Domain, &Arc<VhostOut>> = config.extras.iter().chain(config.routes.iter()).collect();
-        let mut used = Used::default();
-        for vh in all.values() {
-            used.merge(vh.used.clone());
-        }
-        let res = Res::route_config(name, all.values().map(|v| v.as_ref()));
-        put(&mut self.out.routes, name, res);
+        put(&mut self.out.routes, name, Res::route_config(name, config.vhosts.all()));
+        let used = config.vhosts.used();
         let changed = config.used != used;
         config.used = used;
         changed

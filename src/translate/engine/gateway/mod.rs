@@ -15,10 +15,13 @@ use std::sync::Arc;
 use gateway_api::apis::standard::gateways::Gateway;
 
 mod configs;
+mod vhosts;
+
+use vhosts::Vhosts;
 
 use super::counted::Counted;
-use super::hosts::{Domain, ListenerEntries};
-use super::out::{GatewayOut, Res, VhostOut, put};
+use super::hosts::ListenerEntries;
+use super::out::{GatewayOut, Res, put};
 use crate::envoy::items::{ClusterLookup, Used};
 use crate::gateway::routes::RouteResult;
 use crate::gateway::spec::{RouteKind, RouteOrder};
@@ -51,8 +54,7 @@ impl ClusterLookup for Clusters {
 #[derive(Debug, Clone)]
 struct RouteConfig {
     group: RouteConfigGroup,
-    routes: BTreeMap<Domain, Arc<VhostOut>>,
-    extras: BTreeMap<Domain, Arc<VhostOut>>,
+    vhosts: Vhosts,
     used: Used,
 }
 
@@ -124,8 +126,7 @@ impl GatewayState {
         for group in groups {
             let config = RouteConfig {
                 group,
-                routes: BTreeMap::new(),
-                extras: BTreeMap::new(),
+                vhosts: Vhosts::default(),
                 used: Used::default(),
             };
             self.configs.insert(config.group.name.clone(), config);

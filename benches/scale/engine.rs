@@ -1,0 +1,80 @@
+//! `engine SIZES [ROUNDS [CHANGE]]`: the incremental translator at each size, against the batch translation of
+//! the same model in the same run. For every [`Change`] the engine takes the changed model and the
+//! original one in turn, ROUNDS times each; one JSON line per size and change with the median and
+//! maximum of each direction, beside the time a full `translate()` takes.
+
+use std::time::{Duration, Instant};
+
+use pier::testkit::workload::{Change, Workload};
+use pier::translate::engine::Engine;
+
+pub fn run(sizes: &[usize], rounds: usize, only: Option<&str>) {
+    let opts = pier::Options::default();
+    for &n in sizes {
+        let w = Workload::new(n);
+        for change in Change::ALL.into_iter().filter(|c| only.is_none_or(|o| o == c.name())) {
+            let (before, after) = w.models(change);
+            let t = Instant::now();
+            let full = pier::translate(&before, &opts);
+            let batch = t.elapsed();
+            drop(full);
+            let t = Instant::now();
+            let mut engine = Engine::with(before.clone(), opts.clone());
+            let build = t.elapsed();
+            let rss = rss_mib();
+            let (mut forward, mut back) = (Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                let t = Instant::now();
+                let u = engine.update(after.clone());
+                forward.push(t.elapsed());
+                assert!(!u.gateways.is_empty(), "{change:?} changed nothing");
+                let t = Instant::now();
+                engine.update(before.clone());
+                back.push(t.elapsed());
+            }
+            let line = serde_json::json!({
+                "routes": n, "change": change.name(), "rounds": rounds,
+                "batch_translate_ms": ms(batch), "engine_build_ms": ms(build), "rss_mib_after_build": rss,
+                "apply_ms": stats(&mut forward), "revert_ms": stats(&mut back),
+            });
+            println!("{line}");
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+fn stats(v: &mut [Duration]) -> serde_json::Value {
+    v.sort();
+    serde_json::json!({ "p50": ms(v[v.len() / 2]), "max": ms(v[v.len() - 1]) })
+}
+
+/// This process's resident set, in MiB (the engine holds most of it after a build).
+fn rss_mib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096 / (1024 * 1024)
+}
+
+/// `engine-memory N`: resident memory after parsing the workload, after building the engine, and after
+/// dropping the parsed model (the engine keeps its own reference to it).
+pub fn memory(n: usize) {
+    let base = rss_mib();
+    let model = pier::model::load::parse_texts(&Workload::new(n).files())
+        .expect("parses")
+        .model;
+    let parsed = rss_mib();
+    let engine = Engine::with(model, pier::Options::default());
+    let built = rss_mib();
+    let line = serde_json::json!({
+        "routes": n, "rss_mib_start": base, "rss_mib_model": parsed, "rss_mib_engine": built,
+        "gateways": engine.gateways().count(),
+    });
+    println!("{line}");
+}

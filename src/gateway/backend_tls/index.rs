@@ -1,0 +1,199 @@
+//! Building and maintaining the [`PolicyIndex`]: one policy's verdict on its own ([`verdict`]), and
+//! [`update`], which replaces some verdicts and settles only the targets they contend for — so the
+//! batch translation (every policy at once) and the incremental one (the policies that changed) share
+//! one code path.
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+
+use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::{IndexChanges, PolicyIndex, PolicyVerdict, Reason, Target, evaluate};
+use crate::api::consts::{
+    CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP,
+};
+use crate::gateway::backends::{Ctx, article};
+use crate::gateway::conditions::Problem;
+use crate::ir::names::BackendKind;
+use crate::model::ObjectKey;
+
+/// A policy's precedence among the policies on one target: the oldest first, then namespace/name of
+/// its metadata (`order::oldest_first`), then its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rank {
+    created: Option<Time>,
+    namespace: Option<String>,
+    name: Option<String>,
+    key: ObjectKey,
+}
+
+impl Ord for Rank {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let age = match (&self.created, &other.created) {
+            (Some(Time(x)), Some(Time(y))) => x.cmp(y),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
+        };
+        age.then_with(|| self.namespace.cmp(&other.namespace))
+            .then_with(|| self.name.cmp(&other.name))
+            .then_with(|| self.key.cmp(&other.key))
+    }
+}
+
+impl PartialOrd for Rank {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// One policy's verdict (without `conflicted_by`, which only the index can say), its rank and the
+/// targets it contends for: every existing Service it targets.
+pub fn verdict(ctx: Ctx<'_>, key: &ObjectKey) -> Option<(PolicyVerdict, Rank, Vec<Target>)> {
+    let policy = ctx.model.backend_tls_policies.get(key)?;
+    let mut verdict = evaluate(ctx, key, policy);
+    let mut contends = Vec::new();
+    for (i, t) in policy.spec.target_refs.iter().enumerate() {
+        let field = format!("spec.targetRefs[{i}]");
+        let target = ObjectKey::new(&key.namespace, &t.name);
+        match (t.group.as_str(), t.kind.as_str()) {
+            (CORE_GROUP, KIND_SERVICE) => {
+                verdict.targets.push((BackendKind::Service, target.clone()));
+                if ctx.model.services.contains_key(&target) {
+                    verdict.valid_targets += 1;
+                    contends.push((target, t.section_name.clone()));
+                } else {
+                    verdict.target_problems.push(Problem::accepted(
+                        Reason::TargetNotFound,
+                        format!("{field}: Service {target} not found"),
+                    ));
+                }
+            }
+            (group @ (X_GATEWAY_GROUP | GATEWAY_GROUP | EG_GROUP), kind @ (KIND_XBACKEND | KIND_BACKEND)) => {
+                let bk = match (group, kind) {
+                    (X_GATEWAY_GROUP, KIND_XBACKEND) => Some(BackendKind::XBackend),
+                    (GATEWAY_GROUP, KIND_BACKEND) => Some(BackendKind::Backend),
+                    (EG_GROUP, KIND_BACKEND) => Some(BackendKind::EgBackend),
+                    _ => None,
+                };
+                verdict.targets.extend(bk.map(|bk| (bk, target.clone())));
+                verdict.target_problems.push(Problem::accepted(
+                    Reason::Invalid,
+                    format!(
+                        "{field}: a BackendTLSPolicy cannot target {} {kind} ({group}); set spec.tls on the Backend itself",
+                        article(kind)
+                    ),
+                ));
+            }
+            (g, k) => verdict.target_problems.push(Problem::accepted(
+                Reason::Invalid,
+                format!(
+                    "{field}: target kind {}/{k} is not supported; use a core Service",
+                    if g.is_empty() { "core" } else { g }
+                ),
+            )),
+        }
+    }
+    Some((verdict, rank(key, policy), contends))
+}
+
+fn rank(key: &ObjectKey, p: &BackendTlsPolicy) -> Rank {
+    Rank {
+        created: p.metadata.creation_timestamp.clone(),
+        namespace: p.metadata.namespace.clone(),
+        name: p.metadata.name.clone(),
+        key: key.clone(),
+    }
+}
+
+pub(super) fn update<'k>(
+    index: &mut PolicyIndex,
+    verdicts: impl IntoIterator<Item = (&'k ObjectKey, Option<(PolicyVerdict, Rank, Vec<Target>)>)>,
+) -> IndexChanges {
+    let mut changes = IndexChanges::default();
+    let mut targets: BTreeSet<Target> = BTreeSet::new();
+    // The policies whose `conflicted_by` may change, with the verdict each had before.
+    let mut before: Vec<(ObjectKey, Option<PolicyVerdict>)> = Vec::new();
+    for (key, next) in verdicts {
+        for t in index.contends.remove(key).into_iter().flatten() {
+            if let Some(set) = index.contenders.get_mut(&t) {
+                set.retain(|r| &r.key != key);
+            }
+            targets.insert(t);
+        }
+        let old = index.verdicts.remove(key);
+        if let Some((verdict, rank, contends)) = next {
+            for t in &contends {
+                index.contenders.entry(t.clone()).or_default().insert(rank.clone());
+                targets.insert(t.clone());
+            }
+            index.contends.insert(key.clone(), contends.into_iter().collect());
+            index.verdicts.insert(key.clone(), verdict);
+        }
+        before.push((key.clone(), old));
+    }
+    let mut involved: BTreeSet<ObjectKey> = BTreeSet::new();
+    for t in &targets {
+        let old = index.winners.get(t).cloned();
+        let set = index.contenders.get(t);
+        let next = set.and_then(|s| s.first()).map(|r| r.key.clone());
+        involved.extend(set.into_iter().flatten().map(|r| r.key.clone()));
+        if old != next {
+            changes.services.insert(t.0.clone());
+        }
+        match next {
+            Some(w) => index.winners.insert(t.clone(), w),
+            None => {
+                index.contenders.remove(t);
+                index.winners.remove(t)
+            }
+        };
+    }
+    let mut seen: BTreeSet<ObjectKey> = before.iter().map(|(k, _)| k.clone()).collect();
+    let mut contention: Vec<(ObjectKey, Option<ObjectKey>)> = Vec::new();
+    for key in involved {
+        if seen.insert(key.clone()) {
+            let old = index.verdicts.get(&key).and_then(|v| v.conflicted_by.clone());
+            contention.push((key, old));
+        }
+    }
+    for (key, old) in before {
+        settle_conflict(index, &key);
+        if old.as_ref() != index.verdicts.get(&key) {
+            changed(index, &key, &mut changes);
+        }
+    }
+    for (key, old) in contention {
+        settle_conflict(index, &key);
+        if old != index.verdicts.get(&key).and_then(|v| v.conflicted_by.clone()) {
+            changed(index, &key, &mut changes);
+        }
+    }
+    changes
+}
+
+/// Policy `key`'s verdict changed: so did the policy of every Service it wins.
+fn changed(index: &PolicyIndex, key: &ObjectKey, changes: &mut IndexChanges) {
+    changes.policies.insert(key.clone());
+    for t in index.contends.get(key).into_iter().flatten() {
+        if index.winners.get(t) == Some(key) {
+            changes.services.insert(t.0.clone());
+        }
+    }
+}
+
+/// `conflicted_by`: the winner of the first target (in target order) the policy loses.
+fn settle_conflict(index: &mut PolicyIndex, key: &ObjectKey) {
+    let winner = index
+        .contends
+        .get(key)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| index.winners.get(t))
+        .find(|w| *w != key)
+        .cloned();
+    if let Some(v) = index.verdicts.get_mut(key) {
+        v.conflicted_by = winner;
+    }
+}

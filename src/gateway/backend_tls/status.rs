@@ -1,0 +1,55 @@
+//! BackendTLSPolicy `status.ancestors`: one entry per Gateway whose routes use one of the policy's
+//! targets.
+
+use std::collections::BTreeSet;
+
+use super::{PolicyIndex, PolicyVerdict};
+use crate::gateway::MAX_POLICY_ANCESTORS;
+use crate::gateway::backends::{Backends, References};
+use crate::gateway::status::{ObjectStatus, ParentRef, PolicyAncestorStatus, StatusBody};
+use crate::model::{Model, ObjectKey};
+
+/// `status.ancestors` of every policy: one entry per Gateway whose routes use one of its targets.
+pub fn statuses(model: &Model, backends: &Backends<'_>, refs: &References, controller: &str) -> Vec<ObjectStatus> {
+    backends
+        .policies
+        .verdicts
+        .iter()
+        .filter(|(key, _)| model.backend_tls_policies.contains_key(key))
+        .filter_map(|(key, verdict)| status_of(key, verdict, refs, controller))
+        .collect()
+}
+
+/// The status of one policy, if a Gateway's routes use one of its targets.
+pub fn status_of(
+    key: &ObjectKey,
+    verdict: &PolicyVerdict,
+    refs: &References,
+    controller: &str,
+) -> Option<ObjectStatus> {
+    let ancestors: BTreeSet<&ObjectKey> = verdict
+        .targets
+        .iter()
+        .filter_map(|t| refs.referenced_by.get(t))
+        .flatten()
+        .collect();
+    if ancestors.is_empty() {
+        return None;
+    }
+    let conditions = PolicyIndex::conditions(verdict);
+    let ancestors = ancestors
+        .into_iter()
+        .take(MAX_POLICY_ANCESTORS)
+        .map(|gw| PolicyAncestorStatus {
+            ancestor_ref: ParentRef::gateway(gw, None, None),
+            controller_name: controller.to_string(),
+            conditions: conditions.clone(),
+        })
+        .collect();
+    Some(ObjectStatus::new(
+        "gateway.networking.k8s.io/v1",
+        "BackendTLSPolicy",
+        key,
+        StatusBody::Policy { ancestors },
+    ))
+}
