@@ -1,17 +1,20 @@
 //! `SnapshotCache`: the latest good translation of every Gateway, as immutable [`Snapshot`]s with
 //! content-derived versions.
 //!
-//! Owns versions. A resource's version is its [`fingerprint`] (16 hex digits of a hash of a deterministic
-//! walk of the message, map entries sorted), never of its prost bytes: proto `map` fields are Rust
-//! `HashMap`s, so the encoding is not deterministic. No JSON is rendered to version anything. A type's version is the same hash over the sorted
-//! `(name, version)` list. Identical input therefore gives identical versions across restarts and
-//! replicas, which is what lets a reconnecting proxy see "nothing new" instead of a full re-apply.
-//! A `ClusterLoadAssignment`'s version also covers its cluster's: Envoy re-warms a changed cluster and
-//! waits for a fresh assignment even when the endpoints did not change.
+//! Versions come from the translator ([`Res`]): a resource's version is its fingerprint (a hash of a
+//! deterministic walk of the message, map entries sorted; prost's bytes are not deterministic because
+//! proto `map` fields are Rust `HashMap`s), computed once when the resource is built, never by
+//! rendering JSON. A type's version combines its resources' fingerprints in name order. Identical
+//! input therefore gives identical versions across restarts and replicas, which is what lets a
+//! reconnecting proxy see "nothing new" instead of a full re-apply. A `ClusterLoadAssignment`'s version
+//! also covers its cluster's: Envoy re-warms a changed cluster and waits for a fresh assignment even
+//! when the endpoints did not change.
 //!
-//! Publishing replaces every Gateway at once; a Gateway whose content did not change keeps its `Arc`, so
-//! streams (which compare by pointer) see no change and send nothing. The cache never decides what is
-//! served to whom: that is `stream` (node → Gateway) and [`plan`](super::plan) (ordering).
+//! The entries are the translator's own persistent maps (`imbl`), so a snapshot costs its type versions,
+//! not a copy. Publishing replaces every Gateway at once; a Gateway whose content did not change keeps
+//! its `Arc`, and an unchanged resource keeps its `Arc` inside a changed Gateway, so streams (which
+//! compare by pointer and version) send only what changed. The cache never decides what is served to
+//! whom: that is `stream` (node → Gateway) and [`plan`](super::plan) (ordering).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,48 +23,39 @@ use std::sync::{Arc, Mutex, RwLock};
 use envoy_types::pb::google::protobuf::Any;
 use prost::Message;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use super::XdsType;
 use crate::envoy::Resources;
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
 use crate::envoy::{fingerprint, render};
+use crate::translate::engine::out::{self, GatewayOut, Res};
 
-/// Hex digits kept from a SHA-256: 64 bits, plenty to tell versions of one resource apart.
-const VERSION_LEN: usize = 16;
+/// One resource, packed, with its content version (the translator's own: see `engine::out::Res`).
+pub type Entry = Res;
 
-/// One resource, packed, with its content version.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
-    pub version: String,
-    pub resource: Any,
-}
+/// Resources of one type by name, shared with the translator (cloning is O(1)).
+pub type Entries = imbl::OrdMap<String, Arc<Res>>;
 
-/// The resources of one type, by name, and the type's version (a hash of every `(name, version)`).
+/// The resources of one type, by name, and the type's version: a hash of every resource's
+/// fingerprint in name order (a fingerprint covers the resource's name, which is in its content).
 #[derive(Debug, Clone, PartialEq)]
 pub struct View {
     pub version: String,
-    pub entries: BTreeMap<String, Arc<Entry>>,
+    pub entries: Entries,
 }
 
 impl View {
-    pub fn new(entries: BTreeMap<String, Arc<Entry>>) -> View {
-        let mut hasher = Sha256::new();
-        for (name, entry) in &entries {
-            hasher.update(name.as_bytes());
-            hasher.update([0]);
-            hasher.update(entry.version.as_bytes());
-            hasher.update([b'\n']);
-        }
+    pub fn new(entries: Entries) -> View {
+        let fp = fingerprint::combine(entries.values().map(|e| e.fingerprint));
         View {
-            version: hex_prefix(&hasher.finalize()),
+            version: fingerprint::version(fp),
             entries,
         }
     }
 
     pub fn empty() -> View {
-        View::new(BTreeMap::new())
+        View::new(Entries::new())
     }
 }
 
@@ -79,24 +73,24 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Packs and versions `res`. A duplicate name keeps the first resource (the translator never emits
-    /// one; Envoy would reject the whole response if it were sent twice).
-    pub fn build(gateway: &str, res: &Resources) -> Snapshot {
+    /// A snapshot of what the translator packed for one Gateway.
+    pub fn of(gateway: &str, out: &GatewayOut) -> Snapshot {
         let mut types: [Arc<View>; 5] = Default::default();
-        let no_salt = |_: &str| None;
-        let clusters = view(gateway, &res.clusters, |c| &c.name, no_salt);
-        // Envoy re-warms a changed cluster and waits for a *new* ClusterLoadAssignment even if the
-        // endpoints are the same (notes §4.4): an endpoint's version covers its cluster's version too.
-        let cluster_version = |name: &str| clusters.entries.get(name).map(|e| e.version.clone());
-        types[XdsType::Endpoint.index()] = view(gateway, &res.endpoints, |e| &e.cluster_name, cluster_version);
-        types[XdsType::Cluster.index()] = clusters;
-        types[XdsType::Secret.index()] = view(gateway, &res.secrets, |s| &s.name, no_salt);
-        types[XdsType::Listener.index()] = view(gateway, &res.listeners, |l| &l.name, no_salt);
-        types[XdsType::Route.index()] = view(gateway, &res.routes, |r| &r.name, no_salt);
+        types[XdsType::Secret.index()] = Arc::new(View::new(out.secrets.clone()));
+        types[XdsType::Cluster.index()] = Arc::new(View::new(out.clusters.clone()));
+        types[XdsType::Endpoint.index()] = Arc::new(View::new(out.endpoints.clone()));
+        types[XdsType::Listener.index()] = Arc::new(View::new(out.listeners.clone()));
+        types[XdsType::Route.index()] = Arc::new(View::new(out.routes.clone()));
         Snapshot {
             gateway: gateway.to_string(),
             types,
         }
+    }
+
+    /// Packs and versions `res` (for callers that hold decoded resources: tests, tools). A duplicate
+    /// name keeps the first resource (Envoy would reject a response that sends one twice).
+    pub fn build(gateway: &str, res: &Resources) -> Snapshot {
+        Snapshot::of(gateway, &out::pack(gateway, res))
     }
 
     pub fn view(&self, ty: XdsType) -> &Arc<View> {
@@ -129,39 +123,12 @@ impl Snapshot {
             let resources: Vec<Value> = view
                 .entries
                 .iter()
-                .map(|(name, e)| json!({"name": name, "version": e.version, "resource": any_to_json(ty, &e.resource)}))
+                .map(|(name, e)| json!({"name": name, "version": e.version, "resource": any_to_json(ty, e.resource())}))
                 .collect();
             doc[ty.as_str()] = json!({ "version": view.version, "resources": resources });
         }
         doc
     }
-}
-
-/// Packs and versions `items`; `salt(name)` is folded into that resource's version when present.
-fn view<M: Message + prost::Name + Clone>(
-    gateway: &str,
-    items: &[M],
-    name: impl Fn(&M) -> &String,
-    salt: impl Fn(&str) -> Option<String>,
-) -> Arc<View> {
-    let mut entries = BTreeMap::new();
-    for item in items {
-        let key = name(item);
-        if entries.contains_key(key) {
-            tracing::warn!(gateway, type_url = %M::type_url(), name = %key, "duplicate resource name; keeping the first");
-            continue;
-        }
-        let mut fp = fingerprint::of(item);
-        if let Some(salt) = salt(key) {
-            fp = fingerprint::combine([fp, xxhash_rust::xxh3::xxh3_64(salt.as_bytes())]);
-        }
-        let entry = Entry {
-            version: fingerprint::version(fp),
-            resource: envoy_types::util::pack_any(item.clone()),
-        };
-        entries.insert(key.clone(), Arc::new(entry));
-    }
-    Arc::new(View::new(entries))
 }
 
 fn any_to_json(ty: XdsType, any: &Any) -> Value {
@@ -176,15 +143,6 @@ fn any_to_json(ty: XdsType, any: &Any) -> Value {
         XdsType::Listener => decode::<listener::Listener>(any),
         XdsType::Route => decode::<route::RouteConfiguration>(any),
     }
-}
-
-fn hex_prefix(digest: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(VERSION_LEN);
-    for byte in digest.iter().take(VERSION_LEN / 2) {
-        let _ = write!(out, "{byte:02x}");
-    }
-    out
 }
 
 /// What a publish changed, by Gateway name.
@@ -230,15 +188,26 @@ impl SnapshotCache {
         }
     }
 
-    /// Replaces every Gateway's snapshot at once. Gateways absent from `gateways` are removed;
-    /// unchanged ones keep their `Arc`. Subscribers are woken only if something changed.
+    /// Replaces every Gateway's snapshot at once with decoded resources (packed here). Gateways absent
+    /// from `gateways` are removed; unchanged ones keep their `Arc`. Subscribers are woken only if
+    /// something changed.
     pub fn publish(&self, gateways: &BTreeMap<String, Resources>) -> PublishReport {
+        let packed = gateways
+            .iter()
+            .map(|(name, res)| (name.clone(), out::pack(name, res)))
+            .collect();
+        self.publish_packed(&packed)
+    }
+
+    /// Replaces every Gateway's snapshot at once with what the translator packed. Building a snapshot
+    /// shares the translator's maps, so an unchanged Gateway costs its type versions only.
+    pub fn publish_packed(&self, gateways: &BTreeMap<String, GatewayOut>) -> PublishReport {
         let _guard = self.publishing.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.all();
         let mut report = PublishReport::default();
         let mut next = BTreeMap::new();
         for (name, res) in gateways {
-            let built = Snapshot::build(name, res);
+            let built = Snapshot::of(name, res);
             let kept = match old.get(name) {
                 Some(prev) if prev.same_content(&built) => {
                     report.unchanged.push(name.clone());
@@ -334,7 +303,7 @@ mod tests {
         assert_eq!(va.entries["a"].version, vb.entries["a"].version);
         assert_ne!(va.entries["b"].version, vb.entries["b"].version);
         assert_ne!(va.version, vb.version);
-        assert_eq!(va.version.len(), VERSION_LEN);
+        assert_eq!(va.version.len(), 16);
         assert_eq!(sa.version(XdsType::Route), sb.version(XdsType::Route));
     }
 
@@ -355,8 +324,8 @@ mod tests {
         let (sa, sb) = (Snapshot::build("ns/g", &a), Snapshot::build("ns/g", &b));
         assert_ne!(sa.version(XdsType::Endpoint), sb.version(XdsType::Endpoint));
         assert_eq!(
-            sa.view(XdsType::Endpoint).entries["a"].resource,
-            sb.view(XdsType::Endpoint).entries["a"].resource
+            sa.view(XdsType::Endpoint).entries["a"].resource(),
+            sb.view(XdsType::Endpoint).entries["a"].resource()
         );
     }
 

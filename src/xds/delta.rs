@@ -238,7 +238,7 @@ impl Delta {
             .map(|(name, entry)| Resource {
                 name: name.clone(),
                 version: entry.version.clone(),
-                resource: Some(entry.resource.clone()),
+                resource: Some(entry.resource().clone()),
                 ..Default::default()
             })
             .collect();

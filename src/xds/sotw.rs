@@ -178,12 +178,12 @@ impl Sotw {
             return None;
         }
         let resources: Vec<_> = if st.wildcard {
-            view.entries.values().map(|e| e.resource.clone()).collect()
+            view.entries.values().map(|e| e.resource().clone()).collect()
         } else {
             st.names
                 .iter()
                 .filter_map(|n| view.entries.get(n))
-                .map(|e| e.resource.clone())
+                .map(|e| e.resource().clone())
                 .collect()
         };
         self.nonces += 1;

@@ -188,3 +188,57 @@ pub fn share(next: &mut GatewayOut, prev: &GatewayOut) {
     one(&mut next.routes, &prev.routes);
     one(&mut next.secrets, &prev.secrets);
 }
+
+/// Packs decoded resources the way the engine does, so the same content gets the same versions
+/// whichever produced it (tests, tools and `Snapshot::build` hold decoded resources). A duplicate name
+/// keeps the first resource: Envoy would reject a response that sends one twice.
+pub fn pack(gateway: &str, res: &crate::envoy::Resources) -> GatewayOut {
+    fn each<M: Message + Name>(
+        gateway: &str,
+        items: &[M],
+        name: impl Fn(&M) -> &str,
+        mut make: impl FnMut(&M) -> Res,
+    ) -> imbl::OrdMap<String, Arc<Res>> {
+        let mut map = imbl::OrdMap::new();
+        for item in items {
+            let key = name(item);
+            if map.contains_key(key) {
+                tracing::warn!(gateway, type_url = %M::type_url(), name = %key, "duplicate resource name; keeping the first");
+                continue;
+            }
+            map.insert(key.to_string(), Arc::new(make(item)));
+        }
+        map
+    }
+    let clusters = each(gateway, &res.clusters, |c| &c.name, Res::of);
+    let endpoints = each(gateway, &res.endpoints, |e| &e.cluster_name, |e| {
+        let mut r = Res::of(e);
+        if let Some(c) = clusters.get(&e.cluster_name) {
+            r.fingerprint = fingerprint::combine([r.fingerprint, c.fingerprint]);
+            r.version = fingerprint::version(r.fingerprint);
+        }
+        r
+    });
+    GatewayOut {
+        endpoints,
+        listeners: each(gateway, &res.listeners, |l| &l.name, Res::of),
+        routes: each(gateway, &res.routes, |r| &r.name, route_config_of),
+        secrets: each(gateway, &res.secrets, |s| &s.name, Res::of),
+        clusters,
+    }
+}
+
+/// A decoded route configuration versioned as [`Res::route_config`] versions the engine's.
+fn route_config_of(rc: &route::RouteConfiguration) -> Res {
+    let header = route::RouteConfiguration {
+        virtual_hosts: Vec::new(),
+        ..rc.clone()
+    };
+    let fp = fingerprint::combine(
+        std::iter::once(fingerprint::of(&header)).chain(rc.virtual_hosts.iter().map(fingerprint::of)),
+    );
+    let mut r = Res::of(rc);
+    r.fingerprint = fp;
+    r.version = fingerprint::version(fp);
+    r
+}
