@@ -19,7 +19,7 @@ use prometheus_client::registry::Registry;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::envoy::Resources;
+use crate::translate::engine::out::GatewayOut;
 use crate::gateway::status::ObjectStatus;
 use crate::xds::cache::SnapshotCache;
 use crate::xds::clients::Clients;
@@ -45,7 +45,7 @@ pub struct View {
     pub check_errors: BTreeMap<String, Vec<String>>,
     pub statuses: Vec<ObjectStatus>,
     /// What is published, per Gateway.
-    pub published: BTreeMap<String, Resources>,
+    pub published: BTreeMap<String, GatewayOut>,
     pub generation: u64,
 }
 
@@ -107,8 +107,8 @@ struct DumpQuery {
 
 async fn config_dump(State(s): State<AdminState>, Query(q): Query<DumpQuery>) -> Response {
     let v = s.view.read().expect("view lock");
-    let dump = |res: &crate::envoy::Resources| {
-        let mut j = crate::envoy::render::resources_to_json(res);
+    let dump = |out: &GatewayOut| {
+        let mut j = crate::envoy::render::resources_to_json(&crate::translate::engine::out::decode(out));
         crate::envoy::render::redact_private_keys(&mut j);
         j
     };

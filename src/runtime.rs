@@ -11,22 +11,19 @@
 
 mod cluster;
 mod metrics;
+mod pipeline;
 pub use cluster::KubeSettings;
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use tokio::sync::watch;
 use tracing::{error, info, warn};
 
 use crate::admin::SharedView;
-use crate::envoy::Resources;
-use crate::gateway::status::ObjectStatus;
 use crate::options::Options;
 use crate::source::{Debounce, SourceState, dir};
 use crate::xds::cache::SnapshotCache;
@@ -105,15 +102,13 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
             (Some(tokio::spawn(dir)), Vec::new())
         }
     };
-    let pipeline = tokio::spawn(pipeline(
-        dir_rx,
-        config.options.clone(),
-        server.clone(),
-        view.clone(),
-        statuses_tx,
-        pipeline_metrics.clone(),
-        stop_rx.clone(),
-    ));
+    let sinks = pipeline::Sinks {
+        server: server.clone(),
+        view: view.clone(),
+        statuses: statuses_tx,
+        metrics: pipeline_metrics,
+    };
+    let pipeline = tokio::spawn(pipeline::run(dir_rx, config.options.clone(), sinks, stop_rx.clone()));
     let mut xds_stop = stop_rx.clone();
     let xds = tokio::spawn(crate::xds::server::serve(xds_listener, server, async move {
         let _ = xds_stop.wait_for(|s| *s).await;
@@ -154,81 +149,6 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
         warn!(error = %e, "admin server ended with an error");
     }
     Ok(())
-}
-
-/// Translates every new model and publishes the Gateways whose resources pass `envoy::check`.
-async fn pipeline(
-    mut source: watch::Receiver<SourceState>,
-    opts: Options,
-    server: AdsServer,
-    view: SharedView,
-    statuses: watch::Sender<Arc<Vec<ObjectStatus>>>,
-    metrics: metrics::PipelineMetrics,
-    mut stop: watch::Receiver<bool>,
-) {
-    let mut seen_generation = 0;
-    loop {
-        let state = source.borrow_and_update().clone();
-        {
-            let mut v = view.write().expect("view lock");
-            v.source_error = state.error.clone();
-            if state.error.is_none() {
-                v.source_warnings = state.warnings.clone();
-            }
-        }
-        metrics.set_source_error(state.error.is_some());
-        if let Some(model) = state.model.clone().filter(|_| state.generation != seen_generation) {
-            seen_generation = state.generation;
-            let opts = opts.clone();
-            let started = Instant::now();
-            let translated = tokio::task::spawn_blocking(move || crate::translate(&model, &opts)).await;
-            metrics.observe_translation(started.elapsed());
-            match translated {
-                Ok(t) => {
-                    // The status writer reads the newest statuses at its own pace; this never waits on it.
-                    statuses.send_replace(Arc::new(t.statuses.clone()));
-                    publish(t, state.generation, &server, &view);
-                }
-                Err(e) => error!(error = %e, "translation panicked; the last good configuration stays in force"),
-            }
-        }
-        tokio::select! {
-            _ = stop.wait_for(|s| *s) => return,
-            changed = source.changed() => if changed.is_err() { return },
-        }
-    }
-}
-
-fn publish(t: crate::Translation, generation: u64, server: &AdsServer, view: &SharedView) {
-    let mut v = view.write().expect("view lock");
-    let mut next: BTreeMap<String, Resources> = BTreeMap::new();
-    let mut check_errors = BTreeMap::new();
-    for (gateway, resources) in t.gateways {
-        match crate::envoy::check(&resources) {
-            Ok(()) => {
-                next.insert(gateway, resources);
-            }
-            Err(errors) => {
-                let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
-                error!(%gateway, errors = ?errors, "translated configuration failed its integrity check; this Gateway keeps its last good configuration");
-                if let Some(previous) = v.published.get(&gateway) {
-                    next.insert(gateway.clone(), previous.clone());
-                }
-                check_errors.insert(gateway, errors);
-            }
-        }
-    }
-    let report = server.publish(&next);
-    if report.changed_anything() {
-        info!(generation, gateways = next.len(), added = ?report.added, changed = ?report.changed, removed = ?report.removed, "configuration published");
-    } else {
-        info!(generation, "translation unchanged; nothing to push");
-    }
-    v.published = next;
-    v.check_errors = check_errors;
-    v.statuses = t.statuses;
-    v.generation = generation;
-    v.ready = true;
 }
 
 fn write_address_file(path: &std::path::Path, xds: SocketAddr, admin: SocketAddr) -> Result<()> {

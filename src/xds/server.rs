@@ -27,6 +27,7 @@ use super::sotw::Sotw;
 use super::stream::{self, Shared};
 use super::{Clients, PublishReport, SnapshotCache, XdsMetrics};
 use crate::envoy::Resources;
+use crate::translate::engine::out::GatewayOut;
 
 /// How often an idle connection is probed (HTTP/2 PING), so a vanished proxy's stream is reaped.
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
@@ -60,6 +61,13 @@ impl AdsServer {
     /// Publishes a translation's Gateways and refreshes `pier_snapshot_info`.
     pub fn publish(&self, gateways: &BTreeMap<String, Resources>) -> PublishReport {
         let report = self.cache.publish(gateways);
+        self.metrics.record_snapshots(&self.cache);
+        report
+    }
+
+    /// Publishes what the incremental translator packed (see [`SnapshotCache::publish_packed`]).
+    pub fn publish_packed(&self, gateways: &BTreeMap<String, GatewayOut>) -> PublishReport {
+        let report = self.cache.publish_packed(gateways);
         self.metrics.record_snapshots(&self.cache);
         report
     }
