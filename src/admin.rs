@@ -19,8 +19,8 @@ use prometheus_client::registry::Registry;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::translate::engine::out::GatewayOut;
 use crate::gateway::status::ObjectStatus;
+use crate::translate::engine::out::GatewayOut;
 use crate::xds::cache::SnapshotCache;
 use crate::xds::clients::Clients;
 

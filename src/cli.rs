@@ -77,11 +77,12 @@ pub struct ServeArgs {
     /// Once listening, write the bound addresses here as JSON {"xds": "...", "admin": "..."}.
     #[arg(long, env = "PIER_ADDRESS_FILE", value_name = "PATH")]
     pub address_file: Option<PathBuf>,
-    /// A burst of file changes is read once it has been quiet this long (milliseconds).
-    #[arg(long, env = "PIER_DEBOUNCE_QUIET_MS", default_value_t = 100)]
+    /// The first change after a quiet spell is read at once; changes that arrive while it is read
+    /// are read together once none has come for this long (milliseconds).
+    #[arg(long, env = "PIER_DEBOUNCE_QUIET_MS", default_value_t = 20)]
     pub debounce_quiet_ms: u64,
-    /// ... but never later than this after the burst's first change (milliseconds).
-    #[arg(long, env = "PIER_DEBOUNCE_MAX_MS", default_value_t = 1000)]
+    /// ... but never later than this after the first of them (milliseconds).
+    #[arg(long, env = "PIER_DEBOUNCE_MAX_MS", default_value_t = 250)]
     pub debounce_max_ms: u64,
     #[command(flatten)]
     pub translator: TranslatorArgs,

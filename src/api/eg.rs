@@ -19,7 +19,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
     root = "EgBackend",
     plural = "backends",
     namespaced,
-    status = "EgBackendStatus"
+    status = "EgBackendStatus",
+    derive = "PartialEq"
 )]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EgBackendSpec {

@@ -21,7 +21,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
     kind = "XBackend",
     plural = "xbackends",
     namespaced,
-    status = "BackendStatus"
+    status = "BackendStatus",
+    derive = "PartialEq"
 )]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct XBackendSpec {

@@ -126,6 +126,49 @@ impl Model {
         }
     }
 
+    /// Like [`upsert`](Self::upsert), but an object equal to the one already there is dropped and the
+    /// old `Arc` kept, so re-reading an unchanged object (a file edited elsewhere) is not a change to
+    /// anything that compares the model by identity. True if the model changed.
+    pub fn put(&mut self, obj: Object) -> bool {
+        fn keep<T: ModelKind + PartialEq>(map: &mut Objects<T>, key: ObjectKey, v: T) -> bool {
+            if map.peek(&key).is_some_and(|old| **old == v) {
+                return false;
+            }
+            map.insert(key, Arc::new(v));
+            true
+        }
+        let key = obj.key();
+        match obj {
+            Object::GatewayClass(o) => keep(&mut self.gateway_classes, key, o),
+            Object::Gateway(o) => keep(&mut self.gateways, key, o),
+            Object::HttpRoute(o, extras) => {
+                let extras_changed = if extras.is_empty() {
+                    self.http_route_extras.remove(&key).is_some()
+                } else {
+                    keep(&mut self.http_route_extras, key.clone(), extras)
+                };
+                keep(&mut self.http_routes, key, o) | extras_changed
+            }
+            Object::GrpcRoute(o) => keep(&mut self.grpc_routes, key, o),
+            Object::ReferenceGrant(o) => keep(&mut self.reference_grants, key, o),
+            Object::BackendTlsPolicy(o) => keep(&mut self.backend_tls_policies, key, o),
+            Object::XBackend(o) => keep(&mut self.xbackends, key, o),
+            Object::Backend(o) => keep(&mut self.backends, key, o),
+            Object::EgBackend(o) => keep(&mut self.eg_backends, key, o),
+            Object::Service(o) => keep(&mut self.services, key, o),
+            Object::EndpointSlice(o) => {
+                if self.endpoint_slices.peek(&key).is_some_and(|old| **old == o) {
+                    return false;
+                }
+                self.insert_slice(key, Arc::new(o));
+                true
+            }
+            Object::Secret(o) => keep(&mut self.secrets, key, o),
+            Object::ConfigMap(o) => keep(&mut self.config_maps, key, o),
+            Object::Namespace(o) => keep(&mut self.namespaces, key, o),
+        }
+    }
+
     /// Removes the object of `kind` at `key` (an HTTPRoute with what was kept beside it); true if there
     /// was one.
     pub fn remove(&mut self, kind: Kind, key: &ObjectKey) -> bool {

@@ -98,7 +98,7 @@ impl fmt::Display for ObjectKey {
 
 /// Every kind pier understands, one map each, plus an index of EndpointSlices by Service. Persistent
 /// (`objects`): clones share structure, so successive snapshots cost what changed.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Model {
     pub gateway_classes: Objects<GatewayClass>,
     pub gateways: Objects<Gateway>,

@@ -1,10 +1,16 @@
-//! The directory source: watches a directory with `notify` and re-reads every `*.yaml|*.yml|*.json`
-//! in it (sorted, through the same loader as `pier translate`) after a burst of changes settles.
+//! The directory source: watches a directory with `notify` and, on every change, re-reads it through a
+//! [`DirCache`] — every file is hashed, only files whose bytes changed are parsed, and the model moves by
+//! what they changed (same walk and same errors as `pier translate`).
 //!
-//! Debounce: events start a quiet-period timer that each new event restarts, but a burst is never
-//! held longer than the max delay after its first event. A lone edit therefore goes out one quiet
-//! period after it lands (100 ms by default) and an editor's write-rename-chmod sequence, or a
-//! `kubectl cp` of twenty files, becomes one read.
+//! Debounce, leading edge first: the first change after a quiet spell is read at once, so an isolated
+//! edit waits for nothing. Changes that arrive while a read (and the translation it starts) runs are
+//! coalesced: once they stop for the quiet period (20 ms by default) they are read together, and a
+//! steady stream of changes is read at least every max delay (250 ms). An editor's write-rename-chmod
+//! sequence or a `kubectl cp` of twenty files therefore costs one read at once and one after it.
+//!
+//! A read that sees a half-written file fails to parse; it is reported only if no further change
+//! arrives within the quiet period (the writer finishing), so a save in progress never shows up as an
+//! error. Writers that want all-or-nothing should write a temporary file and rename it into place.
 //!
 //! Reads that fail (a file that does not parse, a duplicate object) never replace the model: the
 //! last good one stays in force and the error — file, document and field — is published beside it,
@@ -15,9 +21,10 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
-use super::{Debounce, SourceState, files};
+use super::cache::{DirCache, Read};
+use super::{Debounce, SourceState};
 
 /// Watches `dir` until `shutdown` fires, publishing each read on `tx`.
 pub async fn run(
@@ -40,61 +47,145 @@ pub async fn run(
     watcher.watch(&dir, notify::RecursiveMode::Recursive)?;
     info!(dir = %dir.display(), quiet_ms = debounce.quiet.as_millis() as u64, max_delay_ms = debounce.max_delay.as_millis() as u64, "watching config directory");
 
-    read(&dir, &tx).await;
+    let mut reader = Reader {
+        cache: None,
+        dir: dir.clone(),
+    };
+    let first = reader.read().await;
+    publish(first, &tx);
     loop {
         tokio::select! {
             _ = shutdown.changed() => return Ok(()),
-            ev = ev_rx.recv() => {
-                if ev.is_none() {
-                    return Ok(());
-                }
-            }
+            ev = ev_rx.recv() => if ev.is_none() { return Ok(()) },
         }
-        // A burst has started: wait for quiet, bounded by the max delay.
-        let deadline = Instant::now() + debounce.max_delay;
+        drain(&mut ev_rx);
+        let mut result = reader.read().await;
         loop {
-            let quiet_until = (Instant::now() + debounce.quiet).min(deadline);
-            tokio::select! {
-                _ = shutdown.changed() => return Ok(()),
-                _ = tokio::time::sleep_until(quiet_until) => break,
-                ev = ev_rx.recv() => {
-                    if ev.is_none() || Instant::now() >= deadline {
+            let more = drain(&mut ev_rx);
+            let error = match result {
+                Ok(read) => {
+                    publish(Ok(read), &tx);
+                    if !more {
                         break;
                     }
+                    None
                 }
+                Err(e) => Some(e),
+            };
+            let Some(settled) = settle(&mut ev_rx, &debounce, &mut shutdown, more).await else {
+                return Ok(());
+            };
+            if let Some(error) = error.filter(|_| !settled) {
+                // Nothing more came: the error is real, not a write in progress.
+                publish(Err(error), &tx);
+                break;
             }
+            result = reader.read().await;
         }
-        read(&dir, &tx).await;
     }
 }
 
-/// Reads the whole directory and publishes the outcome.
-async fn read(dir: &std::path::Path, tx: &watch::Sender<SourceState>) {
-    let path = dir.to_path_buf();
-    let result = tokio::task::spawn_blocking(move || files::load_paths(&[path])).await;
-    let result = match result {
-        Ok(r) => r.map_err(|e| e.to_string()),
-        Err(join) => Err(format!("reading the config directory panicked: {join}")),
-    };
-    tx.send_modify(|state| match result {
-        Ok(loaded) => {
+/// Discards queued events; true if there were any.
+fn drain(rx: &mut mpsc::UnboundedReceiver<()>) -> bool {
+    let mut any = false;
+    while rx.try_recv().is_ok() {
+        any = true;
+    }
+    any
+}
+
+/// Waits until no event has arrived for the quiet period, or the max delay has passed since the wait
+/// began. Returns whether any event came (`pending` counts one that came before), `None` on shutdown.
+async fn settle(
+    rx: &mut mpsc::UnboundedReceiver<()>,
+    debounce: &Debounce,
+    shutdown: &mut watch::Receiver<bool>,
+    pending: bool,
+) -> Option<bool> {
+    let deadline = Instant::now() + debounce.max_delay;
+    let mut any = pending;
+    loop {
+        let quiet_until = (Instant::now() + debounce.quiet).min(deadline);
+        tokio::select! {
+            _ = shutdown.changed() => return None,
+            _ = tokio::time::sleep_until(quiet_until) => return Some(any),
+            ev = rx.recv() => {
+                ev?;
+                any = true;
+                if Instant::now() >= deadline {
+                    return Some(true);
+                }
+            }
+        }
+    }
+}
+
+/// The directory's [`DirCache`], moved onto a blocking thread for each read.
+struct Reader {
+    /// `None` before the first read, and after a read panicked (the next one starts afresh).
+    cache: Option<DirCache>,
+    dir: PathBuf,
+}
+
+impl Reader {
+    async fn read(&mut self) -> Result<Read, String> {
+        let mut cache = self
+            .cache
+            .take()
+            .unwrap_or_else(|| DirCache::new(vec![self.dir.clone()]));
+        let started = Instant::now();
+        let joined = tokio::task::spawn_blocking(move || {
+            let result = cache.read().map_err(|e| e.to_string());
+            (cache, result)
+        })
+        .await;
+        match joined {
+            Ok((cache, result)) => {
+                self.cache = Some(cache);
+                if let Ok(r) = &result {
+                    debug!(
+                        parsed = r.parsed,
+                        changed = r.changed,
+                        took_us = started.elapsed().as_micros() as u64,
+                        "config directory scanned"
+                    );
+                }
+                result
+            }
+            Err(join) => Err(format!("reading the config directory panicked: {join}")),
+        }
+    }
+}
+
+/// Publishes a read: a new model if anything changed (or it is the first), else only the cleared error.
+fn publish(result: Result<Read, String>, tx: &watch::Sender<SourceState>) {
+    tx.send_if_modified(|state| match result {
+        Ok(read) => {
+            let first = state.model.is_none();
+            let recovered = state.error.take().is_some();
+            if !(read.changed || first) {
+                return recovered;
+            }
+            let loaded = read.loaded;
             for w in &loaded.warnings {
                 warn!(warning = %w, "config directory");
             }
             state.model = Some(Arc::new(loaded.model));
             state.generation += 1;
-            state.error = None;
             state.warnings = loaded.warnings.iter().map(ToString::to_string).collect();
             state.files = loaded.files;
             info!(
                 generation = state.generation,
                 files = state.files.len(),
+                parsed = read.parsed,
                 "config directory read"
             );
+            true
         }
         Err(error) => {
             warn!(%error, "config directory not applied; the last good configuration stays in force");
             state.error = Some(error);
+            true
         }
     });
 }
@@ -168,6 +259,34 @@ mod tests {
             fixed.generation
         );
 
+        stop_tx.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_isolated_edit_waits_for_no_quiet_period() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.yaml"), NS).unwrap();
+        let (tx, mut rx) = watch::channel(SourceState::default());
+        let (stop_tx, stop_rx) = watch::channel(false);
+        // A quiet period far longer than the wait below: only a leading-edge read can pass.
+        let debounce = Debounce {
+            quiet: Duration::from_secs(600),
+            max_delay: Duration::from_secs(600),
+        };
+        let task = tokio::spawn(run(dir.path().to_path_buf(), debounce, tx, stop_rx));
+        assert_eq!(next(&mut rx).await.generation, 1);
+        // Written outside and moved in: one event, so no second read is coalesced behind the first.
+        let outside = tempfile::tempdir().unwrap();
+        let tmp = outside.path().join("b.yaml");
+        std::fs::write(&tmp, "apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n").unwrap();
+        std::fs::rename(&tmp, dir.path().join("b.yaml")).unwrap();
+        let s = next(&mut rx).await;
+        assert_eq!(s.model.unwrap().namespaces.len(), 2, "{:?}", s.error);
         stop_tx.send(true).unwrap();
         tokio::time::timeout(Duration::from_secs(5), task)
             .await

@@ -47,7 +47,7 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
     Ok(loaded)
 }
 
-fn io_error(path: &Path, error: io::Error) -> LoadError {
+pub(crate) fn io_error(path: &Path, error: io::Error) -> LoadError {
     LoadError::Io {
         path: path.to_path_buf(),
         error,
@@ -56,7 +56,7 @@ fn io_error(path: &Path, error: io::Error) -> LoadError {
 
 /// Files to read, in order: arguments in the order given, each directory's files sorted. A file reached
 /// twice (a directory and a file inside it) is read once.
-fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
+pub(crate) fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     let mut files = Vec::new();
     let mut visited_dirs = BTreeSet::new();
     for path in paths {

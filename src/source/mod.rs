@@ -10,6 +10,7 @@
 //! (which parses with [`model::yaml`](crate::model::yaml)), and applying watch events is
 //! [`model::insert`](crate::model::insert), so every source reads objects exactly the same way.
 
+pub mod cache;
 pub mod dir;
 pub mod files;
 pub mod kube;

@@ -211,14 +211,19 @@ pub fn pack(gateway: &str, res: &crate::envoy::Resources) -> GatewayOut {
         map
     }
     let clusters = each(gateway, &res.clusters, |c| &c.name, Res::of);
-    let endpoints = each(gateway, &res.endpoints, |e| &e.cluster_name, |e| {
-        let mut r = Res::of(e);
-        if let Some(c) = clusters.get(&e.cluster_name) {
-            r.fingerprint = fingerprint::combine([r.fingerprint, c.fingerprint]);
-            r.version = fingerprint::version(r.fingerprint);
-        }
-        r
-    });
+    let endpoints = each(
+        gateway,
+        &res.endpoints,
+        |e| &e.cluster_name,
+        |e| {
+            let mut r = Res::of(e);
+            if let Some(c) = clusters.get(&e.cluster_name) {
+                r.fingerprint = fingerprint::combine([r.fingerprint, c.fingerprint]);
+                r.version = fingerprint::version(r.fingerprint);
+            }
+            r
+        },
+    );
     GatewayOut {
         endpoints,
         listeners: each(gateway, &res.listeners, |l| &l.name, Res::of),
