@@ -4,7 +4,9 @@
 //!
 //! - [`kinds`]: the table of watched kinds and the API calls pier makes (RBAC is tested against it).
 //! - [`watch`]: one kube-rs watcher per kind and namespace, slimming and decoding objects.
-//! - [`store`]: the per-watch object maps, model assembly and the Secret/ConfigMap data trimming.
+//! - [`store`]: the per-watch object maps and the Secret/ConfigMap data trimming.
+//! - `merged`: the published model, moved by each event (not reassembled per publish), and the
+//!   Secrets/ConfigMaps it references, counted per referrer.
 //! - `refetch`: reads a trimmed Secret/ConfigMap again once something references it.
 //!
 //! Stores are pier's own rather than kube-rs `reflector::Store`s: objects are decoded once into the
@@ -13,11 +15,13 @@
 //!
 //! Gate: nothing is published until every watch has listed once, or found its kind not served (a CRD
 //! that is not installed is reported once as a warning and retried with backoff, never fatal). After
-//! that, changes are debounced like file events and each burst publishes one model. A watch error never
+//! that, a change after a quiet spell is published at once, changes that closely follow are debounced like
+//! file events, and each burst publishes one model. A watch error never
 //! touches the last good model: kube-rs resumes the watch (or re-lists after 410 Gone, swapping the
 //! re-listed objects in whole) while the current model stays published.
 
 pub mod kinds;
+mod merged;
 mod refetch;
 pub mod store;
 pub mod watch;
@@ -35,6 +39,7 @@ use tracing::{debug, info, warn};
 
 use super::{Debounce, SourceState};
 use crate::model::{Model, Object, ObjectKey};
+use merged::Merged;
 use store::{Partition, Ref, Sync};
 
 /// What the Kubernetes source watches.
@@ -70,6 +75,9 @@ pub async fn run(
         "watching the Kubernetes API"
     );
     let mut burst: Option<(Instant, Instant)> = None; // (first change, quiet deadline)
+    // Leading edge: a change after a quiet spell is flushed at once; only changes that follow a flush
+    // closely wait for the quiet period (the pipeline translates the newest model, so nothing queues).
+    let mut last_flush = Instant::now();
     loop {
         let flush_at = burst.map(|(first, quiet)| quiet.min(first + cfg.debounce.max_delay));
         tokio::select! {
@@ -78,8 +86,11 @@ pub async fn run(
                 let Some((i, ev)) = ev else { return };
                 if src.apply(i, ev) {
                     let now = Instant::now();
-                    let first = burst.map_or(now, |(f, _)| f);
-                    burst = Some((first, now + cfg.debounce.quiet));
+                    burst = Some(match burst {
+                        None if now >= last_flush + cfg.debounce.quiet => (now, now),
+                        None => (now, now + cfg.debounce.quiet),
+                        Some((first, _)) => (first, now + cfg.debounce.quiet),
+                    });
                 }
             }
             Some((r, result)) = fetch_rx.recv() => {
@@ -88,6 +99,7 @@ pub async fn run(
             }
             _ = sleep_until(flush_at) => {
                 burst = None;
+                last_flush = Instant::now();
                 src.flush(&client, &fetch_tx, &tx);
             }
         }
@@ -103,8 +115,9 @@ async fn sleep_until(at: Option<Instant>) {
 
 struct Source {
     parts: Vec<Partition>,
-    /// What the last flush found referenced; Secrets/ConfigMaps outside it are kept without data.
-    refs: BTreeSet<Ref>,
+    /// The model to publish, moved by every event; `None` when it must be rebuilt from the partitions
+    /// (a re-list was swapped in, or which watches count changed).
+    merged: Option<Merged>,
     /// Fetches under way; nothing is published until they are back, so a newly referenced Secret
     /// never shows up empty.
     fetching: BTreeSet<Ref>,
@@ -129,7 +142,7 @@ impl Source {
         }
         Source {
             parts,
-            refs: BTreeSet::new(),
+            merged: None,
             fetching: BTreeSet::new(),
             failed: BTreeSet::new(),
             rejected: BTreeMap::new(),
@@ -155,6 +168,7 @@ impl Source {
                 if p.sync == Sync::Pending {
                     warn!(watch = %p.describe(), "kind not served by the API server (CRD not installed?); watching for it");
                     p.sync = Sync::Missing;
+                    self.merged = None;
                     return true;
                 }
                 return false;
@@ -194,6 +208,7 @@ impl Source {
                 p.trimmed = std::mem::take(&mut p.relist_trimmed);
                 p.sync = Sync::Synced;
                 debug!(watch = %p.describe(), objects = store::count(&p.objects), "listed");
+                self.merged = None;
                 true
             }
             watcher::Event::Apply(obj) => match self.decode(i, obj) {
@@ -204,7 +219,7 @@ impl Source {
                     } else {
                         p.trimmed.remove(&obj.key());
                     }
-                    p.objects.upsert(obj);
+                    self.put(i, obj);
                     true
                 }
                 None => true,
@@ -215,7 +230,13 @@ impl Source {
                 let p = &mut self.parts[i];
                 p.trimmed.remove(&key);
                 let model_kind = crate::model::Kind::from_name(kind.name).expect("every watched kind is a model kind");
-                store::remove(&mut p.objects, model_kind, &key)
+                let removed = store::remove(&mut p.objects, model_kind, &key);
+                if self.contributes(i)
+                    && let Some(m) = &mut self.merged
+                {
+                    m.remove(model_kind, kind.name, &key);
+                }
+                removed
             }
         }
     }
@@ -234,7 +255,9 @@ impl Source {
                     _ => return Some((obj, false)),
                 };
                 self.failed.remove(&r);
-                let trimmed = self.published && !self.refs.contains(&r) && store::trim(&mut obj);
+                // Unknown while the merged model awaits a rebuild: keep the data until then.
+                let unreferenced = self.merged.as_ref().is_some_and(|m| !m.references(&r));
+                let trimmed = self.published && unreferenced && store::trim(&mut obj);
                 Some((obj, trimmed))
             }
             Err(e) => {
@@ -260,9 +283,8 @@ impl Source {
                 }
                 match watch::decode(p.kind, obj) {
                     Ok(obj) => {
-                        let p = &mut self.parts[i];
-                        p.trimmed.remove(&r.1);
-                        p.objects.upsert(obj);
+                        self.parts[i].trimmed.remove(&r.1);
+                        self.put(i, obj);
                     }
                     Err(e) => {
                         warn!(error = %e, "refetched object refused");
@@ -278,23 +300,65 @@ impl Source {
         }
     }
 
+    /// Puts an object into partition `i`, and into the merged model if that partition counts.
+    fn put(&mut self, i: usize, obj: Object) {
+        if self.contributes(i)
+            && let Some(m) = &mut self.merged
+        {
+            m.put(obj.clone());
+        }
+        self.parts[i].objects.upsert(obj);
+    }
+
+    /// Whether partition `i`'s objects are part of the published model: it has listed, and it is not
+    /// ReferenceGrant v1beta1 where v1 is served (v1beta1 only fills in for older clusters).
+    fn contributes(&self, i: usize) -> bool {
+        let p = &self.parts[i];
+        let shadowed = p.kind.name == "ReferenceGrant"
+            && p.kind.version != "v1"
+            && self.parts.iter().any(|q| {
+                q.kind.name == p.kind.name
+                    && q.kind.version == "v1"
+                    && q.namespace == p.namespace
+                    && q.sync == Sync::Synced
+            });
+        p.sync == Sync::Synced && !shadowed
+    }
+
     fn build(&self) -> Model {
         let mut model = Model::default();
-        for p in &self.parts {
-            // Prefer ReferenceGrant v1 where it is served; v1beta1 only fills in for older clusters.
-            let shadowed = p.kind.name == "ReferenceGrant"
-                && p.kind.version != "v1"
-                && self.parts.iter().any(|q| {
-                    q.kind.name == p.kind.name
-                        && q.kind.version == "v1"
-                        && q.namespace == p.namespace
-                        && q.sync == Sync::Synced
-                });
-            if p.sync == Sync::Synced && !shadowed {
+        for (i, p) in self.parts.iter().enumerate() {
+            if self.contributes(i) {
                 store::merge_into(&mut model, &p.objects);
             }
         }
         model
+    }
+
+    /// Drops the data of Secrets and ConfigMaps nothing references any more: all of them after a
+    /// rebuild, else only those released since the last flush.
+    fn trim(&mut self, rebuilt: bool) {
+        let Some(mut merged) = self.merged.take() else { return };
+        let released = if rebuilt { None } else { Some(merged.take_released()) };
+        for i in 0..self.parts.len() {
+            let only: Option<BTreeSet<ObjectKey>> = released.as_ref().map(|refs| {
+                let p = &self.parts[i];
+                refs.iter()
+                    .filter(|(kind, key)| p.covers(kind, &key.namespace))
+                    .map(|(_, key)| key.clone())
+                    .collect()
+            });
+            if only.as_ref().is_some_and(BTreeSet::is_empty) {
+                continue;
+            }
+            let contributes = self.contributes(i);
+            for obj in store::trim_unreferenced(&mut self.parts[i], only.as_ref(), |r| merged.references(r)) {
+                if contributes {
+                    merged.put(obj);
+                }
+            }
+        }
+        self.merged = Some(merged);
     }
 
     fn flush(
@@ -306,16 +370,23 @@ impl Source {
         if !self.parts.iter().all(Partition::ready) {
             return;
         }
-        self.refs = store::referenced(&self.build());
-        for p in &mut self.parts {
-            store::trim_unreferenced(p, &self.refs);
+        let rebuilt = self.merged.is_none();
+        if rebuilt {
+            self.merged = Some(Merged::rebuild(self.build()));
         }
-        let wanted: Vec<Ref> = self
-            .parts
-            .iter()
-            .flat_map(|p| p.trimmed.iter().map(move |k| (p.kind.name, k.clone())))
-            .filter_map(|(kind, key)| self.refs.get(&(kind, key)).cloned())
-            .filter(|r| !self.fetching.contains(r) && !self.failed.contains(r))
+        self.trim(rebuilt);
+        let merged = self.merged.as_ref().expect("set above");
+        // Referenced, but held without data: read again.
+        let wanted: Vec<Ref> = merged
+            .referenced()
+            .filter(|r| {
+                let held_trimmed = self
+                    .parts
+                    .iter()
+                    .any(|p| p.covers(r.0, &r.1.namespace) && p.trimmed.contains(&r.1));
+                held_trimmed && !self.fetching.contains(*r) && !self.failed.contains(*r)
+            })
+            .cloned()
             .collect();
         for r in wanted {
             self.fetching.insert(r.clone());
@@ -328,7 +399,7 @@ impl Source {
             );
             return;
         }
-        let model = Arc::new(self.build());
+        let model = Arc::new(self.merged.as_ref().expect("set above").model().clone());
         let error = (!self.errors.is_empty()).then(|| self.errors.values().cloned().collect::<Vec<_>>().join("; "));
         let mut warnings: Vec<String> = self
             .parts
@@ -390,5 +461,72 @@ mod tests {
         assert_eq!(src.build().reference_grants.len(), 1, "v1 not served: v1beta1 is read");
         src.parts[v1].sync = Sync::Synced;
         assert_eq!(src.build().reference_grants.len(), 0, "v1 served: it alone is read");
+    }
+
+    fn object(text: &str) -> DynamicObject {
+        let v: serde_json::Value = serde_yaml::from_str(text).unwrap();
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn index_of(src: &Source, name: &str) -> usize {
+        src.parts.iter().position(|p| p.kind.name == name).unwrap()
+    }
+
+    /// The model moved event by event equals the one assembled from the watches, references included.
+    #[test]
+    fn events_move_the_model_as_a_rebuild_would() {
+        let mut src = Source::new(&cfg());
+        for i in 0..src.parts.len() {
+            src.apply(i, Ok(watcher::Event::Init));
+            src.apply(i, Ok(watcher::Event::InitDone));
+        }
+        let gw = "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: g, namespace: a}\n\
+                  spec: {gatewayClassName: pier, listeners: [{name: h, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: c}]}}]}\n";
+        let gw2 = gw.replace("name: c}", "name: d}");
+        let secret = |n: &str| {
+            format!(
+                "apiVersion: v1\nkind: Secret\nmetadata: {{name: {n}, namespace: a}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: YQ==, tls.key: YQ==}}\n"
+            )
+        };
+        let (g, s) = (index_of(&src, "Gateway"), index_of(&src, "Secret"));
+        let steps: Vec<(usize, watcher::Event<DynamicObject>)> = vec![
+            (s, watcher::Event::Apply(object(&secret("c")))),
+            (g, watcher::Event::Apply(object(gw))),
+            (s, watcher::Event::Apply(object(&secret("d")))),
+            (g, watcher::Event::Apply(object(&gw2))),
+            (g, watcher::Event::Delete(object(&gw2))),
+            (s, watcher::Event::Delete(object(&secret("c")))),
+        ];
+        let check = |src: &mut Source| {
+            src.published = true;
+            if src.merged.is_none() {
+                src.merged = Some(Merged::rebuild(src.build()));
+            }
+            src.trim(false);
+            let built = src.build();
+            let merged = src.merged.as_ref().unwrap();
+            assert_eq!(merged.model(), &built);
+            let refs: BTreeSet<Ref> = merged.referenced().cloned().collect();
+            assert_eq!(refs, store::referenced(&built));
+        };
+        check(&mut src);
+        for (i, ev) in steps {
+            src.apply(i, Ok(ev));
+            check(&mut src);
+        }
+        // The Gateway that referenced `d` is gone: its data is dropped, in the watch and the model.
+        let d = ObjectKey::new("a", "d");
+        assert!(src.parts[s].trimmed.contains(&d));
+        assert!(
+            src.merged
+                .as_ref()
+                .unwrap()
+                .model()
+                .secrets
+                .peek(&d)
+                .unwrap()
+                .data
+                .is_none()
+        );
     }
 }

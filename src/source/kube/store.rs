@@ -120,27 +120,43 @@ pub type Ref = (&'static str, ObjectKey);
 /// purpose (any reference under a `*certificate*` or `*secretRef` field, whatever the kind): keeping a Secret too many costs memory,
 /// keeping one too few would serve a certificate-less listener.
 pub fn referenced(model: &Model) -> BTreeSet<Ref> {
-    let mut out = BTreeSet::new();
-    let mut scan = |key: &ObjectKey, value: Result<Value, serde_json::Error>| {
+    referrers(model).into_iter().flat_map(|(_, _, refs)| refs).collect()
+}
+
+/// Every object that references a Secret or ConfigMap, by kind name (as `Object::kind_name` spells it)
+/// and key, with what it references.
+pub fn referrers(model: &Model) -> Vec<(&'static str, ObjectKey, BTreeSet<Ref>)> {
+    let mut out = Vec::new();
+    let mut scan = |kind: &'static str, key: &ObjectKey, value: Result<Value, serde_json::Error>| {
         if let Ok(v) = value {
-            walk(&key.namespace, v.get("spec").unwrap_or(&Value::Null), false, &mut out);
+            let refs = refs_in(&key.namespace, &v);
+            if !refs.is_empty() {
+                out.push((kind, key.clone(), refs));
+            }
         }
     };
     for (k, o) in &model.gateways {
-        scan(k, serde_json::to_value(o.as_ref()));
+        scan("Gateway", k, serde_json::to_value(o.as_ref()));
     }
     for (k, o) in &model.backend_tls_policies {
-        scan(k, serde_json::to_value(o.as_ref()));
+        scan("BackendTLSPolicy", k, serde_json::to_value(o.as_ref()));
     }
     for (k, o) in &model.xbackends {
-        scan(k, serde_json::to_value(o.as_ref()));
+        scan("XBackend", k, serde_json::to_value(o.as_ref()));
     }
     for (k, o) in &model.backends {
-        scan(k, serde_json::to_value(o.as_ref()));
+        scan("Backend", k, serde_json::to_value(o.as_ref()));
     }
     for (k, o) in &model.eg_backends {
-        scan(k, serde_json::to_value(o.as_ref()));
+        scan("Backend.gateway.envoyproxy.io", k, serde_json::to_value(o.as_ref()));
     }
+    out
+}
+
+/// The Secrets and ConfigMaps one object (as JSON, in `namespace`) references.
+pub fn refs_in(namespace: &str, object: &Value) -> BTreeSet<Ref> {
+    let mut out = BTreeSet::new();
+    walk(namespace, object.get("spec").unwrap_or(&Value::Null), false, &mut out);
     out
 }
 
@@ -193,28 +209,43 @@ pub fn trim(obj: &mut Object) -> bool {
 }
 
 /// Drops the data of every unreferenced Secret/ConfigMap in `p` that still has it.
-pub fn trim_unreferenced(p: &mut Partition, refs: &BTreeSet<Ref>) {
+/// Drops the data of the partition's Secrets or ConfigMaps that `referenced` says nothing references
+/// (`only`: just these keys; `None`: all of them). Returns the trimmed objects, for the merged model.
+pub fn trim_unreferenced(
+    p: &mut Partition,
+    only: Option<&BTreeSet<ObjectKey>>,
+    referenced: impl Fn(&Ref) -> bool,
+) -> Vec<Object> {
     let kind: &'static str = match p.kind.name {
         "Secret" => "Secret",
         "ConfigMap" => "ConfigMap",
-        _ => return,
+        _ => return Vec::new(),
     };
-    let keys: Vec<ObjectKey> = match kind {
-        "Secret" => p.objects.secrets.keys().cloned().collect(),
-        _ => p.objects.config_maps.keys().cloned().collect(),
+    let keys: Vec<ObjectKey> = match (only, kind) {
+        (Some(only), _) => only.iter().cloned().collect(),
+        (None, "Secret") => p.objects.secrets.keys().cloned().collect(),
+        (None, _) => p.objects.config_maps.keys().cloned().collect(),
     };
+    let mut out = Vec::new();
     for key in keys {
-        if p.trimmed.contains(&key) || refs.contains(&(kind, key.clone())) {
+        if p.trimmed.contains(&key) || referenced(&(kind, key.clone())) {
             continue;
         }
-        let mut obj = match kind {
-            "Secret" => Object::Secret(p.objects.secrets.peek(&key).expect("listed above").as_ref().clone()),
-            _ => Object::ConfigMap(p.objects.config_maps.peek(&key).expect("listed above").as_ref().clone()),
+        let held = match kind {
+            "Secret" => p.objects.secrets.peek(&key).map(|o| Object::Secret(o.as_ref().clone())),
+            _ => p
+                .objects
+                .config_maps
+                .peek(&key)
+                .map(|o| Object::ConfigMap(o.as_ref().clone())),
         };
+        let Some(mut obj) = held else { continue };
         trim(&mut obj);
-        p.objects.upsert(obj);
+        p.objects.upsert(obj.clone());
         p.trimmed.insert(key);
+        out.push(obj);
     }
+    out
 }
 
 #[cfg(test)]
