@@ -22,6 +22,15 @@ pub fn run(sizes: &[usize], rounds: usize, only: Option<&str>) {
             let mut engine = Engine::with(before.clone(), opts.clone());
             let build = t.elapsed();
             let rss = rss_mib();
+            // What checking every Gateway from decoded resources costs (the publish path's safety net).
+            let t = Instant::now();
+            let decoded: Vec<_> = engine.gateways().map(|(_, g)| pier::translate::engine::out::decode(g)).collect();
+            let decode = t.elapsed();
+            for res in &decoded {
+                let _ = pier::envoy::check(res);
+            }
+            let check = t.elapsed() - decode;
+            drop(decoded);
             let (mut forward, mut back) = (Vec::new(), Vec::new());
             for _ in 0..rounds {
                 let t = Instant::now();
@@ -35,6 +44,7 @@ pub fn run(sizes: &[usize], rounds: usize, only: Option<&str>) {
             let line = serde_json::json!({
                 "routes": n, "change": change.name(), "rounds": rounds,
                 "batch_translate_ms": ms(batch), "engine_build_ms": ms(build), "rss_mib_after_build": rss,
+                "decode_ms": ms(decode), "check_ms": ms(check),
                 "apply_ms": stats(&mut forward), "revert_ms": stats(&mut back),
             });
             println!("{line}");

@@ -10,9 +10,12 @@
 //!   (default `target/release/pier`); extra `pier serve` flags follow `--`. Prints one JSON line per run.
 //! - `engine SIZES [ROUNDS [CHANGE]]`: the incremental translator, one change of each kind at each size, beside a
 //!   full translation in the same run (`engine.rs`).
+//! - `fanout STREAMS ROUTES SAMPLES`: one change → every one of STREAMS ADS streams ACKed, and pier's
+//!   resident memory per idle stream (`fanout.rs`).
 //! - `engine-memory N`: resident memory of the parsed model and of the engine built from it.
 
 mod engine;
+mod fanout;
 mod floor;
 mod propagation;
 
@@ -68,6 +71,13 @@ fn main() {
             }
         }
         Some("propagation") => propagation_cmd(&args[1..]),
+        Some("fanout") => {
+            let arg = |i: usize, default: usize| args.get(i).map_or(default, |a| a.parse().expect("fanout STREAMS ROUTES SAMPLES"));
+            let pier_bin = std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
+            let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+            let line = rt.block_on(fanout::run(&pier_bin, arg(1, 1000), arg(2, 100), arg(3, 10)));
+            println!("{line}");
+        }
         Some("engine-memory") => engine::memory(args.get(1).expect("engine-memory N").parse().expect("N")),
         Some("engine") => {
             let sizes: Vec<usize> = args
@@ -81,7 +91,7 @@ fn main() {
         }
         other => {
             eprintln!(
-                "unknown command {other:?}; commands: workload, phases, translate-loop, propagation, engine, engine-memory"
+                "unknown command {other:?}; commands: workload, phases, translate-loop, propagation, engine, engine-memory, fanout"
             );
             std::process::exit(2);
         }

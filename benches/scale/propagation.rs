@@ -114,6 +114,7 @@ pub async fn time_until(
 pub struct Pier {
     child: Child,
     pub xds: SocketAddr,
+    pub admin: SocketAddr,
 }
 
 impl Drop for Pier {
@@ -124,6 +125,10 @@ impl Drop for Pier {
 }
 
 impl Pier {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub async fn start(bin: &Path, dir: &Path, work: &Path, extra: &[String]) -> Pier {
         let address_file = work.join("pier-address.json");
         let log = std::fs::File::create(work.join("pier.log")).expect("pier log");
@@ -151,6 +156,7 @@ impl Pier {
         let mut pier = Pier {
             child,
             xds: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            admin: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         };
         let t0 = Instant::now();
         loop {
@@ -159,6 +165,7 @@ impl Pier {
                 .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
             {
                 pier.xds = v["xds"].as_str().unwrap().parse().unwrap();
+                pier.admin = v["admin"].as_str().unwrap().parse().unwrap();
                 return pier;
             }
             assert!(t0.elapsed() < Duration::from_secs(60), "pier did not start");

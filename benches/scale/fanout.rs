@@ -1,0 +1,160 @@
+//! `fanout STREAMS ROUTES SAMPLES`: one change reaching a fleet. `pier serve` (the release binary) holds
+//! the workload of ROUTES routes; STREAMS state-of-the-world ADS clients, each on its own HTTP/2
+//! connection as separate Envoys would be, subscribe to what Envoy subscribes to (clusters and
+//! listeners by wildcard, then the load assignments and route configurations they name, from
+//! `/debug/config_dump`) and ACK every response at once. Each sample adds a route file and times, per
+//! stream, how long until it has ACKed the route configuration that carries it: p50, p99 and max (all
+//! ACKed). Resident memory of pier is read before the streams connect and once they are idle, for the
+//! cost per idle stream.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use envoy_types::pb::envoy::config::core::v3::Node;
+use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
+use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
+use pier::testkit::workload::Workload;
+use pier::xds::XdsType;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::propagation::{Pier, new_route, put};
+
+/// What each stream reports: the route-configuration version it has ACKed, and when.
+type Acked = watch::Sender<(String, Instant)>;
+
+pub async fn run(pier_bin: &Path, streams: usize, routes: usize, samples: usize) -> serde_json::Value {
+    let work = tempfile::tempdir().expect("work dir");
+    let dir = work.path().join("config");
+    std::fs::create_dir_all(&dir).expect("config dir");
+    for (name, text) in Workload::new(routes).files() {
+        std::fs::write(dir.join(name), text).expect("workload file");
+    }
+    std::fs::write(dir.join("shared.yaml"), crate::propagation::shared_backend(([127, 0, 0, 2], 80).into()))
+        .expect("shared backend");
+    let pier = Pier::start(pier_bin, &dir, work.path(), &[]).await;
+    let (eds, rds) = subscriptions(&pier).await;
+    let idle_before = rss_kib(pier.pid());
+
+    let mut acks = Vec::with_capacity(streams);
+    for i in 0..streams {
+        let (tx, rx) = watch::channel((String::new(), Instant::now()));
+        tokio::spawn(client(pier.xds, i, eds.clone(), rds.clone(), tx));
+        acks.push(rx);
+    }
+    // Connected and synced: every stream has ACKed a route configuration.
+    for rx in &mut acks {
+        tokio::time::timeout(Duration::from_secs(120), rx.wait_for(|(v, _)| !v.is_empty()))
+            .await
+            .expect("every stream syncs within 2 minutes")
+            .expect("stream task alive");
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle_after = rss_kib(pier.pid());
+
+    let mut per_stream = Vec::new();
+    let mut all = Vec::new();
+    for k in 0..samples {
+        let before: Vec<String> = acks.iter().map(|rx| rx.borrow().0.clone()).collect();
+        let t0 = Instant::now();
+        put(&dir, &format!("new-{k}.yaml"), new_route(k).as_bytes());
+        let mut last = Duration::ZERO;
+        for (rx, old) in acks.iter_mut().zip(&before) {
+            let got = tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|(v, _)| v != old))
+                .await
+                .expect("every stream ACKs the change within a minute")
+                .expect("stream task alive")
+                .1;
+            let took = got.saturating_duration_since(t0);
+            per_stream.push(took);
+            last = last.max(took);
+        }
+        all.push(last);
+    }
+    let per_stream_kib = idle_after.saturating_sub(idle_before) as f64 / streams as f64;
+    serde_json::json!({
+        "streams": streams, "routes": routes, "samples": samples,
+        "ack_ms": crate::summary(&per_stream), "all_acked_ms": crate::summary(&all),
+        "pier_rss_kib": {"before_streams": idle_before, "idle_streams": idle_after},
+        "rss_kib_per_idle_stream": (per_stream_kib * 10.0).round() / 10.0,
+    })
+}
+
+/// The load assignments and route configurations of the workload's Gateway, by name.
+async fn subscriptions(pier: &Pier) -> (Arc<Vec<String>>, Arc<Vec<String>>) {
+    let url = "/debug/config_dump?gateway=infra/edge";
+    let t0 = Instant::now();
+    loop {
+        if let Ok(r) = pier::testkit::http::get(pier.admin, "localhost", url).await
+            && r.status == 200
+        {
+            let dump: serde_json::Value = serde_json::from_str(&r.body).expect("config_dump is JSON");
+            let names = |ty: &str, field: &str| {
+                let list = dump[ty].as_array().cloned().unwrap_or_default();
+                Arc::new(list.iter().filter_map(|r| r[field].as_str().map(String::from)).collect::<Vec<_>>())
+            };
+            return (names("endpoints", "clusterName"), names("routes", "name"));
+        }
+        assert!(t0.elapsed() < Duration::from_secs(120), "pier published nothing");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One proxy: subscribes as Envoy does and ACKs every response; reports its route-configuration ACKs.
+async fn client(xds: SocketAddr, i: usize, eds: Arc<Vec<String>>, rds: Arc<Vec<String>>, acked: Acked) {
+    let mut ads = AggregatedDiscoveryServiceClient::connect(format!("http://{xds}"))
+        .await
+        .expect("connecting to pier");
+    let (tx, rx) = mpsc::channel(16);
+    let request = |ty: XdsType, names: &[String], version: &str, nonce: &str| DiscoveryRequest {
+        type_url: ty.type_url().to_string(),
+        resource_names: names.to_vec(),
+        version_info: version.to_string(),
+        response_nonce: nonce.to_string(),
+        ..Default::default()
+    };
+    let mut first = request(XdsType::Cluster, &[], "", "");
+    first.node = Some(Node {
+        id: format!("fanout-{i}"),
+        cluster: "infra/edge".into(),
+        ..Default::default()
+    });
+    for req in [
+        first,
+        request(XdsType::Listener, &[], "", ""),
+        request(XdsType::Endpoint, &eds, "", ""),
+        request(XdsType::Route, &rds, "", ""),
+    ] {
+        tx.send(req).await.expect("request stream open");
+    }
+    let mut responses = ads
+        .stream_aggregated_resources(ReceiverStream::new(rx))
+        .await
+        .expect("ADS stream")
+        .into_inner();
+    while let Ok(Some(resp)) = responses.message().await {
+        let Some(ty) = XdsType::from_type_url(&resp.type_url) else { continue };
+        let names: &[String] = match ty {
+            XdsType::Endpoint => &eds,
+            XdsType::Route => &rds,
+            _ => &[],
+        };
+        if tx.send(request(ty, names, &resp.version_info, &resp.nonce)).await.is_err() {
+            return;
+        }
+        if ty == XdsType::Route {
+            acked.send_replace((resp.version_info.clone(), Instant::now()));
+        }
+    }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
