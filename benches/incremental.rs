@@ -17,7 +17,11 @@ use pier::translate::engine::Engine;
 fn sizes() -> Vec<usize> {
     std::env::var("PIER_BENCH_SIZES")
         .ok()
-        .map(|s| s.split(',').map(|n| n.parse().expect("PIER_BENCH_SIZES: comma-separated numbers")).collect())
+        .map(|s| {
+            s.split(',')
+                .map(|n| n.parse().expect("PIER_BENCH_SIZES: comma-separated numbers"))
+                .collect()
+        })
         .unwrap_or_else(|| vec![1000, 5000, 10_000])
 }
 
@@ -27,7 +31,9 @@ fn full(c: &mut Criterion) {
     group.sample_size(10);
     for n in sizes() {
         let model = Workload::new(n).models(Change::RouteEdited).0;
-        group.bench_with_input(BenchmarkId::from_parameter(n), &model, |b, m| b.iter(|| pier::translate(m, &opts)));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &model, |b, m| {
+            b.iter(|| pier::translate(m, &opts))
+        });
     }
     group.finish();
 }

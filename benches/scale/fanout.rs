@@ -32,8 +32,11 @@ pub async fn run(pier_bin: &Path, streams: usize, routes: usize, samples: usize)
     for (name, text) in Workload::new(routes).files() {
         std::fs::write(dir.join(name), text).expect("workload file");
     }
-    std::fs::write(dir.join("shared.yaml"), crate::propagation::shared_backend(([127, 0, 0, 2], 80).into()))
-        .expect("shared backend");
+    std::fs::write(
+        dir.join("shared.yaml"),
+        crate::propagation::shared_backend(([127, 0, 0, 2], 80).into()),
+    )
+    .expect("shared backend");
     let pier = Pier::start(pier_bin, &dir, work.path(), &[]).await;
     let (eds, rds) = subscriptions(&pier).await;
     let idle_before = rss_kib(pier.pid());
@@ -93,7 +96,11 @@ async fn subscriptions(pier: &Pier) -> (Arc<Vec<String>>, Arc<Vec<String>>) {
             let dump: serde_json::Value = serde_json::from_str(&r.body).expect("config_dump is JSON");
             let names = |ty: &str, field: &str| {
                 let list = dump[ty].as_array().cloned().unwrap_or_default();
-                Arc::new(list.iter().filter_map(|r| r[field].as_str().map(String::from)).collect::<Vec<_>>())
+                Arc::new(
+                    list.iter()
+                        .filter_map(|r| r[field].as_str().map(String::from))
+                        .collect::<Vec<_>>(),
+                )
             };
             return (names("endpoints", "clusterName"), names("routes", "name"));
         }
@@ -135,13 +142,19 @@ async fn client(xds: SocketAddr, i: usize, eds: Arc<Vec<String>>, rds: Arc<Vec<S
         .expect("ADS stream")
         .into_inner();
     while let Ok(Some(resp)) = responses.message().await {
-        let Some(ty) = XdsType::from_type_url(&resp.type_url) else { continue };
+        let Some(ty) = XdsType::from_type_url(&resp.type_url) else {
+            continue;
+        };
         let names: &[String] = match ty {
             XdsType::Endpoint => &eds,
             XdsType::Route => &rds,
             _ => &[],
         };
-        if tx.send(request(ty, names, &resp.version_info, &resp.nonce)).await.is_err() {
+        if tx
+            .send(request(ty, names, &resp.version_info, &resp.nonce))
+            .await
+            .is_err()
+        {
             return;
         }
         if ty == XdsType::Route {

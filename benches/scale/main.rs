@@ -72,9 +72,17 @@ fn main() {
         }
         Some("propagation") => propagation_cmd(&args[1..]),
         Some("fanout") => {
-            let arg = |i: usize, default: usize| args.get(i).map_or(default, |a| a.parse().expect("fanout STREAMS ROUTES SAMPLES"));
-            let pier_bin = std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
-            let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+            let arg = |i: usize, default: usize| {
+                args.get(i)
+                    .map_or(default, |a| a.parse().expect("fanout STREAMS ROUTES SAMPLES"))
+            };
+            let pier_bin =
+                std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
             let line = rt.block_on(fanout::run(&pier_bin, arg(1, 1000), arg(2, 100), arg(3, 10)));
             println!("{line}");
         }

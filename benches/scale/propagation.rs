@@ -222,8 +222,14 @@ pub async fn pier_run(
         let host = format!("new-{k}.example.com");
         let t0 = Instant::now();
         put(&dir, &format!("new-{k}.yaml"), new_route(k).as_bytes());
-        out.new_route
-            .push(time_until(listener, &host, t0, |r| r.status == 200).await);
+        let took = time_until(listener, &host, t0, |r| r.status == 200).await;
+        if std::env::var_os("PIER_BENCH_TRACE").is_some() {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap();
+            eprintln!("sample {k}: put at {:.6} took {took:?}", (now - took).as_secs_f64());
+        }
+        out.new_route.push(took);
     }
     for k in 0..samples {
         let (to, name) = if k % 2 == 0 { (&ups.b, "b") } else { (&ups.a, "a") };

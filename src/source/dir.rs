@@ -3,10 +3,13 @@
 //! what they changed (same walk and same errors as `pier translate`).
 //!
 //! Debounce, leading edge first: the first change after a quiet spell is read at once, so an isolated
-//! edit waits for nothing. Changes that arrive while a read (and the translation it starts) runs are
-//! coalesced: once they stop for the quiet period (20 ms by default) they are read together, and a
+//! edit waits for nothing. If more events arrive during that read, the directory is read once more at
+//! once (they are often the tail of the same write). Changes still arriving after that are coalesced: once they stop for the quiet period (20 ms by default) they are read together, and a
 //! steady stream of changes is read at least every max delay (250 ms). An editor's write-rename-chmod
 //! sequence or a `kubectl cp` of twenty files therefore costs one read at once and one after it.
+//!
+//! Writes to files the walk skips (dot-files: the temporary file a tool renames into place, editor swap
+//! files) are not changes; the rename that follows is.
 //!
 //! A read that sees a half-written file fails to parse; it is reported only if no further change
 //! arrives within the quiet period (the writer finishing), so a save in progress never shows up as an
@@ -37,8 +40,9 @@ pub async fn run(
     let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<()>();
     // notify calls back on its own thread; forwarding "something changed" is all the loop needs,
     // because every read looks at the whole directory anyway.
+    let root = dir.clone();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
-        Ok(ev) if ev.kind.is_access() => {}
+        Ok(ev) if !matters(&root, &ev) => {}
         Ok(_) => {
             let _ = ev_tx.send(());
         }
@@ -60,6 +64,10 @@ pub async fn run(
         }
         drain(&mut ev_rx);
         let mut result = reader.read().await;
+        // Events that arrive during a read may be the tail of the change it already saw (a close
+        // after a write): one more read at once tells, and only a change that is still going on
+        // after that waits for the quiet period.
+        let mut at_once = 1;
         loop {
             let more = drain(&mut ev_rx);
             let error = match result {
@@ -67,6 +75,11 @@ pub async fn run(
                     publish(Ok(read), &tx);
                     if !more {
                         break;
+                    }
+                    if at_once > 0 {
+                        at_once -= 1;
+                        result = reader.read().await;
+                        continue;
                     }
                     None
                 }
@@ -83,6 +96,30 @@ pub async fn run(
             result = reader.read().await;
         }
     }
+}
+
+/// Whether an event can change what a read finds. Writing a file the walk skips (a dot-file, such as the
+/// temporary file a tool renames into place, or an editor's swap file) cannot; renaming and removing
+/// anything can (a mounted ConfigMap swaps its `..data` link by a rename), and so can any event notify
+/// cannot attribute.
+fn matters(root: &std::path::Path, ev: &notify::Event) -> bool {
+    use notify::EventKind::{Access, Create, Modify};
+    use notify::event::ModifyKind;
+    let written = match ev.kind {
+        Access(_) => return false,
+        Create(_) | Modify(ModifyKind::Data(_) | ModifyKind::Metadata(_) | ModifyKind::Any) => true,
+        _ => false,
+    };
+    if !written || ev.paths.is_empty() {
+        return true;
+    }
+    ev.paths.iter().any(|p| {
+        let rel = p.strip_prefix(root).unwrap_or(p);
+        let hidden = rel
+            .components()
+            .any(|c| c.as_os_str().as_encoded_bytes().starts_with(b"."));
+        !hidden && (super::files::has_manifest_extension(p) || p.is_dir())
+    })
 }
 
 /// Discards queued events; true if there were any.

@@ -96,7 +96,7 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>, visited: &mut BTreeSet<PathBuf>) -
     Ok(())
 }
 
-fn has_manifest_extension(path: &Path) -> bool {
+pub(crate) fn has_manifest_extension(path: &Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| EXTENSIONS.contains(&e))
