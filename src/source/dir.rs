@@ -242,17 +242,41 @@ mod tests {
         rx.borrow_and_update().clone()
     }
 
-    #[tokio::test]
-    async fn reads_at_start_keeps_last_good_on_error_and_coalesces_bursts() {
+    /// A watcher on a new directory holding one Namespace: the directory, the state, and a stop switch
+    /// with the task to await.
+    fn start(quiet: Duration, max_delay: Duration) -> (tempfile::TempDir, watch::Receiver<SourceState>, Running) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.yaml"), NS).unwrap();
-        let (tx, mut rx) = watch::channel(SourceState::default());
+        let (tx, rx) = watch::channel(SourceState::default());
         let (stop_tx, stop_rx) = watch::channel(false);
-        let debounce = Debounce {
-            quiet: Duration::from_millis(100),
-            max_delay: Duration::from_secs(2),
-        };
-        let task = tokio::spawn(run(dir.path().to_path_buf(), debounce, tx, stop_rx));
+        let task = tokio::spawn(run(
+            dir.path().to_path_buf(),
+            Debounce { quiet, max_delay },
+            tx,
+            stop_rx,
+        ));
+        (dir, rx, Running { stop_tx, task })
+    }
+
+    struct Running {
+        stop_tx: watch::Sender<bool>,
+        task: tokio::task::JoinHandle<Result<(), notify::Error>>,
+    }
+
+    impl Running {
+        async fn stop(self) {
+            self.stop_tx.send(true).unwrap();
+            tokio::time::timeout(Duration::from_secs(5), self.task)
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn reads_at_start_keeps_last_good_on_error_and_coalesces_bursts() {
+        let (dir, mut rx, running) = start(Duration::from_millis(100), Duration::from_secs(2));
 
         let first = next(&mut rx).await;
         assert_eq!(first.generation, 1);
@@ -296,26 +320,13 @@ mod tests {
             fixed.generation
         );
 
-        stop_tx.send(true).unwrap();
-        tokio::time::timeout(Duration::from_secs(5), task)
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
+        running.stop().await;
     }
 
     #[tokio::test]
     async fn an_isolated_edit_waits_for_no_quiet_period() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a.yaml"), NS).unwrap();
-        let (tx, mut rx) = watch::channel(SourceState::default());
-        let (stop_tx, stop_rx) = watch::channel(false);
         // A quiet period far longer than the wait below: only a leading-edge read can pass.
-        let debounce = Debounce {
-            quiet: Duration::from_secs(600),
-            max_delay: Duration::from_secs(600),
-        };
-        let task = tokio::spawn(run(dir.path().to_path_buf(), debounce, tx, stop_rx));
+        let (dir, mut rx, running) = start(Duration::from_secs(600), Duration::from_secs(600));
         assert_eq!(next(&mut rx).await.generation, 1);
         // Written outside and moved in: one event, so no second read is coalesced behind the first.
         let outside = tempfile::tempdir().unwrap();
@@ -324,11 +335,6 @@ mod tests {
         std::fs::rename(&tmp, dir.path().join("b.yaml")).unwrap();
         let s = next(&mut rx).await;
         assert_eq!(s.model.unwrap().namespaces.len(), 2, "{:?}", s.error);
-        stop_tx.send(true).unwrap();
-        tokio::time::timeout(Duration::from_secs(5), task)
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
+        running.stop().await;
     }
 }
