@@ -26,15 +26,11 @@ pub struct Merged {
 impl Merged {
     /// From a whole model (after a re-list).
     pub fn rebuild(model: Model) -> Merged {
-        let mut merged = Merged {
-            model: Model::default(),
-            ..Merged::default()
-        };
+        let mut merged = Merged::default();
         for (kind, key, refs) in store::referrers(&model) {
             merged.set_refs(kind, key, refs);
         }
         merged.model = model;
-        merged.released.clear();
         merged
     }
 

@@ -79,10 +79,14 @@ impl Res {
     /// A load assignment's version covers its cluster's: Envoy re-warms a changed cluster and waits for a
     /// fresh assignment even when the endpoints are the same.
     pub fn endpoints(name: &str, endpoints: &[ir::Endpoint], cluster: &Res) -> Res {
-        let mut r = Res::of(&items::load_assignment(name, endpoints));
-        r.fingerprint = fingerprint::combine([r.fingerprint, cluster.fingerprint]);
-        r.version = fingerprint::version(r.fingerprint);
-        r
+        Res::of(&items::load_assignment(name, endpoints)).covering(cluster)
+    }
+
+    /// This resource versioned to change whenever `cluster` does too.
+    fn covering(mut self, cluster: &Res) -> Res {
+        self.fingerprint = fingerprint::combine([self.fingerprint, cluster.fingerprint]);
+        self.version = fingerprint::version(self.fingerprint);
+        self
     }
 
     pub fn listener(l: &ir::Listener, used: &BTreeMap<String, Used>) -> Res {
@@ -96,9 +100,7 @@ impl Res {
     /// A route configuration from its virtual hosts, in order (packed when first used).
     pub fn route_config(name: &str, vhosts: &VhostMap) -> Res {
         let header = items::route_config(name);
-        let fp = fingerprint::combine(
-            std::iter::once(fingerprint::of(&header)).chain(vhosts.values().map(|v| v.fingerprint)),
-        );
+        let fp = route_config_fingerprint(&header, vhosts.values().map(|v| v.fingerprint));
         Res {
             version: fingerprint::version(fp),
             fingerprint: fp,
@@ -239,11 +241,14 @@ fn route_config_of(rc: &route::RouteConfiguration) -> Res {
         virtual_hosts: Vec::new(),
         ..rc.clone()
     };
-    let fp = fingerprint::combine(
-        std::iter::once(fingerprint::of(&header)).chain(rc.virtual_hosts.iter().map(fingerprint::of)),
-    );
+    let fp = route_config_fingerprint(&header, rc.virtual_hosts.iter().map(fingerprint::of));
     let mut r = Res::of(rc);
     r.fingerprint = fp;
     r.version = fingerprint::version(fp);
     r
+}
+
+/// A route configuration's fingerprint: its header's, then each virtual host's in order.
+fn route_config_fingerprint(header: &route::RouteConfiguration, vhosts: impl Iterator<Item = u64>) -> u64 {
+    fingerprint::combine(std::iter::once(fingerprint::of(header)).chain(vhosts))
 }
