@@ -183,38 +183,6 @@ fn forward(backends: &[ir::WeightedBackend], invalid_status: u32) -> route::rout
     })
 }
 
-/// One cluster reference of a built route configuration, with where it sits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ClusterRef<'a> {
-    pub vhost: &'a str,
-    pub route: &'a str,
-    pub cluster: &'a str,
-}
-
-/// Every cluster a route configuration can send traffic to (`route.cluster` and weighted entries), in
-/// configuration order, including `names::INVALID_BACKEND_CLUSTER`.
-pub(crate) fn referenced_clusters(rc: &route::RouteConfiguration) -> Vec<ClusterRef<'_>> {
-    let mut out = Vec::new();
-    for vh in &rc.virtual_hosts {
-        for r in &vh.routes {
-            let Some(action) = &r.action else { continue };
-            out.extend(action_clusters(action).into_iter().map(|cluster| ClusterRef {
-                vhost: &vh.name,
-                route: &r.name,
-                cluster,
-            }));
-        }
-    }
-    out
-}
-
-/// Every route of a route configuration, with its virtual host.
-pub(crate) fn all_routes(rc: &route::RouteConfiguration) -> impl Iterator<Item = (&route::VirtualHost, &route::Route)> {
-    rc.virtual_hosts
-        .iter()
-        .flat_map(|vh| vh.routes.iter().map(move |r| (vh, r)))
-}
-
 /// The clusters one route action can send traffic to, request mirrors included (a mirror is traffic
 /// too: its cluster must exist, and a DFP one needs the same filter and guard).
 pub(crate) fn action_clusters(action: &route::route::Action) -> Vec<&str> {

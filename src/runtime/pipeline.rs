@@ -1,8 +1,9 @@
 //! The translate → check → publish stage of `pier serve`, over the incremental translator.
 //!
-//! The stage owns one [`Engine`]. Each new model moves it onto a blocking thread, where it redoes only
-//! what the model's differences touch and checks (`envoy::check`) only the Gateways whose resources
-//! changed; then the packed resources are published as they are (no re-encoding, no re-versioning).
+//! The stage owns one [`Engine`] and one [`GatewayCheck`] per Gateway. Each new model moves them onto a
+//! blocking thread, where the engine redoes only what the model's differences touch and the checks
+//! (`envoy::check`) look only at the resources that changed; then the packed resources are published
+//! as they are (no re-encoding, no re-versioning).
 //! A Gateway whose new resources fail the check keeps what it last published, and its proxies keep the
 //! last good configuration; `/debug/status` shows why. If a translation panics, the engine is dropped
 //! and the next model is translated from scratch by a new one: nothing it half-updated is ever served.
@@ -20,7 +21,8 @@ use crate::gateway::status::ObjectStatus;
 use crate::model::Model;
 use crate::options::Options;
 use crate::source::SourceState;
-use crate::translate::engine::out::{self, GatewayOut};
+use crate::translate::engine::check::GatewayCheck;
+use crate::translate::engine::out::GatewayOut;
 use crate::translate::engine::{Engine, Update};
 use crate::xds::server::AdsServer;
 
@@ -30,6 +32,12 @@ pub struct Sinks {
     pub view: SharedView,
     pub statuses: watch::Sender<Arc<Vec<ObjectStatus>>>,
     pub metrics: PipelineMetrics,
+}
+
+/// The translator and the checks that follow its output, moved together onto the blocking thread.
+struct Translator {
+    engine: Engine,
+    checks: BTreeMap<String, GatewayCheck>,
 }
 
 /// What one model's translation produced, for the async side to publish.
@@ -59,7 +67,10 @@ pub async fn run(
         if let Some(model) = state.model.clone().filter(|_| state.generation != seen_generation) {
             seen_generation = state.generation;
             let started = Instant::now();
-            let mut current = engine.take().unwrap_or_else(|| Engine::new(opts.clone()));
+            let mut current = engine.take().unwrap_or_else(|| Translator {
+                engine: Engine::new(opts.clone()),
+                checks: BTreeMap::new(),
+            });
             let step = tokio::task::spawn_blocking(move || {
                 let step = translate(&mut current, &model);
                 (current, step)
@@ -93,13 +104,18 @@ fn record_source(state: &SourceState, sinks: &Sinks) {
 }
 
 /// The blocking part: update the engine, check what changed, collect what to publish.
-fn translate(engine: &mut Engine, model: &Model) -> Step {
+fn translate(t: &mut Translator, model: &Model) -> Step {
+    let engine = &mut t.engine;
     let update = engine.update(model.clone());
     let mut check_errors = BTreeMap::new();
     for key in &update.gateways {
-        let Some(gw) = engine.gateway(key) else { continue };
-        if let Err(errors) = crate::envoy::check(&out::decode(gw)) {
-            check_errors.insert(key.to_string(), errors.iter().map(ToString::to_string).collect());
+        let name = key.to_string();
+        let Some(gw) = engine.gateway(key) else {
+            t.checks.remove(&name);
+            continue;
+        };
+        if let Err(errors) = t.checks.entry(name.clone()).or_default().check(gw) {
+            check_errors.insert(name, errors.iter().map(ToString::to_string).collect());
         }
     }
     let gateways = engine.gateways().map(|(k, g)| (k.to_string(), g.clone())).collect();

@@ -5,12 +5,15 @@
 //! versions those of an engine built from scratch: versions depend on content
 //! only, never on the path that led there.
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use pier::model::objects::Kind;
 use pier::model::{Model, Object, ObjectKey};
 use pier::options::Options;
 use pier::translate::engine::Engine;
+use pier::translate::engine::check::GatewayCheck;
+use pier::translate::engine::out::decode;
 use proptest::prelude::*;
 
 use super::cases::{cases, options};
@@ -175,6 +178,25 @@ fn present(model: &Model) -> Vec<(Kind, ObjectKey)> {
     out
 }
 
+/// The serve pipeline's check, fed each Gateway's changes, against a fresh check of its decoded
+/// resources (the property test in `envoy::check` covers broken inputs; this one covers real output).
+fn check_difference(engine: &Engine, checks: &mut BTreeMap<String, GatewayCheck>) -> Option<String> {
+    let strings = |r: Result<(), Vec<pier::envoy::CheckError>>| -> Vec<String> {
+        r.err().unwrap_or_default().iter().map(ToString::to_string).collect()
+    };
+    checks.retain(|name, _| engine.gateways().any(|(k, _)| k.to_string() == *name));
+    for (key, gw) in engine.gateways() {
+        let kept = strings(checks.entry(key.to_string()).or_default().check(gw));
+        let fresh = strings(pier::envoy::check(&decode(gw)));
+        if kept != fresh {
+            return Some(format!(
+                "Gateway {key}: incremental check {kept:?}, fresh check {fresh:?}"
+            ));
+        }
+    }
+    None
+}
+
 fn apply(model: &mut Model, edit: &Edit) -> String {
     let pool = pool();
     match edit {
@@ -221,6 +243,10 @@ proptest! {
         let opts = case.options.clone();
         let mut engine = Engine::with(model.clone(), opts.clone());
         let mut steps = vec![format!("start from {}", case.name)];
+        let mut checks = BTreeMap::new();
+        if let Some(what) = check_difference(&engine, &mut checks) {
+            prop_assert!(false, "{}: {what}", steps[0]);
+        }
         for e in &edits {
             steps.push(apply(&mut model, e));
             engine.update(model.clone());
@@ -229,6 +255,9 @@ proptest! {
             }
             let fresh = Engine::with(model.clone(), opts.clone());
             if let Some(what) = packed_difference(&engine, &fresh) {
+                prop_assert!(false, "after {}: {what}", steps.join(", "));
+            }
+            if let Some(what) = check_difference(&engine, &mut checks) {
                 prop_assert!(false, "after {}: {what}", steps.join(", "));
             }
         }

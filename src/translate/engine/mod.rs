@@ -31,6 +31,7 @@
 //! another; a GatewayClass change re-reads the classes.
 //! All of those are rare next to route, Backend, Service and endpoint changes.
 
+pub mod check;
 pub mod counted;
 mod deps;
 mod gateway;

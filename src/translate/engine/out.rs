@@ -10,6 +10,7 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 
 use super::hosts::Domain;
+use crate::envoy::check::{ClusterFacts, ListenerFacts, SecretKind, VhostFacts};
 use crate::envoy::fingerprint;
 use crate::envoy::items::{self, ClusterLookup, Listening, Used};
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
@@ -33,6 +34,17 @@ pub struct Res {
     pub fingerprint: u64,
     packed: OnceLock<Any>,
     parts: Option<(Vec<u8>, VhostMap)>,
+    /// What the integrity check knows of it, read once when first checked.
+    facts: OnceLock<Facts>,
+}
+
+/// The integrity check's facts of a cluster, listener or secret (route configurations have theirs per
+/// virtual host).
+#[derive(Debug, Clone)]
+pub enum Facts {
+    Cluster(Arc<ClusterFacts>),
+    Listener(Arc<ListenerFacts>),
+    Secret(SecretKind),
 }
 
 impl PartialEq for Res {
@@ -53,6 +65,7 @@ impl Res {
                 value,
             }),
             parts: None,
+            facts: OnceLock::new(),
         }
     }
 
@@ -70,6 +83,39 @@ impl Res {
                 value,
             }
         })
+    }
+
+    /// A route configuration's virtual hosts, when the engine built it.
+    pub fn vhosts(&self) -> Option<&VhostMap> {
+        self.parts.as_ref().map(|(_, vhosts)| vhosts)
+    }
+
+    /// The check's facts of this cluster.
+    pub fn cluster_facts(&self) -> Arc<ClusterFacts> {
+        match self.facts(|any| Facts::Cluster(Arc::new(ClusterFacts::of(&unpack(any))))) {
+            Facts::Cluster(f) => f.clone(),
+            other => unreachable!("a cluster's facts are a cluster's: {other:?}"),
+        }
+    }
+
+    /// The check's facts of this listener.
+    pub fn listener_facts(&self) -> Arc<ListenerFacts> {
+        match self.facts(|any| Facts::Listener(Arc::new(ListenerFacts::of(&unpack(any))))) {
+            Facts::Listener(f) => f.clone(),
+            other => unreachable!("a listener's facts are a listener's: {other:?}"),
+        }
+    }
+
+    /// The check's facts of this secret.
+    pub fn secret_kind(&self) -> SecretKind {
+        match self.facts(|any| Facts::Secret(SecretKind::of(&unpack(any)))) {
+            Facts::Secret(k) => *k,
+            other => unreachable!("a secret's facts are a secret's: {other:?}"),
+        }
+    }
+
+    fn facts(&self, read: impl FnOnce(&Any) -> Facts) -> &Facts {
+        self.facts.get_or_init(|| read(self.resource()))
     }
 
     pub fn cluster(name: &str, c: &ir::Cluster, opts: &crate::Options) -> Res {
@@ -106,16 +152,24 @@ impl Res {
             fingerprint: fp,
             packed: OnceLock::new(),
             parts: Some((header.encode_to_vec(), vhosts.clone())),
+            facts: OnceLock::new(),
         }
     }
 }
 
 /// One virtual host, encoded as a `RouteConfiguration.virtual_hosts` element, and what its routes use.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct VhostOut {
     pub bytes: Vec<u8>,
     pub fingerprint: u64,
     pub used: Used,
+    facts: OnceLock<Arc<VhostFacts>>,
+}
+
+impl PartialEq for VhostOut {
+    fn eq(&self, other: &Self) -> bool {
+        (self.fingerprint, &self.bytes, &self.used) == (other.fingerprint, &other.bytes, &other.used)
+    }
 }
 
 impl VhostOut {
@@ -128,8 +182,21 @@ impl VhostOut {
             bytes,
             fingerprint: fingerprint::of(&built),
             used,
+            facts: OnceLock::new(),
         }
     }
+
+    /// The check's facts of this virtual host, read once.
+    pub fn facts(&self) -> Arc<VhostFacts> {
+        self.facts
+            .get_or_init(|| Arc::new(VhostFacts::of_encoded(&self.bytes)))
+            .clone()
+    }
+}
+
+/// A packed resource the engine encoded.
+fn unpack<M: Message + Default>(any: &Any) -> M {
+    M::decode(any.value.as_slice()).expect("the engine encoded it")
 }
 
 /// A Gateway's resources by type and name.
@@ -156,9 +223,7 @@ pub fn put(map: &mut imbl::OrdMap<String, Arc<Res>>, name: &str, res: Res) -> bo
 /// style output).
 pub fn decode(out: &GatewayOut) -> crate::envoy::Resources {
     fn all<M: Message + Default>(map: &imbl::OrdMap<String, Arc<Res>>) -> Vec<M> {
-        map.values()
-            .map(|r| M::decode(r.resource().value.as_slice()).expect("the engine encoded it"))
-            .collect()
+        map.values().map(|r| unpack(r.resource())).collect()
     }
     crate::envoy::Resources {
         clusters: all::<cluster::Cluster>(&out.clusters),

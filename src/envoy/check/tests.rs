@@ -1,9 +1,18 @@
 use std::collections::HashMap;
 
-use super::super::pb::{endpoint, ext, rbac, rbac_filter};
+use super::super::pb::{endpoint, ext, hcm, listener, protobuf, rbac, rbac_filter};
 use super::super::{build, fixture};
+use super::facts::unpack;
 use super::*;
 use crate::ir;
+use crate::ir::names;
+
+fn unpack_hcm(f: &listener::Filter) -> Option<hcm::HttpConnectionManager> {
+    match &f.config_type {
+        Some(listener::filter::ConfigType::TypedConfig(any)) => unpack(any),
+        _ => None,
+    }
+}
 
 fn resources() -> Resources {
     build(&fixture::gateway(), &crate::Options::default())

@@ -1,0 +1,302 @@
+//! The check kept current: [`Checker`] holds one Gateway's resource facts, the errors each "owner"
+//! (a cluster, a load assignment, a virtual host, a domain of a route configuration, a listener) had
+//! when last checked, and which names each owner read to get them. A changed resource marks itself and
+//! the owners that read its name; only those are checked again. The owners' rules (`rules.rs`) read
+//! every other resource through a recording lookup, so no dependency is declared by hand.
+//!
+//! A batch check feeds every resource of a set once; the serve pipeline feeds what changed between
+//! two translations (`translate::engine::check`). Both end in the same rules, so they cannot disagree.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use super::CheckError;
+use super::facts::{ClusterFacts, ListenerFacts, SecretKind, VhostFacts};
+
+/// Who errors belong to. `K` orders a route configuration's virtual hosts.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Owner<K> {
+    Cluster(String),
+    LoadAssignment(String),
+    Vhost(String, K),
+    /// A domain (lower-cased) of a route configuration, carried by one or more virtual hosts.
+    Domain(String, String),
+    Listener(String),
+}
+
+/// A name an owner's check read.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Dep {
+    Cluster(String),
+    LoadAssignment(String),
+    Secret(String),
+    RouteConfig(String),
+    /// The set of clusters a route configuration's routes reach.
+    Reached(String),
+    /// Which clusters are dynamic forward proxies (or reach one), and their DNS caches.
+    Dfp,
+}
+
+/// One route configuration.
+#[derive(Debug)]
+pub(super) struct RouteConfigState<K> {
+    pub vhosts: BTreeMap<K, Arc<VhostFacts>>,
+    /// Domain (lower-cased) → the virtual hosts carrying it, each with its name and the domain as written
+    /// (once per time it carries it).
+    pub domains: BTreeMap<String, BTreeMap<K, (String, Vec<String>)>>,
+    /// Cluster → how many route actions reach it.
+    pub reached: BTreeMap<String, usize>,
+}
+
+impl<K> Default for RouteConfigState<K> {
+    fn default() -> Self {
+        RouteConfigState {
+            vhosts: BTreeMap::new(),
+            domains: BTreeMap::new(),
+            reached: BTreeMap::new(),
+        }
+    }
+}
+
+/// One Gateway's check, kept current by the changes fed to it.
+#[derive(Debug)]
+pub struct Checker<K: Ord + Clone> {
+    pub(super) clusters: BTreeMap<String, Arc<ClusterFacts>>,
+    pub(super) load_assignments: BTreeSet<String>,
+    pub(super) secrets: BTreeMap<String, SecretKind>,
+    pub(super) listeners: BTreeMap<String, Arc<ListenerFacts>>,
+    pub(super) route_configs: BTreeMap<String, RouteConfigState<K>>,
+    /// EDS service name → the EDS clusters that read it.
+    pub(super) eds: BTreeMap<String, BTreeSet<String>>,
+    /// DFP and aggregate clusters: what the DFP sets below are derived from.
+    special: BTreeSet<String>,
+    /// DFP cluster → its DNS cache.
+    pub(super) dfp_caches: BTreeMap<String, String>,
+    /// DFP clusters and aggregates with a DFP member: a route to any of them needs the guard.
+    pub(super) dfp_reach: BTreeSet<String>,
+    dfp_stale: bool,
+    errors: BTreeMap<Owner<K>, Vec<CheckError>>,
+    reads: BTreeMap<Owner<K>, Vec<Dep>>,
+    readers: BTreeMap<Dep, BTreeSet<Owner<K>>>,
+    dirty: BTreeSet<Owner<K>>,
+}
+
+impl<K: Ord + Clone> Default for Checker<K> {
+    fn default() -> Self {
+        Checker {
+            clusters: BTreeMap::new(),
+            load_assignments: BTreeSet::new(),
+            secrets: BTreeMap::new(),
+            listeners: BTreeMap::new(),
+            route_configs: BTreeMap::new(),
+            eds: BTreeMap::new(),
+            special: BTreeSet::new(),
+            dfp_caches: BTreeMap::new(),
+            dfp_reach: BTreeSet::new(),
+            dfp_stale: false,
+            errors: BTreeMap::new(),
+            reads: BTreeMap::new(),
+            readers: BTreeMap::new(),
+            dirty: BTreeSet::new(),
+        }
+    }
+}
+
+impl<K: Ord + Clone> Checker<K> {
+    pub fn set_cluster(&mut self, name: &str, facts: Option<Arc<ClusterFacts>>) {
+        let old = match &facts {
+            Some(f) => self.clusters.insert(name.to_string(), f.clone()),
+            None => self.clusters.remove(name),
+        };
+        let service = |f: &Option<Arc<ClusterFacts>>| f.as_ref().and_then(|f| f.eds_service.clone());
+        let (was, now) = (service(&old), service(&facts));
+        if was != now {
+            if let Some(s) = &was
+                && let Some(set) = self.eds.get_mut(s)
+            {
+                set.remove(name);
+                if set.is_empty() {
+                    self.eds.remove(s);
+                }
+            }
+            if let Some(s) = &now {
+                self.eds.entry(s.clone()).or_default().insert(name.to_string());
+            }
+            for s in [was, now].into_iter().flatten() {
+                self.dirty.insert(Owner::LoadAssignment(s));
+            }
+        }
+        let special = |f: &Option<Arc<ClusterFacts>>| {
+            f.as_ref()
+                .is_some_and(|f| f.aggregate.is_some() || f.dfp_cache.is_some())
+        };
+        if special(&old) || special(&facts) {
+            self.dfp_stale = true;
+            if special(&facts) {
+                self.special.insert(name.to_string());
+            } else {
+                self.special.remove(name);
+            }
+        }
+        self.dirty.insert(Owner::Cluster(name.to_string()));
+        self.touch(Dep::Cluster(name.to_string()));
+    }
+
+    pub fn set_load_assignment(&mut self, name: &str, present: bool) {
+        if present {
+            self.load_assignments.insert(name.to_string());
+        } else {
+            self.load_assignments.remove(name);
+        }
+        self.dirty.insert(Owner::LoadAssignment(name.to_string()));
+        self.touch(Dep::LoadAssignment(name.to_string()));
+    }
+
+    pub fn set_secret(&mut self, name: &str, kind: Option<SecretKind>) {
+        match kind {
+            Some(k) => self.secrets.insert(name.to_string(), k),
+            None => self.secrets.remove(name),
+        };
+        self.touch(Dep::Secret(name.to_string()));
+    }
+
+    pub fn set_listener(&mut self, name: &str, facts: Option<Arc<ListenerFacts>>) {
+        match facts {
+            Some(f) => self.listeners.insert(name.to_string(), f),
+            None => self.listeners.remove(name),
+        };
+        self.dirty.insert(Owner::Listener(name.to_string()));
+    }
+
+    /// A route configuration appears (empty) or goes away with its virtual hosts.
+    pub fn set_route_config(&mut self, name: &str, present: bool) {
+        if present {
+            self.route_configs.entry(name.to_string()).or_default();
+        } else {
+            let keys: Vec<K> = self
+                .route_configs
+                .get(name)
+                .map(|rc| rc.vhosts.keys().cloned().collect())
+                .unwrap_or_default();
+            for k in keys {
+                self.set_vhost(name, k, None);
+            }
+            self.route_configs.remove(name);
+        }
+        self.touch(Dep::RouteConfig(name.to_string()));
+    }
+
+    /// A virtual host of a route configuration (which must be present) changes.
+    pub fn set_vhost(&mut self, rc_name: &str, key: K, facts: Option<Arc<VhostFacts>>) {
+        let rc = self.route_configs.entry(rc_name.to_string()).or_default();
+        let old = match &facts {
+            Some(f) => rc.vhosts.insert(key.clone(), f.clone()),
+            None => rc.vhosts.remove(&key),
+        };
+        let mut domains_touched = BTreeSet::new();
+        let mut reached_changed = false;
+        if let Some(old) = &old {
+            for d in &old.domains {
+                let lower = d.to_ascii_lowercase();
+                if let Some(carriers) = rc.domains.get_mut(&lower) {
+                    carriers.remove(&key);
+                    if carriers.is_empty() {
+                        rc.domains.remove(&lower);
+                    }
+                }
+                domains_touched.insert(lower);
+            }
+            for c in old.routes.iter().flat_map(|r| &r.clusters) {
+                if let Some(n) = rc.reached.get_mut(c) {
+                    *n -= 1;
+                    if *n == 0 {
+                        rc.reached.remove(c);
+                        reached_changed = true;
+                    }
+                }
+            }
+        }
+        if let Some(new) = &facts {
+            for d in &new.domains {
+                let lower = d.to_ascii_lowercase();
+                let carriers = rc.domains.entry(lower.clone()).or_default();
+                let (_, written) = carriers
+                    .entry(key.clone())
+                    .or_insert_with(|| (new.name.clone(), Vec::new()));
+                written.push(d.clone());
+                domains_touched.insert(lower);
+            }
+            for c in new.routes.iter().flat_map(|r| &r.clusters) {
+                let n = rc.reached.entry(c.clone()).or_default();
+                *n += 1;
+                reached_changed |= *n == 1;
+            }
+        }
+        for d in domains_touched {
+            self.dirty.insert(Owner::Domain(rc_name.to_string(), d));
+        }
+        self.dirty.insert(Owner::Vhost(rc_name.to_string(), key));
+        if reached_changed {
+            self.touch(Dep::Reached(rc_name.to_string()));
+        }
+    }
+
+    /// Checks what changed since the last call and returns every current error: owners in order
+    /// (clusters, load assignments, virtual hosts, domains, listeners), each owner's errors in the order
+    /// its rules find them.
+    pub fn errors(&mut self) -> Vec<CheckError> {
+        if std::mem::take(&mut self.dfp_stale) {
+            self.refresh_dfp();
+        }
+        for owner in std::mem::take(&mut self.dirty) {
+            for dep in self.reads.remove(&owner).unwrap_or_default() {
+                if let Some(set) = self.readers.get_mut(&dep) {
+                    set.remove(&owner);
+                    if set.is_empty() {
+                        self.readers.remove(&dep);
+                    }
+                }
+            }
+            let (errors, reads) = super::rules::check_owner(self, &owner);
+            for dep in &reads {
+                self.readers.entry(dep.clone()).or_default().insert(owner.clone());
+            }
+            if !reads.is_empty() {
+                self.reads.insert(owner.clone(), reads);
+            }
+            if errors.is_empty() {
+                self.errors.remove(&owner);
+            } else {
+                self.errors.insert(owner, errors);
+            }
+        }
+        self.errors.values().flatten().cloned().collect()
+    }
+
+    /// Marks the owners that read `dep` for checking.
+    fn touch(&mut self, dep: Dep) {
+        if let Some(owners) = self.readers.get(&dep) {
+            self.dirty.extend(owners.iter().cloned());
+        }
+    }
+
+    fn refresh_dfp(&mut self) {
+        let caches: BTreeMap<String, String> = self
+            .special
+            .iter()
+            .filter_map(|n| Some((n.clone(), self.clusters.get(n)?.dfp_cache.clone()?)))
+            .collect();
+        let mut reach: BTreeSet<String> = caches.keys().cloned().collect();
+        for n in &self.special {
+            let members = self.clusters.get(n).and_then(|c| c.aggregate.as_ref());
+            if members.is_some_and(|m| m.iter().any(|m| caches.contains_key(m))) {
+                reach.insert(n.clone());
+            }
+        }
+        if caches != self.dfp_caches || reach != self.dfp_reach {
+            self.dfp_caches = caches;
+            self.dfp_reach = reach;
+            self.touch(Dep::Dfp);
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The integrity check (`envoy::check`) of one Gateway's engine output, at the cost of what changed:
+//! the previous output and the next are persistent maps that share every unchanged resource, so their
+//! difference is found without visiting the rest, and only the changed resources (and, inside a
+//! changed route configuration, only the changed virtual hosts) are fed to the Gateway's
+//! [`Checker`]. Each resource's facts are read once and kept beside it ([`Res`]), so a resource that
+//! stays is never decoded again.
+
+use std::sync::Arc;
+
+use imbl::ordmap::DiffItem;
+
+use super::hosts::Domain;
+use super::out::{GatewayOut, Res, VhostMap};
+use crate::envoy::check::{CheckError, Checker, VhostFacts};
+use crate::envoy::pb::route;
+
+type Map = imbl::OrdMap<String, Arc<Res>>;
+
+/// One Gateway's check, following its outputs.
+#[derive(Default)]
+pub struct GatewayCheck {
+    checked: GatewayOut,
+    checker: Checker<VhostKey>,
+}
+
+/// A virtual host's place in its route configuration: the engine's domain key, or (for a
+/// configuration the engine did not build) its position.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum VhostKey {
+    Domain(Domain),
+    Position(usize),
+}
+
+impl GatewayCheck {
+    /// Checks `next`, the Gateway's newest output, against what changed since the last call.
+    pub fn check(&mut self, next: &GatewayOut) -> Result<(), Vec<CheckError>> {
+        let prev = std::mem::replace(&mut self.checked, next.clone());
+        let c = &mut self.checker;
+        for (name, res) in changed(&prev.clusters, &next.clusters) {
+            c.set_cluster(name, res.map(|r| r.cluster_facts()));
+        }
+        for (name, res) in changed(&prev.endpoints, &next.endpoints) {
+            c.set_load_assignment(name, res.is_some());
+        }
+        for (name, res) in changed(&prev.secrets, &next.secrets) {
+            c.set_secret(name, res.map(|r| r.secret_kind()));
+        }
+        for (name, res) in changed(&prev.listeners, &next.listeners) {
+            c.set_listener(name, res.map(|r| r.listener_facts()));
+        }
+        for item in prev.routes.diff(&next.routes) {
+            match item {
+                DiffItem::Add(name, new) => {
+                    c.set_route_config(name, true);
+                    vhosts(c, name, &Vhosts::default(), &Vhosts::of(new));
+                }
+                DiffItem::Update {
+                    old: (name, old),
+                    new: (_, new),
+                } => {
+                    vhosts(c, name, &Vhosts::of(old), &Vhosts::of(new));
+                }
+                DiffItem::Remove(name, _) => c.set_route_config(name, false),
+            }
+        }
+        let errors = self.checker.errors();
+        if errors.is_empty() { Ok(()) } else { Err(errors) }
+    }
+}
+
+/// The resources of one type that changed: the new one, or `None` where it went away.
+fn changed<'a>(prev: &'a Map, next: &'a Map) -> impl Iterator<Item = (&'a str, Option<&'a Res>)> {
+    prev.diff(next).map(|item| match item {
+        DiffItem::Add(name, new) | DiffItem::Update { new: (name, new), .. } => (name.as_str(), Some(new.as_ref())),
+        DiffItem::Remove(name, _) => (name.as_str(), None),
+    })
+}
+
+/// A route configuration's virtual hosts as the checker sees them.
+#[derive(Default)]
+enum Vhosts {
+    #[default]
+    None,
+    Engine(VhostMap),
+    Decoded(Vec<route::VirtualHost>),
+}
+
+impl Vhosts {
+    fn of(res: &Res) -> Vhosts {
+        match res.vhosts() {
+            Some(map) => Vhosts::Engine(map.clone()),
+            None => {
+                let rc: route::RouteConfiguration = prost::Message::decode(res.resource().value.as_slice())
+                    .expect("a packed route configuration decodes");
+                Vhosts::Decoded(rc.virtual_hosts)
+            }
+        }
+    }
+}
+
+fn vhosts(c: &mut Checker<VhostKey>, rc: &str, old: &Vhosts, new: &Vhosts) {
+    if let (Vhosts::Engine(old), Vhosts::Engine(new)) = (old, new) {
+        for item in old.diff(new) {
+            match item {
+                DiffItem::Add(k, v) | DiffItem::Update { new: (k, v), .. } => {
+                    c.set_vhost(rc, VhostKey::Domain(k.clone()), Some(v.facts()));
+                }
+                DiffItem::Remove(k, _) => c.set_vhost(rc, VhostKey::Domain(k.clone()), None),
+            }
+        }
+        return;
+    }
+    // Anything else (a first sight, or a configuration the engine did not build): all of it again.
+    for key in keys(old) {
+        c.set_vhost(rc, key, None);
+    }
+    match new {
+        Vhosts::None => {}
+        Vhosts::Engine(map) => {
+            for (k, v) in map {
+                c.set_vhost(rc, VhostKey::Domain(k.clone()), Some(v.facts()));
+            }
+        }
+        Vhosts::Decoded(list) => {
+            for (i, vh) in list.iter().enumerate() {
+                c.set_vhost(rc, VhostKey::Position(i), Some(Arc::new(VhostFacts::of(vh))));
+            }
+        }
+    }
+}
+
+fn keys(v: &Vhosts) -> Vec<VhostKey> {
+    match v {
+        Vhosts::None => vec![],
+        Vhosts::Engine(map) => map.keys().cloned().map(VhostKey::Domain).collect(),
+        Vhosts::Decoded(list) => (0..list.len()).map(VhostKey::Position).collect(),
+    }
+}
