@@ -9,11 +9,14 @@
 //! the file, document and field (for a duplicate, both places), and the cache stays as it was. The
 //! result is the model `load_paths` would build from the same files; a test holds the two together.
 //!
-//! Every file is still read and hashed on every read (reading 10,000 small files is a few
-//! milliseconds; trusting modification times would miss an edit within the clock's granularity).
+//! A full [`read`](DirCache::read) walks the directory and reads and hashes every file (trusting
+//! modification times would miss an edit within the clock's granularity); at 20,000 files that is
+//! most of the cost of a change. The watcher knows which names changed, so
+//! [`read_paths`](DirCache::read_paths) reads only those, falling back to the full walk whenever a
+//! name could change what the walk itself finds (a directory, a link, a name outside it).
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 use super::files::{self, LoadError};
 use crate::model::insert::DuplicateError;
@@ -35,6 +38,12 @@ struct FileEntry {
 pub struct DirCache {
     paths: Vec<PathBuf>,
     files: BTreeMap<PathBuf, FileEntry>,
+    /// The files in reading order.
+    list: Vec<PathBuf>,
+    /// The directories the last full walk entered, as it named them, and whether it met a link.
+    dirs: BTreeSet<PathBuf>,
+    links: bool,
+    warnings: Vec<Warning>,
     /// Which document defines each object (`kind_name`, key).
     origins: imbl::OrdMap<(&'static str, ObjectKey), DocRef>,
     model: Model,
@@ -49,6 +58,16 @@ pub struct Read {
     pub changed: bool,
     /// Files parsed (their content changed or they are new).
     pub parsed: usize,
+    /// Files read: every file for a full read, the named ones for [`DirCache::read_paths`].
+    pub read: usize,
+}
+
+/// The files a read takes from disk again, and the ones it drops.
+#[derive(Default)]
+struct Delta {
+    parsed: Vec<(PathBuf, u64, yaml::Parsed)>,
+    removed: Vec<PathBuf>,
+    read: usize,
 }
 
 impl DirCache {
@@ -61,43 +80,119 @@ impl DirCache {
 
     /// Reads the paths again, parsing only what changed. On error nothing changes.
     pub fn read(&mut self) -> Result<Read, LoadError> {
-        let list = files::collect_files(&self.paths)?;
-        let mut next_files = BTreeMap::new();
-        let mut parsed_files = Vec::new();
+        let walk = files::collect(&self.paths)?;
+        let (list, dirs) = (walk.files, walk.dirs);
+        let mut delta = Delta::default();
+        let listed: BTreeSet<&PathBuf> = list.iter().collect();
+        delta.removed = self.files.keys().filter(|p| !listed.contains(p)).cloned().collect();
         for path in &list {
-            let bytes = std::fs::read(path).map_err(|e| files::io_error(path, e))?;
-            let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
-            match self.files.get(path) {
-                Some(entry) if entry.hash == hash => {
-                    next_files.insert(path.clone(), entry.clone());
+            self.reread(path, &mut delta)?;
+        }
+        let read = self.apply(delta, list, dirs)?;
+        self.links = walk.links;
+        Ok(read)
+    }
+
+    /// Reads again only the files named (by a file watcher), when that is sure to find what a full
+    /// read would: one directory argument, read in full before, and every name a file of a directory
+    /// the walk entered (or one of its files, gone). Anything else — a directory created, removed or
+    /// renamed, a name outside the walk — is a full [`read`](Self::read).
+    pub fn read_paths(&mut self, changed: &BTreeSet<PathBuf>) -> Result<Read, LoadError> {
+        if self.paths.len() != 1 || self.dirs.is_empty() {
+            return self.read();
+        }
+        let mut delta = Delta::default();
+        let mut list = self.list.clone();
+        for path in changed {
+            match self.classify(path) {
+                Named::Skip => {}
+                Named::Unsure => return self.read(),
+                Named::Gone => {
+                    if let Ok(i) = list.binary_search_by(|p| by_bytes(p, path)) {
+                        list.remove(i);
+                        delta.removed.push(path.clone());
+                    }
                 }
-                _ => {
-                    let text = String::from_utf8(bytes)
-                        .map_err(|e| files::io_error(path, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
-                    let parsed =
-                        yaml::parse(&path.display().to_string(), &text).map_err(crate::model::load::LoadError::from)?;
-                    parsed_files.push((path.clone(), hash, parsed));
+                Named::File => {
+                    if let Err(i) = list.binary_search_by(|p| by_bytes(p, path)) {
+                        list.insert(i, path.clone());
+                    }
+                    self.reread(path, &mut delta)?;
                 }
             }
         }
+        let dirs = self.dirs.clone();
+        self.apply(delta, list, dirs)
+    }
+
+    fn classify(&self, path: &Path) -> Named {
+        if !path.parent().is_some_and(|d| self.dirs.contains(d)) {
+            return Named::Unsure;
+        }
+        let hidden = path.file_name().is_none_or(|n| n.as_encoded_bytes().starts_with(b"."));
+        if hidden {
+            // A hidden name is never read, but where the walk follows links it can be what they point
+            // through (a ConfigMap's `..data`): then only a file the walk would skip anyway is certain.
+            return match std::fs::symlink_metadata(path) {
+                _ if !self.links => Named::Skip,
+                Ok(m) if m.is_file() => Named::Skip,
+                _ => Named::Unsure,
+            };
+        }
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => Named::Unsure,
+            // A new link changes what the walk must watch for (see `links`).
+            Ok(_) if !self.links && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) => Named::Unsure,
+            Ok(_) if files::has_manifest_extension(path) => Named::File,
+            Ok(_) => Named::Skip,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if self.dirs.contains(path) || std::fs::symlink_metadata(path).is_ok() {
+                    // A directory gone, or a dangling link: the walk decides.
+                    Named::Unsure
+                } else {
+                    Named::Gone
+                }
+            }
+            Err(_) => Named::Unsure,
+        }
+    }
+
+    /// Reads one file; parses it if its bytes changed.
+    fn reread(&self, path: &Path, delta: &mut Delta) -> Result<(), LoadError> {
+        let bytes = std::fs::read(path).map_err(|e| files::io_error(path, e))?;
+        delta.read += 1;
+        let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
+        if self.files.get(path).is_some_and(|entry| entry.hash == hash) {
+            return Ok(());
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|e| files::io_error(path, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+        let parsed = yaml::parse(&path.display().to_string(), &text).map_err(crate::model::load::LoadError::from)?;
+        delta.parsed.push((path.to_path_buf(), hash, parsed));
+        Ok(())
+    }
+
+    /// Moves the model by what a read found; all or nothing.
+    fn apply(&mut self, delta: Delta, list: Vec<PathBuf>, dirs: BTreeSet<PathBuf>) -> Result<Read, LoadError> {
         let mut model = self.model.clone();
         let mut origins = self.origins.clone();
         // What changed or removed files defined is released first, so an object that moved between
         // files in one edit is not taken for a duplicate; it leaves the model only if nothing defines
         // it now, so an object a changed file defines unchanged keeps its `Arc`.
         let mut stale = BTreeMap::new();
-        for (path, entry) in &self.files {
-            if next_files.contains_key(path) {
-                continue;
-            }
+        let released = delta.removed.iter().chain(delta.parsed.iter().map(|(p, _, _)| p));
+        let mut warnings_moved = false;
+        for entry in released.filter_map(|p| self.files.get(p)) {
+            warnings_moved |= !entry.warnings.is_empty();
             for (_, kind_name, kind, key) in &entry.objects {
                 origins.remove(&(*kind_name, key.clone()));
                 stale.insert((*kind_name, key.clone()), *kind);
             }
         }
         let mut changed = false;
-        let parsed = parsed_files.len();
-        for (path, hash, p) in parsed_files {
+        let parsed = delta.parsed.len();
+        let mut entries = Vec::with_capacity(parsed);
+        for (path, hash, p) in delta.parsed {
             let mut objects = Vec::with_capacity(p.objects.len());
             for (doc, obj) in p.objects {
                 let (kind_name, kind, key) = (obj.kind_name(), obj.kind(), obj.key());
@@ -109,32 +204,59 @@ impl DirCache {
                 changed |= model.put(obj);
                 objects.push((doc, kind_name, kind, key));
             }
+            warnings_moved |= !p.warnings.is_empty();
             let warnings = p.warnings;
-            next_files.insert(
+            entries.push((
                 path,
                 FileEntry {
                     hash,
                     objects,
                     warnings,
                 },
-            );
+            ));
         }
         for ((_, key), kind) in stale {
             changed |= model.remove(kind, &key);
         }
-        self.files = next_files;
+        for path in &delta.removed {
+            self.files.remove(path);
+        }
+        self.files.extend(entries);
+        if warnings_moved || self.list.is_empty() {
+            self.warnings = list.iter().flat_map(|p| self.files[p].warnings.clone()).collect();
+        }
+        self.list = list;
+        self.dirs = dirs;
         self.origins = origins;
         self.model = model;
         Ok(Read {
             loaded: Loaded {
                 model: self.model.clone(),
-                warnings: list.iter().flat_map(|p| self.files[p].warnings.clone()).collect(),
-                files: list,
+                warnings: self.warnings.clone(),
+                files: self.list.clone(),
             },
             changed,
             parsed,
+            read: delta.read,
         })
     }
+}
+
+/// What a name a watcher reported is to a targeted read.
+enum Named {
+    /// A file the walk reads: read it again.
+    File,
+    /// A file the walk read, now gone.
+    Gone,
+    /// Nothing the walk reads.
+    Skip,
+    /// Only a full walk can tell.
+    Unsure,
+}
+
+/// The walk's order: byte-wise.
+fn by_bytes(a: &Path, b: &Path) -> std::cmp::Ordering {
+    a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes())
 }
 
 /// A duplicate, named in reading order as the one-pass loader names it.
@@ -151,88 +273,5 @@ fn duplicate(kind: &'static str, key: ObjectKey, a: DocRef, b: DocRef) -> LoadEr
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::path::Path;
-    use std::sync::Arc;
-
-    fn svc(name: &str, port: u16) -> String {
-        format!(
-            "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: a}}\nspec: {{ports: [{{port: {port}}}]}}\n"
-        )
-    }
-
-    /// Reads `dir` with the cache and with the one-pass loader, and requires the same outcome.
-    fn both(cache: &mut DirCache, dir: &Path) -> Result<Read, String> {
-        let batch = files::load_paths(&[dir.to_path_buf()]);
-        let read = cache.read();
-        match (&read, &batch) {
-            (Ok(r), Ok(b)) => {
-                assert_eq!(r.loaded.model, b.model, "the cache builds the model the loader builds");
-                assert_eq!(r.loaded.files, b.files);
-                assert_eq!(r.loaded.warnings, b.warnings);
-            }
-            (Err(r), Err(b)) => assert_eq!(r.to_string(), b.to_string(), "same error, same words"),
-            (r, b) => panic!("cache {r:?} but loader {b:?}"),
-        }
-        read.map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn follows_edits_as_the_loader_reads_them_and_parses_only_what_changed() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let write = |name: &str, text: &str| std::fs::write(d.join(name), text).unwrap();
-        write("1.yaml", &format!("{}---\n{}", svc("x", 80), svc("y", 80)));
-        write("2.yaml", &svc("z", 80));
-        write("3.yaml", "apiVersion: v9\nkind: Unknown\nmetadata: {name: q}\n");
-        let mut cache = DirCache::new(vec![d.to_path_buf()]);
-        let r = both(&mut cache, d).unwrap();
-        assert_eq!((r.parsed, r.changed), (3, true));
-        let y = r.loaded.model.services.peek(&ObjectKey::new("a", "y")).unwrap().clone();
-
-        // Nothing changed: nothing parsed, nothing changed.
-        let r = both(&mut cache, d).unwrap();
-        assert_eq!((r.parsed, r.changed), (0, false));
-
-        // One object of a file edited: that file is parsed; its unchanged object keeps its Arc.
-        write("1.yaml", &format!("{}---\n{}", svc("x", 81), svc("y", 80)));
-        let r = both(&mut cache, d).unwrap();
-        assert_eq!((r.parsed, r.changed), (1, true));
-        assert!(Arc::ptr_eq(
-            &y,
-            r.loaded.model.services.peek(&ObjectKey::new("a", "y")).unwrap()
-        ));
-
-        // An object moves from one file to another in one edit: not a duplicate.
-        write("1.yaml", &svc("x", 81));
-        write("2.yaml", &format!("{}---\n{}", svc("z", 80), svc("y", 80)));
-        let r = both(&mut cache, d).unwrap();
-        assert!(Arc::ptr_eq(
-            &y,
-            r.loaded.model.services.peek(&ObjectKey::new("a", "y")).unwrap()
-        ));
-
-        // A duplicate across files, then a parse error: refused as the loader refuses them, and the
-        // cache stays at the last good read.
-        write("0.yaml", &svc("z", 80));
-        let e = both(&mut cache, d).unwrap_err();
-        assert!(e.contains("0.yaml") && e.contains("2.yaml"), "{e}");
-        std::fs::remove_file(d.join("0.yaml")).unwrap();
-        write("4.yaml", "apiVersion: v1\nkind: Service\nmetadata: [oops\n");
-        assert!(both(&mut cache, d).unwrap_err().contains("4.yaml"));
-        std::fs::remove_file(d.join("4.yaml")).unwrap();
-        let r = both(&mut cache, d).unwrap();
-        assert_eq!(
-            (r.parsed, r.changed),
-            (0, false),
-            "the failed reads left nothing behind"
-        );
-
-        // A removed file removes its objects.
-        std::fs::remove_file(d.join("2.yaml")).unwrap();
-        let r = both(&mut cache, d).unwrap();
-        assert!(r.changed);
-        assert_eq!(r.loaded.model.services.len(), 1);
-    }
-}
+#[path = "cache_tests.rs"]
+mod tests;

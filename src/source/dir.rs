@@ -19,6 +19,7 @@
 //! last good one stays in force and the error — file, document and field — is published beside it,
 //! so `/readyz` and `/debug/status` can show it. Nothing is published before the first complete read.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -37,16 +38,22 @@ pub async fn run(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), notify::Error> {
     use notify::Watcher;
-    let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<()>();
-    // notify calls back on its own thread; forwarding "something changed" is all the loop needs,
-    // because every read looks at the whole directory anyway.
+    let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<Changed>();
+    // notify calls back on its own thread; it forwards the names that changed, or that it cannot
+    // tell (then the next read walks the whole directory).
     let root = dir.clone();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
         Ok(ev) if !matters(&root, &ev) => {}
-        Ok(_) => {
-            let _ = ev_tx.send(());
+        Ok(ev) if ev.need_rescan() || ev.paths.is_empty() => {
+            let _ = ev_tx.send(Changed::All);
         }
-        Err(error) => warn!(%error, "file watcher error"),
+        Ok(ev) => {
+            let _ = ev_tx.send(Changed::Paths(ev.paths));
+        }
+        Err(error) => {
+            warn!(%error, "file watcher error; reading the whole directory");
+            let _ = ev_tx.send(Changed::All);
+        }
     })?;
     watcher.watch(&dir, notify::RecursiveMode::Recursive)?;
     info!(dir = %dir.display(), quiet_ms = debounce.quiet.as_millis() as u64, max_delay_ms = debounce.max_delay.as_millis() as u64, "watching config directory");
@@ -54,22 +61,26 @@ pub async fn run(
     let mut reader = Reader {
         cache: None,
         dir: dir.clone(),
+        pending: Pending::default(),
     };
     let first = reader.read().await;
     publish(first, &tx);
     loop {
         tokio::select! {
             _ = shutdown.changed() => return Ok(()),
-            ev = ev_rx.recv() => if ev.is_none() { return Ok(()) },
+            ev = ev_rx.recv() => match ev {
+                None => return Ok(()),
+                Some(ev) => reader.pending.add(ev),
+            },
         }
-        drain(&mut ev_rx);
+        drain(&mut ev_rx, &mut reader.pending);
         let mut result = reader.read().await;
         // Events that arrive during a read may be the tail of the change it already saw (a close
         // after a write): one more read at once tells, and only a change that is still going on
         // after that waits for the quiet period.
         let mut at_once = 1;
         loop {
-            let more = drain(&mut ev_rx);
+            let more = drain(&mut ev_rx, &mut reader.pending);
             let error = match result {
                 Ok(read) => {
                     publish(Ok(read), &tx);
@@ -85,7 +96,7 @@ pub async fn run(
                 }
                 Err(e) => Some(e),
             };
-            let Some(settled) = settle(&mut ev_rx, &debounce, &mut shutdown, more).await else {
+            let Some(settled) = settle(&mut ev_rx, &mut reader.pending, &debounce, &mut shutdown, more).await else {
                 return Ok(());
             };
             if let Some(error) = error.filter(|_| !settled) {
@@ -122,32 +133,59 @@ fn matters(root: &std::path::Path, ev: &notify::Event) -> bool {
     })
 }
 
-/// Discards queued events; true if there were any.
-fn drain(rx: &mut mpsc::UnboundedReceiver<()>) -> bool {
+/// What the watcher saw change.
+#[derive(Debug)]
+enum Changed {
+    Paths(Vec<PathBuf>),
+    /// Something it cannot name (its queue overflowed, an error): read everything.
+    All,
+}
+
+/// The changes not read yet.
+#[derive(Debug, Default)]
+struct Pending {
+    all: bool,
+    paths: BTreeSet<PathBuf>,
+}
+
+impl Pending {
+    fn add(&mut self, c: Changed) {
+        match c {
+            Changed::All => self.all = true,
+            Changed::Paths(p) => self.paths.extend(p),
+        }
+    }
+}
+
+/// Moves queued events into `pending`; true if there were any.
+fn drain(rx: &mut mpsc::UnboundedReceiver<Changed>, pending: &mut Pending) -> bool {
     let mut any = false;
-    while rx.try_recv().is_ok() {
+    while let Ok(c) = rx.try_recv() {
+        pending.add(c);
         any = true;
     }
     any
 }
 
 /// Waits until no event has arrived for the quiet period, or the max delay has passed since the wait
-/// began. Returns whether any event came (`pending` counts one that came before), `None` on shutdown.
+/// began, collecting what changed into `pending`. Returns whether any event came (`came_before` counts
+/// one that came before), `None` on shutdown.
 async fn settle(
-    rx: &mut mpsc::UnboundedReceiver<()>,
+    rx: &mut mpsc::UnboundedReceiver<Changed>,
+    pending: &mut Pending,
     debounce: &Debounce,
     shutdown: &mut watch::Receiver<bool>,
-    pending: bool,
+    came_before: bool,
 ) -> Option<bool> {
     let deadline = Instant::now() + debounce.max_delay;
-    let mut any = pending;
+    let mut any = came_before;
     loop {
         let quiet_until = (Instant::now() + debounce.quiet).min(deadline);
         tokio::select! {
             _ = shutdown.changed() => return None,
             _ = tokio::time::sleep_until(quiet_until) => return Some(any),
             ev = rx.recv() => {
-                ev?;
+                pending.add(ev?);
                 any = true;
                 if Instant::now() >= deadline {
                     return Some(true);
@@ -162,25 +200,39 @@ struct Reader {
     /// `None` before the first read, and after a read panicked (the next one starts afresh).
     cache: Option<DirCache>,
     dir: PathBuf,
+    /// What changed since the last read began.
+    pending: Pending,
 }
 
 impl Reader {
+    /// Reads what changed: the named files, or (first, after a failed read, or when the watcher could
+    /// not name everything) the whole directory.
     async fn read(&mut self) -> Result<Read, String> {
-        let mut cache = self
-            .cache
-            .take()
-            .unwrap_or_else(|| DirCache::new(vec![self.dir.clone()]));
+        let pending = std::mem::take(&mut self.pending);
+        let (mut cache, whole) = match self.cache.take() {
+            Some(cache) => (cache, pending.all),
+            None => (DirCache::new(vec![self.dir.clone()]), true),
+        };
         let started = Instant::now();
         let joined = tokio::task::spawn_blocking(move || {
-            let result = cache.read().map_err(|e| e.to_string());
-            (cache, result)
+            let result = if whole {
+                cache.read()
+            } else {
+                cache.read_paths(&pending.paths)
+            };
+            let failed = result.is_err();
+            (cache, result.map_err(|e| e.to_string()), failed)
         })
         .await;
         match joined {
-            Ok((cache, result)) => {
+            Ok((cache, result, failed)) => {
                 self.cache = Some(cache);
+                // A failed read applied nothing: the files it named must be read again next time, and
+                // the simplest sure way is the whole directory.
+                self.pending.all |= failed;
                 if let Ok(r) = &result {
                     debug!(
+                        read = r.read,
                         parsed = r.parsed,
                         changed = r.changed,
                         took_us = started.elapsed().as_micros() as u64,

@@ -57,38 +57,56 @@ pub(crate) fn io_error(path: &Path, error: io::Error) -> LoadError {
 /// Files to read, in order: arguments in the order given, each directory's files sorted. A file reached
 /// twice (a directory and a file inside it) is read once.
 pub(crate) fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
-    let mut files = Vec::new();
+    collect(paths).map(|w| w.files)
+}
+
+/// What a walk found.
+#[derive(Debug, Default)]
+pub(crate) struct Walk {
+    /// Files to read, in order.
+    pub files: Vec<PathBuf>,
+    /// The directories it entered, as it named them.
+    pub dirs: BTreeSet<PathBuf>,
+    /// Whether it went through a symbolic link (then a change to a hidden entry can change what it
+    /// reads: a mounted ConfigMap swaps its `..data` link).
+    pub links: bool,
+}
+
+pub(crate) fn collect(paths: &[PathBuf]) -> Result<Walk, LoadError> {
+    let mut w = Walk::default();
     let mut visited_dirs = BTreeSet::new();
     for path in paths {
         let meta = fs::metadata(path).map_err(|e| io_error(path, e))?;
         if meta.is_dir() {
             let mut found = Vec::new();
-            walk(path, &mut found, &mut visited_dirs)?;
+            walk(path, &mut found, &mut visited_dirs, &mut w)?;
             found.sort_by(|a, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
-            files.extend(found);
+            w.files.extend(found);
         } else {
-            files.push(path.clone());
+            w.files.push(path.clone());
         }
     }
     let mut seen = BTreeSet::new();
-    files.retain(|f| seen.insert(f.clone()));
-    Ok(files)
+    w.files.retain(|f| seen.insert(f.clone()));
+    Ok(w)
 }
 
-fn walk(dir: &Path, found: &mut Vec<PathBuf>, visited: &mut BTreeSet<PathBuf>) -> Result<(), LoadError> {
+fn walk(dir: &Path, found: &mut Vec<PathBuf>, visited: &mut BTreeSet<PathBuf>, w: &mut Walk) -> Result<(), LoadError> {
     let real = fs::canonicalize(dir).map_err(|e| io_error(dir, e))?;
     if !visited.insert(real) {
         return Ok(());
     }
+    w.dirs.insert(dir.to_path_buf());
     for entry in fs::read_dir(dir).map_err(|e| io_error(dir, e))? {
         let entry = entry.map_err(|e| io_error(dir, e))?;
+        w.links |= entry.file_type().is_ok_and(|t| t.is_symlink());
         if entry.file_name().as_encoded_bytes().starts_with(b".") {
             continue;
         }
         let path = entry.path();
         let meta = fs::metadata(&path).map_err(|e| io_error(&path, e))?;
         if meta.is_dir() {
-            walk(&path, found, visited)?;
+            walk(&path, found, visited, w)?;
         } else if has_manifest_extension(&path) {
             found.push(path);
         }

@@ -1,0 +1,152 @@
+use super::*;
+use std::path::Path;
+use std::sync::Arc;
+
+fn svc(name: &str, port: u16) -> String {
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: a}}\nspec: {{ports: [{{port: {port}}}]}}\n"
+    )
+}
+
+/// Reads `dir` with the cache and with the one-pass loader, and requires the same outcome.
+fn both(cache: &mut DirCache, dir: &Path) -> Result<Read, String> {
+    same(cache.read(), dir)
+}
+
+/// A read of `dir` against the one-pass loader's.
+fn same(read: Result<Read, LoadError>, dir: &Path) -> Result<Read, String> {
+    let batch = files::load_paths(&[dir.to_path_buf()]);
+    match (&read, &batch) {
+        (Ok(r), Ok(b)) => {
+            assert_eq!(r.loaded.model, b.model, "the cache builds the model the loader builds");
+            assert_eq!(r.loaded.files, b.files);
+            assert_eq!(r.loaded.warnings, b.warnings);
+        }
+        (Err(r), Err(b)) => assert_eq!(r.to_string(), b.to_string(), "same error, same words"),
+        (r, b) => panic!("cache {r:?} but loader {b:?}"),
+    }
+    read.map_err(|e| e.to_string())
+}
+
+#[test]
+fn follows_edits_as_the_loader_reads_them_and_parses_only_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let write = |name: &str, text: &str| std::fs::write(d.join(name), text).unwrap();
+    write("1.yaml", &format!("{}---\n{}", svc("x", 80), svc("y", 80)));
+    write("2.yaml", &svc("z", 80));
+    write("3.yaml", "apiVersion: v9\nkind: Unknown\nmetadata: {name: q}\n");
+    let mut cache = DirCache::new(vec![d.to_path_buf()]);
+    let r = both(&mut cache, d).unwrap();
+    assert_eq!((r.parsed, r.changed), (3, true));
+    let y = r.loaded.model.services.peek(&ObjectKey::new("a", "y")).unwrap().clone();
+
+    // Nothing changed: nothing parsed, nothing changed.
+    let r = both(&mut cache, d).unwrap();
+    assert_eq!((r.parsed, r.changed), (0, false));
+
+    // One object of a file edited: that file is parsed; its unchanged object keeps its Arc.
+    write("1.yaml", &format!("{}---\n{}", svc("x", 81), svc("y", 80)));
+    let r = both(&mut cache, d).unwrap();
+    assert_eq!((r.parsed, r.changed), (1, true));
+    assert!(Arc::ptr_eq(
+        &y,
+        r.loaded.model.services.peek(&ObjectKey::new("a", "y")).unwrap()
+    ));
+
+    // An object moves from one file to another in one edit: not a duplicate.
+    write("1.yaml", &svc("x", 81));
+    write("2.yaml", &format!("{}---\n{}", svc("z", 80), svc("y", 80)));
+    let r = both(&mut cache, d).unwrap();
+    assert!(Arc::ptr_eq(
+        &y,
+        r.loaded.model.services.peek(&ObjectKey::new("a", "y")).unwrap()
+    ));
+
+    // A duplicate across files, then a parse error: refused as the loader refuses them, and the
+    // cache stays at the last good read.
+    write("0.yaml", &svc("z", 80));
+    let e = both(&mut cache, d).unwrap_err();
+    assert!(e.contains("0.yaml") && e.contains("2.yaml"), "{e}");
+    std::fs::remove_file(d.join("0.yaml")).unwrap();
+    write("4.yaml", "apiVersion: v1\nkind: Service\nmetadata: [oops\n");
+    assert!(both(&mut cache, d).unwrap_err().contains("4.yaml"));
+    std::fs::remove_file(d.join("4.yaml")).unwrap();
+    let r = both(&mut cache, d).unwrap();
+    assert_eq!(
+        (r.parsed, r.changed),
+        (0, false),
+        "the failed reads left nothing behind"
+    );
+
+    // A removed file removes its objects.
+    std::fs::remove_file(d.join("2.yaml")).unwrap();
+    let r = both(&mut cache, d).unwrap();
+    assert!(r.changed);
+    assert_eq!(r.loaded.model.services.len(), 1);
+}
+
+/// Reading only the names a watcher reports finds what a full walk finds, and walks only where a name
+/// could change the walk itself.
+#[test]
+fn reading_the_changed_names_finds_what_the_walk_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let write = |name: &str, text: &str| std::fs::write(d.join(name), text).unwrap();
+    write("b.yaml", &svc("b", 80));
+    write("d.yaml", &svc("d", 80));
+    let mut cache = DirCache::new(vec![d.clone()]);
+    both(&mut cache, &d).unwrap();
+    let names = |list: &[&str]| list.iter().map(|n| d.join(n)).collect::<BTreeSet<_>>();
+    let targeted = |cache: &mut DirCache, list: &[&str]| same(cache.read_paths(&names(list)), &d).unwrap();
+
+    // An edit, a new file sorting between the others, and an unrelated file: only the named files are read.
+    write("b.yaml", &svc("b", 81));
+    write("c.yaml", &svc("c", 80));
+    write("notes.txt", "not a manifest");
+    let r = targeted(&mut cache, &["b.yaml", "c.yaml", "notes.txt"]);
+    assert_eq!((r.read, r.parsed, r.changed), (2, 2, true));
+
+    // Written as a dot-file and renamed into place, as tools do; then a removal.
+    write(".e.yaml.tmp", &svc("e", 80));
+    std::fs::rename(d.join(".e.yaml.tmp"), d.join("e.yaml")).unwrap();
+    let r = targeted(&mut cache, &[".e.yaml.tmp", "e.yaml"]);
+    assert_eq!((r.read, r.parsed), (1, 1));
+    std::fs::remove_file(d.join("d.yaml")).unwrap();
+    let r = targeted(&mut cache, &["d.yaml"]);
+    assert_eq!((r.read, r.changed), (0, true));
+
+    // A new directory: only a walk can tell what is in it.
+    std::fs::create_dir(d.join("sub")).unwrap();
+    std::fs::write(d.join("sub/f.yaml"), svc("f", 80)).unwrap();
+    let r = targeted(&mut cache, &["sub"]);
+    assert_eq!(r.read, 4, "walked: b, c, e, sub/f");
+    // Now inside it, a named file is enough; then the directory goes.
+    std::fs::write(d.join("sub/f.yaml"), svc("f", 81)).unwrap();
+    assert_eq!(targeted(&mut cache, &["sub/f.yaml"]).read, 1);
+    std::fs::remove_dir_all(d.join("sub")).unwrap();
+    let r = targeted(&mut cache, &["sub/f.yaml", "sub"]);
+    assert!(r.changed);
+
+    // A duplicate named by the watcher is refused as the loader refuses it, and changes nothing.
+    write("a.yaml", &svc("b", 80));
+    assert!(same(cache.read_paths(&names(&["a.yaml"])), &d).is_err());
+    std::fs::remove_file(d.join("a.yaml")).unwrap();
+    assert!(!targeted(&mut cache, &["a.yaml"]).changed);
+
+    // Links: once the walk has met one, a hidden name (a ConfigMap's `..data` swap) means a walk.
+    #[cfg(unix)]
+    {
+        std::fs::create_dir(d.join("..v1")).unwrap();
+        std::fs::write(d.join("..v1/g.yaml"), svc("g", 80)).unwrap();
+        std::os::unix::fs::symlink("..v1", d.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/g.yaml", d.join("g.yaml")).unwrap();
+        assert_eq!(targeted(&mut cache, &["g.yaml"]).read, 4, "a new link: walked");
+        std::fs::create_dir(d.join("..v2")).unwrap();
+        std::fs::write(d.join("..v2/g.yaml"), svc("g", 81)).unwrap();
+        std::os::unix::fs::symlink("..v2", d.join("..data_tmp")).unwrap();
+        std::fs::rename(d.join("..data_tmp"), d.join("..data")).unwrap();
+        let r = targeted(&mut cache, &["..data_tmp", "..data"]);
+        assert_eq!((r.read, r.changed), (4, true), "the swap is seen through the link");
+    }
+}
