@@ -43,7 +43,7 @@ pub struct View {
     pub source_warnings: Vec<String>,
     /// Gateways whose newest translation failed `envoy::check` (they keep their last good config).
     pub check_errors: BTreeMap<String, Vec<String>>,
-    pub statuses: Vec<ObjectStatus>,
+    pub statuses: crate::translate::engine::StatusSet,
     /// What is published, per Gateway.
     pub published: BTreeMap<String, GatewayOut>,
     pub generation: u64,
@@ -152,7 +152,7 @@ async fn status(State(s): State<AdminState>) -> Response {
         "source_error": v.source_error,
         "source_warnings": v.source_warnings,
         "check_errors": v.check_errors,
-        "objects": v.statuses,
+        "objects": v.statuses.values().map(AsRef::as_ref).collect::<Vec<&ObjectStatus>>(),
     }))
     .into_response()
 }

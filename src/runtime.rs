@@ -78,7 +78,7 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
     let view: SharedView = Arc::default();
 
     let (dir_tx, dir_rx) = watch::channel(SourceState::default());
-    let (statuses_tx, statuses_rx) = watch::channel(Arc::new(Vec::new()));
+    let (statuses_tx, statuses_rx) = watch::channel(crate::translate::engine::StatusSet::new());
     let (source, kube_tasks) = match config.kubernetes.clone() {
         Some(settings) => {
             let channels = cluster::Channels {

@@ -146,7 +146,8 @@ impl Pier {
             .arg("--address-file")
             .arg(&address_file)
             .args(extra)
-            .env("RUST_LOG", "warn")
+            // PIER_BENCH_LOG=pier=debug (say) with PIER_BENCH_TRACE shows where a sample's time went.
+            .env("PIER_LOG", std::env::var("PIER_BENCH_LOG").unwrap_or_else(|_| "warn".into()))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
@@ -191,7 +192,12 @@ pub async fn pier_run(
     ups: &Upstreams,
     extra: &[String],
 ) -> Samples {
-    let work = tempfile::tempdir().expect("work dir");
+    let trace = std::env::var_os("PIER_BENCH_TRACE").is_some();
+    // A traced run keeps its directory, for pier's log.
+    let work = tempfile::Builder::new().disable_cleanup(trace).tempdir().expect("work dir");
+    if trace {
+        eprintln!("pier's log: {}", work.path().join("pier.log").display());
+    }
     let dir = work.path().join("config");
     std::fs::create_dir_all(&dir).expect("config dir");
     let mut w = Workload::new(n);

@@ -15,7 +15,8 @@ use super::yaml::{self, ParseError, Warning};
 pub struct Loaded {
     pub model: Model,
     pub warnings: Vec<Warning>,
-    pub files: Vec<PathBuf>,
+    /// Shared: a directory source hands the same list on until a file comes or goes.
+    pub files: std::sync::Arc<Vec<PathBuf>>,
 }
 
 /// Why a set of texts does not make a model; the message names the input (and document) at fault.
@@ -55,7 +56,7 @@ impl Loader {
         Loaded {
             model: self.builder.finish(),
             warnings: self.warnings,
-            files: self.files,
+            files: std::sync::Arc::new(self.files),
         }
     }
 }
@@ -89,7 +90,7 @@ mod tests {
         let loaded = parse_texts(&inputs).unwrap();
         assert_eq!(loaded.model.services.len(), 1);
         assert_eq!(loaded.warnings.len(), 1);
-        assert_eq!(loaded.files, [PathBuf::from("one.yaml"), PathBuf::from("two.yaml")]);
+        assert_eq!(*loaded.files, [PathBuf::from("one.yaml"), PathBuf::from("two.yaml")]);
         let dup = parse_texts(&[("one.yaml".into(), svc("a")), ("two.yaml".into(), svc("a"))]);
         assert!(matches!(dup, Err(LoadError::Duplicate(_))));
     }

@@ -8,7 +8,6 @@ use anyhow::{Context, Result};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::gateway::status::ObjectStatus;
 use crate::source::kube::SourceConfig;
 use crate::source::{Debounce, SourceState};
 use crate::status::kube::WriterConfig;
@@ -77,7 +76,7 @@ impl KubeSettings {
 
 pub(super) struct Channels {
     pub source: watch::Sender<SourceState>,
-    pub statuses: watch::Receiver<Arc<Vec<ObjectStatus>>>,
+    pub statuses: watch::Receiver<crate::translate::engine::StatusSet>,
     pub clients: Arc<Clients>,
     pub metrics: crate::status::metrics::StatusMetrics,
     pub stop: watch::Receiver<bool>,

@@ -9,28 +9,26 @@
 //! and the next model is translated from scratch by a new one: nothing it half-updated is ever served.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::watch;
-use tracing::{error, info};
+use tracing::{debug, error, info};
 
 use super::metrics::PipelineMetrics;
 use crate::admin::SharedView;
-use crate::gateway::status::ObjectStatus;
 use crate::model::Model;
 use crate::options::Options;
 use crate::source::SourceState;
 use crate::translate::engine::check::GatewayCheck;
 use crate::translate::engine::out::GatewayOut;
-use crate::translate::engine::{Engine, Update};
+use crate::translate::engine::{Engine, StatusSet, Update};
 use crate::xds::server::AdsServer;
 
 /// Where the stage's results go.
 pub struct Sinks {
     pub server: AdsServer,
     pub view: SharedView,
-    pub statuses: watch::Sender<Arc<Vec<ObjectStatus>>>,
+    pub statuses: watch::Sender<StatusSet>,
     pub metrics: PipelineMetrics,
 }
 
@@ -48,7 +46,7 @@ struct Step {
     /// Check failures of the Gateways this update changed.
     check_errors: BTreeMap<String, Vec<String>>,
     /// All statuses, when any changed.
-    statuses: Option<Vec<ObjectStatus>>,
+    statuses: Option<StatusSet>,
 }
 
 /// Translates every new model and publishes the Gateways whose resources pass `envoy::check`.
@@ -77,6 +75,7 @@ pub async fn run(
             })
             .await;
             sinks.metrics.observe_translation(started.elapsed());
+            debug!(took_us = started.elapsed().as_micros() as u64, "translated and checked");
             match step {
                 Ok((kept, step)) => {
                     engine = Some(kept);
@@ -119,7 +118,7 @@ fn translate(t: &mut Translator, model: &Model) -> Step {
         }
     }
     let gateways = engine.gateways().map(|(k, g)| (k.to_string(), g.clone())).collect();
-    let statuses = update.statuses.then(|| engine.statuses().list());
+    let statuses = update.statuses.then(|| engine.statuses().map().clone());
     Step {
         update,
         gateways,
@@ -155,7 +154,7 @@ fn publish(step: Step, generation: u64, check_errors: &mut BTreeMap<String, Vec<
     }
     if let Some(statuses) = step.statuses {
         // The status writer reads the newest statuses at its own pace; this never waits on it.
-        sinks.statuses.send_replace(Arc::new(statuses.clone()));
+        sinks.statuses.send_replace(statuses.clone());
         v.statuses = statuses;
     }
     v.published = next;

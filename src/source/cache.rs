@@ -17,6 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::files::{self, LoadError};
 use crate::model::insert::DuplicateError;
@@ -39,7 +40,7 @@ pub struct DirCache {
     paths: Vec<PathBuf>,
     files: BTreeMap<PathBuf, FileEntry>,
     /// The files in reading order.
-    list: Vec<PathBuf>,
+    list: Arc<Vec<PathBuf>>,
     /// The directories the last full walk entered, as it named them, and whether it met a link.
     dirs: BTreeSet<PathBuf>,
     links: bool,
@@ -88,7 +89,7 @@ impl DirCache {
         for path in &list {
             self.reread(path, &mut delta)?;
         }
-        let read = self.apply(delta, list, dirs)?;
+        let read = self.apply(delta, Some(list), Some(dirs))?;
         self.links = walk.links;
         Ok(read)
     }
@@ -102,27 +103,31 @@ impl DirCache {
             return self.read();
         }
         let mut delta = Delta::default();
-        let mut list = self.list.clone();
+        // Copied only when a file comes or goes.
+        let mut list: Option<Vec<PathBuf>> = None;
         for path in changed {
             match self.classify(path) {
                 Named::Skip => {}
                 Named::Unsure => return self.read(),
                 Named::Gone => {
+                    let list = list.get_or_insert_with(|| self.list.as_ref().clone());
                     if let Ok(i) = list.binary_search_by(|p| by_bytes(p, path)) {
                         list.remove(i);
                         delta.removed.push(path.clone());
                     }
                 }
                 Named::File => {
-                    if let Err(i) = list.binary_search_by(|p| by_bytes(p, path)) {
-                        list.insert(i, path.clone());
+                    if self.list.binary_search_by(|p| by_bytes(p, path)).is_err() {
+                        let list = list.get_or_insert_with(|| self.list.as_ref().clone());
+                        if let Err(i) = list.binary_search_by(|p| by_bytes(p, path)) {
+                            list.insert(i, path.clone());
+                        }
                     }
                     self.reread(path, &mut delta)?;
                 }
             }
         }
-        let dirs = self.dirs.clone();
-        self.apply(delta, list, dirs)
+        self.apply(delta, list, None)
     }
 
     fn classify(&self, path: &Path) -> Named {
@@ -173,7 +178,13 @@ impl DirCache {
     }
 
     /// Moves the model by what a read found; all or nothing.
-    fn apply(&mut self, delta: Delta, list: Vec<PathBuf>, dirs: BTreeSet<PathBuf>) -> Result<Read, LoadError> {
+    /// `list` and `dirs`: the new file list and walked directories, where they may have changed.
+    fn apply(
+        &mut self,
+        delta: Delta,
+        list: Option<Vec<PathBuf>>,
+        dirs: Option<BTreeSet<PathBuf>>,
+    ) -> Result<Read, LoadError> {
         let mut model = self.model.clone();
         let mut origins = self.origins.clone();
         // What changed or removed files defined is released first, so an object that moved between
@@ -222,11 +233,15 @@ impl DirCache {
             self.files.remove(path);
         }
         self.files.extend(entries);
-        if warnings_moved || self.list.is_empty() {
-            self.warnings = list.iter().flat_map(|p| self.files[p].warnings.clone()).collect();
+        if let Some(list) = list.filter(|l| *l != *self.list) {
+            self.list = Arc::new(list);
         }
-        self.list = list;
-        self.dirs = dirs;
+        if warnings_moved {
+            self.warnings = self.list.iter().flat_map(|p| self.files[p].warnings.clone()).collect();
+        }
+        if let Some(dirs) = dirs {
+            self.dirs = dirs;
+        }
         self.origins = origins;
         self.model = model;
         Ok(Read {

@@ -38,7 +38,7 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
         loader.add(&path.display().to_string(), &text)?;
     }
     let mut loaded = loader.finish();
-    loaded.files = files;
+    loaded.files = std::sync::Arc::new(files);
     tracing::debug!(
         files = loaded.files.len(),
         warnings = loaded.warnings.len(),
@@ -167,7 +167,7 @@ mod tests {
         write(tmp.path(), "objects.txt", &svc("web"));
         let file = tmp.path().join("objects.txt");
         let loaded = load_paths(&[tmp.path().to_path_buf(), file.clone()]).unwrap();
-        assert_eq!(loaded.files, [file]);
+        assert_eq!(*loaded.files, [file]);
         assert_eq!(loaded.model.services.len(), 1);
     }
 

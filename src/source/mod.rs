@@ -34,7 +34,7 @@ pub struct SourceState {
     /// Warnings of the last good read (unknown kinds skipped, ...).
     pub warnings: Vec<String>,
     /// Files the last good read took objects from (directory source only).
-    pub files: Vec<PathBuf>,
+    pub files: Arc<Vec<PathBuf>>,
 }
 
 /// How long a source lets a burst of changes settle before publishing: a quiet period that each new

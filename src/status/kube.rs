@@ -53,7 +53,7 @@ const FAILED_RETRY: Duration = Duration::from_secs(30);
 pub async fn run(
     client: kube::Client,
     cfg: WriterConfig,
-    mut statuses: watch::Receiver<Arc<Vec<ObjectStatus>>>,
+    mut statuses: watch::Receiver<crate::translate::engine::StatusSet>,
     clients: Arc<Clients>,
     mut leader: watch::Receiver<bool>,
     metrics: StatusMetrics,
@@ -81,7 +81,8 @@ pub async fn run(
             }
             continue;
         }
-        let desired = desired(&statuses.borrow_and_update(), &clients, &synced);
+        let newest = statuses.borrow_and_update().clone();
+        let desired = desired(newest.values().map(AsRef::as_ref), &clients, &synced);
         for (key, want) in desired {
             if synced.get(&key) == Some(&want) {
                 continue;
@@ -145,7 +146,11 @@ fn object_name(key: &Key) -> String {
 /// pier's part of every status it writes: the computed statuses (Gateways with their Envoy rejections),
 /// plus an empty share of the shared lists of objects whose status pier wrote before and no longer
 /// computes.
-fn desired(statuses: &[ObjectStatus], clients: &Clients, synced: &BTreeMap<Key, Value>) -> BTreeMap<Key, Value> {
+fn desired<'a>(
+    statuses: impl Iterator<Item = &'a ObjectStatus>,
+    clients: &Clients,
+    synced: &BTreeMap<Key, Value>,
+) -> BTreeMap<Key, Value> {
     let mut out = BTreeMap::new();
     for s in statuses {
         let ns = s.metadata.namespace.clone().unwrap_or_default();

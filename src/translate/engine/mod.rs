@@ -41,6 +41,8 @@ pub mod out;
 mod status;
 mod statuses;
 
+pub use status::StatusSet;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 

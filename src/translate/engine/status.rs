@@ -25,10 +25,14 @@ pub enum Subject {
 /// A status's place in the output: [`ObjectStatus::sort_key`].
 pub type StatusKey = (String, String, StatusMeta);
 
+/// Every status in output order, as a persistent map: handing the whole set to the admin view and the
+/// status writer after each update costs nothing, whatever its size.
+pub type StatusSet = imbl::OrdMap<StatusKey, Arc<ObjectStatus>>;
+
 /// Every status, in output order, and where each subject's is.
 #[derive(Debug, Default, Clone)]
 pub struct Statuses {
-    map: imbl::OrdMap<StatusKey, Arc<ObjectStatus>>,
+    map: StatusSet,
     keys: BTreeMap<Subject, StatusKey>,
 }
 
@@ -62,7 +66,7 @@ impl Statuses {
     }
 
     /// Every status, in output order (shared with the engine: cloning is O(1)).
-    pub fn map(&self) -> &imbl::OrdMap<StatusKey, Arc<ObjectStatus>> {
+    pub fn map(&self) -> &StatusSet {
         &self.map
     }
 
