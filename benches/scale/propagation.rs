@@ -147,7 +147,10 @@ impl Pier {
             .arg(&address_file)
             .args(extra)
             // PIER_BENCH_LOG=pier=debug (say) with PIER_BENCH_TRACE shows where a sample's time went.
-            .env("PIER_LOG", std::env::var("PIER_BENCH_LOG").unwrap_or_else(|_| "warn".into()))
+            .env(
+                "PIER_LOG",
+                std::env::var("PIER_BENCH_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
@@ -194,7 +197,10 @@ pub async fn pier_run(
 ) -> Samples {
     let trace = std::env::var_os("PIER_BENCH_TRACE").is_some();
     // A traced run keeps its directory, for pier's log.
-    let work = tempfile::Builder::new().disable_cleanup(trace).tempdir().expect("work dir");
+    let work = tempfile::Builder::new()
+        .disable_cleanup(trace)
+        .tempdir()
+        .expect("work dir");
     if trace {
         eprintln!("pier's log: {}", work.path().join("pier.log").display());
     }

@@ -24,11 +24,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use imbl::ordmap::DiffItem;
+
 use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource};
 
 use super::XdsType;
-use super::cache::{Entry, View};
+use super::cache::{Entries, Entry, View};
 use super::clients::Mode;
 use super::plan::{Plan, Progress};
 use super::stream::{Event, Machine};
@@ -43,6 +45,10 @@ struct TypeState {
     names: BTreeSet<String>,
     /// What the proxy holds (as far as pier knows): name → version.
     known: BTreeMap<String, String>,
+    /// For a wildcard subscription, the view `known` equals exactly (same names, same versions), when it
+    /// does: the next diff is then the persistent maps' own difference, which skips every resource the
+    /// two views share, instead of a walk of every resource of the type.
+    base: Option<Entries>,
     /// Names to answer in the next response whatever the proxy holds (just subscribed).
     resend: BTreeSet<String>,
     last_nonce: Option<String>,
@@ -63,11 +69,40 @@ struct Diff<'a> {
 }
 
 impl TypeState {
+    /// Records a response as what the proxy now holds.
+    fn sent(&mut self, resources: &[Resource], removed: &[String], view: &View) {
+        self.resend.clear();
+        for r in resources {
+            self.known.insert(r.name.clone(), r.version.clone());
+        }
+        for name in removed {
+            self.known.remove(name);
+        }
+        // Every resource of the view is now known at its version; if nothing else is (no removal
+        // held back), the proxy holds exactly this view.
+        self.base = (self.wildcard && self.known.len() == view.entries.len()).then(|| view.entries.clone());
+    }
+
     fn interested(&self, name: &str) -> bool {
         self.wildcard || self.names.contains(name)
     }
 
     fn diff<'a>(&self, ty: XdsType, view: &'a View, hold_removals: bool) -> Diff<'a> {
+        let hold = hold_removals && !ty.is_gated();
+        if let Some(base) = self.base.as_ref().filter(|_| self.wildcard && self.resend.is_empty()) {
+            let mut diff = Diff {
+                upserts: Vec::new(),
+                removed: Vec::new(),
+            };
+            for item in base.diff(&view.entries) {
+                match item {
+                    DiffItem::Add(n, e) | DiffItem::Update { new: (n, e), .. } => diff.upserts.push((n, e)),
+                    DiffItem::Remove(n, _) if !hold => diff.removed.push(n.clone()),
+                    DiffItem::Remove(..) => {}
+                }
+            }
+            return diff;
+        }
         let stale = |name: &String, entry: &Arc<Entry>| {
             self.resend.contains(name) || self.known.get(name) != Some(&entry.version)
         };
@@ -80,7 +115,6 @@ impl TypeState {
                 .filter(|(n, e)| stale(n, e))
                 .collect()
         };
-        let hold = hold_removals && !ty.is_gated();
         let gone = self
             .known
             .keys()
@@ -145,6 +179,11 @@ impl Machine for Delta {
             return;
         };
         let st = &mut self.types[ty.index()];
+        let subscription_changes =
+            !st.subscribed || !req.resource_names_subscribe.is_empty() || !req.resource_names_unsubscribe.is_empty();
+        if subscription_changes {
+            st.base = None;
+        }
         if !req.response_nonce.is_empty() {
             if st.awaiting_ack && st.last_nonce.as_ref() == Some(&req.response_nonce) {
                 st.awaiting_ack = false;
@@ -242,17 +281,11 @@ impl Delta {
                 ..Default::default()
             })
             .collect();
-        st.resend.clear();
+        st.sent(&resources, &removed, view);
         if resources.is_empty() && removed.is_empty() && !st.owes_first_answer {
             return None;
         }
         st.owes_first_answer = false;
-        for r in &resources {
-            st.known.insert(r.name.clone(), r.version.clone());
-        }
-        for name in &removed {
-            st.known.remove(name);
-        }
         self.nonces += 1;
         let nonce = self.nonces.to_string();
         st.last_nonce = Some(nonce.clone());
@@ -274,3 +307,7 @@ impl Delta {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "delta_tests.rs"]
+mod tests;
