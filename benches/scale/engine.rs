@@ -1,12 +1,16 @@
 //! `engine SIZES [ROUNDS [CHANGE]]`: the incremental translator at each size, against the batch translation of
 //! the same model in the same run. For every [`Change`] the engine takes the changed model and the
 //! original one in turn, ROUNDS times each; one JSON line per size and change with the median and
-//! maximum of each direction, beside the time a full `translate()` takes.
+//! maximum of each direction, beside the time a full `translate()` takes; and the serve pipeline's
+//! integrity check of each update (`GatewayCheck`, incremental) beside a check of the whole decoded
+//! Gateway (what every publish cost before the check was incremental).
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use pier::testkit::workload::{Change, Workload};
 use pier::translate::engine::Engine;
+use pier::translate::engine::check::GatewayCheck;
 
 pub fn run(sizes: &[usize], rounds: usize, only: Option<&str>) {
     let opts = pier::Options::default();
@@ -34,24 +38,41 @@ pub fn run(sizes: &[usize], rounds: usize, only: Option<&str>) {
             }
             let check = t.elapsed() - decode;
             drop(decoded);
-            let (mut forward, mut back) = (Vec::new(), Vec::new());
+            let mut checks: BTreeMap<String, GatewayCheck> = BTreeMap::new();
+            let t = Instant::now();
+            check_all(&engine, &mut checks);
+            let first_check = t.elapsed();
+            let (mut forward, mut back, mut checked) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..rounds {
                 let t = Instant::now();
                 let u = engine.update(after.clone());
                 forward.push(t.elapsed());
                 assert!(!u.gateways.is_empty(), "{change:?} changed nothing");
                 let t = Instant::now();
+                check_all(&engine, &mut checks);
+                checked.push(t.elapsed());
+                let t = Instant::now();
                 engine.update(before.clone());
                 back.push(t.elapsed());
+                check_all(&engine, &mut checks);
             }
             let line = serde_json::json!({
                 "routes": n, "change": change.name(), "rounds": rounds,
                 "batch_translate_ms": ms(batch), "engine_build_ms": ms(build), "rss_mib_after_build": rss,
                 "decode_ms": ms(decode), "check_ms": ms(check),
+                "first_incremental_check_ms": ms(first_check), "incremental_check_ms": stats(&mut checked),
                 "apply_ms": stats(&mut forward), "revert_ms": stats(&mut back),
             });
             println!("{line}");
         }
+    }
+}
+
+/// The serve pipeline's check of every Gateway (each costs what changed since its last call).
+fn check_all(engine: &Engine, checks: &mut BTreeMap<String, GatewayCheck>) {
+    for (key, gw) in engine.gateways() {
+        let errors = checks.entry(key.to_string()).or_default().check(gw);
+        assert!(errors.is_ok(), "the workload passes its check: {errors:?}");
     }
 }
 

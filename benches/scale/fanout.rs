@@ -163,7 +163,7 @@ async fn client(xds: SocketAddr, i: usize, eds: Arc<Vec<String>>, rds: Arc<Vec<S
     }
 }
 
-fn rss_kib(pid: u32) -> u64 {
+pub fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()

@@ -129,17 +129,18 @@ fn propagation_cmd(args: &[String]) {
         let ups = propagation::Upstreams::start().await;
         for &n in &sizes {
             for &mode in &modes {
-                let (route, moved) = match mode {
-                    "floor" => (floor::floor_run(&envoy_bin, n, samples, &ups).await, Vec::new()),
+                let (route, moved, rss) = match mode {
+                    "floor" => (floor::floor_run(&envoy_bin, n, samples, &ups).await, Vec::new(), None),
                     m => {
                         let mode = if m == "delta" { Mode::Delta } else { Mode::Sotw };
                         let s = propagation::pier_run(&pier_bin, &envoy_bin, n, mode, samples, &ups, &extra).await;
-                        (s.new_route, s.endpoint_move)
+                        (s.new_route, s.endpoint_move, Some(s.pier_rss_kib / 1024))
                     }
                 };
                 let line = serde_json::json!({
                     "routes": n, "mode": mode, "samples": samples,
                     "new_route_ms": summary(&route), "endpoint_move_ms": summary(&moved),
+                    "pier_rss_mib": rss,
                 });
                 println!("{line}");
             }

@@ -183,6 +183,8 @@ impl Pier {
 pub struct Samples {
     pub new_route: Vec<Duration>,
     pub endpoint_move: Vec<Duration>,
+    /// pier's resident memory once the samples are done (the configuration and one proxy's stream).
+    pub pier_rss_kib: u64,
 }
 
 /// pier and Envoy over ADS: `samples` new routes and endpoint moves with `n` routes present.
@@ -251,6 +253,7 @@ pub async fn pier_run(
         out.endpoint_move
             .push(time_until(listener, "new-0.example.com", t0, moved).await);
     }
+    out.pier_rss_kib = super::fanout::rss_kib(pier.pid());
     drop(envoy);
     drop(pier);
     out
