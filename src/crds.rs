@@ -39,11 +39,11 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
 }
 
 /// The CRDs as one multi-document YAML stream.
-pub fn yaml() -> Result<String, serde_yaml::Error> {
+pub fn yaml() -> Result<String, serde_saphyr::SerializeError> {
     let mut out = String::new();
     for crd in crds() {
         out.push_str("---\n");
-        out.push_str(&serde_yaml::to_string(&crd)?);
+        out.push_str(&crate::model::yaml::to_yaml(&crd)?);
     }
     Ok(out)
 }

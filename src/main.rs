@@ -149,7 +149,7 @@ fn demo(args: DemoArgs) -> Result<()> {
 fn print(doc: &serde_json::Value, output: Output) -> Result<()> {
     let text = match output {
         Output::Json => serde_json::to_string_pretty(doc)? + "\n",
-        Output::Yaml => serde_yaml::to_string(doc)?,
+        Output::Yaml => pier::model::yaml::to_yaml(doc)?,
     };
     std::io::stdout()
         .lock()

@@ -52,7 +52,7 @@ fn main() {
             let json = serde_json::to_string(&doc).expect("json");
             let to_json = t.elapsed();
             let t = std::time::Instant::now();
-            let yaml = serde_yaml::to_string(&doc).expect("yaml");
+            let yaml = pier::model::yaml::to_yaml(&doc).expect("yaml");
             let to_yaml = t.elapsed();
             println!(
                 "load {load:?} translate {translate:?} document {document:?} json-text {to_json:?} ({} B) yaml-text {to_yaml:?} ({} B)",

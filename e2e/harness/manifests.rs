@@ -1,5 +1,5 @@
 //! Builders for the manifests the scenarios write into pier's config directory. They produce
-//! `serde_json::Value`s rendered as YAML by serde_yaml, so PEM blocks, ports and names are always escaped
+//! `serde_json::Value`s rendered as YAML by serde-saphyr, so PEM blocks, ports and names are always escaped
 //! and indented correctly — hand-templated YAML with embedded certificates is easy to get subtly wrong. The
 //! shapes follow the bundled examples and `testdata/*/input.yaml`. Everything lives in namespace `default`.
 
@@ -15,7 +15,7 @@ pub const EG_GROUP: &str = "gateway.envoyproxy.io";
 /// A multi-document YAML file.
 pub fn yaml(docs: &[Value]) -> String {
     docs.iter()
-        .map(|d| serde_yaml::to_string(d).expect("YAML"))
+        .map(|d| pier::model::yaml::to_yaml(d).expect("YAML"))
         .collect::<Vec<_>>()
         .join("---\n")
 }
@@ -161,7 +161,6 @@ pub fn eg_backend_ip(name: &str, ip: &str, port: u16, app_protocols: &[&str]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde::Deserialize;
 
     #[test]
     fn renders_multi_document_yaml_with_block_safe_strings() {
@@ -170,8 +169,10 @@ mod tests {
             ca_config_map("ca", "-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n"),
         ]);
         // Split the way pier does (a YAML stream), not on "---", which every PEM line also contains.
-        let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
-            .map(|d| Value::deserialize(d).unwrap())
+        let docs: Vec<Value> = pier::model::yaml::values("manifests", &text)
+            .unwrap()
+            .into_iter()
+            .flatten()
             .collect();
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[0]["spec"]["listeners"][0]["port"], 18080);

@@ -57,11 +57,10 @@ fn is_manifest(path: &Path) -> bool {
 /// `text` (a YAML stream) with every Gateway's HTTP listeners on `http` and HTTPS listeners on `https`;
 /// unchanged (comments and all) when it holds no Gateway.
 fn with_listener_ports(text: &str, http: u16, https: u16) -> Result<String> {
-    use serde::Deserialize;
-    let mut docs = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        docs.push(Value::deserialize(doc)?);
-    }
+    let mut docs: Vec<Value> = crate::model::yaml::values("the demo configuration", text)?
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect();
     if !docs.iter().any(|d| d["kind"] == "Gateway") {
         return Ok(text.to_string());
     }
@@ -78,7 +77,7 @@ fn with_listener_ports(text: &str, http: u16, https: u16) -> Result<String> {
     let rendered: Result<Vec<String>, _> = docs
         .iter()
         .filter(|d| !d.is_null())
-        .map(serde_yaml::to_string)
+        .map(crate::model::yaml::to_yaml)
         .collect();
     Ok(rendered?.join("---\n"))
 }

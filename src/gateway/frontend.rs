@@ -179,7 +179,7 @@ data: {{}}
             ca = CA
         );
         let loaded = crate::model::load::parse_texts(&[("t.yaml".to_string(), text)]).unwrap();
-        let gw: Gateway = serde_yaml::from_str(
+        let gw: Gateway = serde_saphyr::from_str(
             "apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw, namespace: gw-ns}

@@ -144,7 +144,7 @@ mod tests {
     use super::*;
 
     fn refusal_of(spec_extra: &str) -> Option<(Type, Reason)> {
-        let gw: Gateway = serde_yaml::from_str(&format!(
+        let gw: Gateway = serde_saphyr::from_str(&format!(
             "
 metadata: {{name: gw, namespace: ns}}
 spec:

@@ -3,7 +3,7 @@
 use super::*;
 
 fn parse(yaml: &str) -> spec::Match {
-    spec::http::route_match(&serde_yaml::from_str(yaml).unwrap())
+    spec::http::route_match(&serde_saphyr::from_str(yaml).unwrap())
 }
 
 #[test]

@@ -186,7 +186,7 @@ mod tests {
     /// The Gateway's listeners (all on one port) and the virtual hosts of listener `build`
     /// (`None`: the shared HTTP route configuration), without routes: (name, domain, first status).
     fn hosts(yaml: &str, build: Option<usize>) -> Vec<(String, String, Option<u32>)> {
-        let gw = serde_yaml::from_str(yaml).unwrap();
+        let gw = serde_saphyr::from_str(yaml).unwrap();
         let ls = listeners::process(
             &Model::default(),
             &ObjectKey::new("ns", "gw"),
@@ -243,7 +243,7 @@ spec:
   - {name: exact, port: 443, protocol: HTTPS, hostname: a.example.com, tls: {certificateRefs: [{name: c}]}}
 ";
         // Certificates are missing in an empty model, so build the listeners programmable by hand.
-        let gw: gateway_api::apis::standard::gateways::Gateway = serde_yaml::from_str(gw).unwrap();
+        let gw: gateway_api::apis::standard::gateways::Gateway = serde_saphyr::from_str(gw).unwrap();
         let mut ls = listeners::process(
             &Model::default(),
             &ObjectKey::new("ns", "gw"),

@@ -1,7 +1,7 @@
 //! The one parser every entry point uses (directory source, golden tests, e2e, `pier translate`): text of
 //! multi-document YAML or JSON in, typed [`Object`]s out, each tagged with where it came from.
 //!
-//! Owns: splitting a file into documents, YAML→JSON normalisation (`convert`), `kind: List` expansion,
+//! Owns: splitting a file into documents (`split`), YAML→JSON with budgets (`yaml_options`), `kind: List` expansion,
 //! dispatch on (apiVersion, kind) and the per-kind normalisation kubectl or the API server would apply
 //! (`kinds`), and error messages that name file, document, object and field. It does no I/O and does not
 //! build the [`Model`](super::Model) — duplicates are [`insert`](super::insert)'s business.
@@ -13,13 +13,12 @@
 
 use std::fmt;
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::Object;
 
-mod convert;
 mod kinds;
+mod split;
 #[cfg(test)]
 mod tests;
 
@@ -152,6 +151,20 @@ pub fn decode_value(source: &str, value: Value) -> Result<Option<Object>, ParseE
     parse_object(&DocRef::new(source, 0), None, value, &mut warnings)
 }
 
+/// The documents of a YAML (or JSON) stream as JSON values, `None` for an empty one: the same parser,
+/// budgets and errors as [`parse`], for callers that edit manifests rather than read objects.
+pub fn values(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseError> {
+    documents(source, text)
+}
+
+/// `value` as YAML, the one way pier writes it (`pier translate -o yaml`, `pier crds`, goldens): block
+/// collections, long strings kept on one line (folding them would make diffs of resource names noisy).
+pub fn to_yaml<T: serde::Serialize>(value: &T) -> Result<String, serde_saphyr::SerializeError> {
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.prefer_block_scalars = false;
+    serde_saphyr::to_string_with_options(value, options)
+}
+
 /// kubectl's `-o yaml` of several objects: `kind: List` with `items`. The apiVersion is not checked
 /// because nothing in it changes how the items are read.
 fn is_list(value: &Value) -> bool {
@@ -234,7 +247,7 @@ fn type_name(value: &Value) -> &'static str {
 /// `---` does not make a document of its own.
 fn documents(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    // JSON is YAML, but libyaml rejects tab indentation that JSON allows, and serde_json's messages are
+    // JSON is YAML, but YAML parsers reject tab indentation that JSON allows, and serde_json's messages are
     // better for JSON files; YAML remains the fallback for flow-style YAML that merely starts with `{`.
     if text.trim_start().starts_with(['{', '[']) {
         return json_documents(source, text).or_else(|json_error| yaml_documents(source, text).map_err(|_| json_error));
@@ -256,22 +269,47 @@ fn json_documents(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseE
 }
 
 fn yaml_documents(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseError> {
-    let mut docs = Vec::new();
-    // A failed document makes serde_yaml's iterator repeat the failure forever, so stop at the first.
-    for de in serde_yaml::Deserializer::from_str(text) {
-        let index = docs.len();
-        let syntax = |e: serde_yaml::Error| ParseError::Syntax {
+    if text.len() > MAX_FILE_BYTES {
+        return Err(ParseError::Syntax {
             file: source.into(),
-            index,
-            message: format!("invalid YAML: {e}"),
-        };
-        let mut value = serde_yaml::Value::deserialize(de).map_err(syntax)?;
-        value.apply_merge().map_err(syntax)?;
-        let value = convert::to_json(value).map_err(|(path, message)| {
-            let at = Location::new(&DocRef::new(source, index), None);
-            ParseError::Field { at, path, message }
-        })?;
+            index: 0,
+            message: format!(
+                "{} bytes is over the {MAX_FILE_BYTES}-byte limit for one file",
+                text.len()
+            ),
+        });
+    }
+    let mut docs = Vec::new();
+    for doc in split::documents(text) {
+        let index = docs.len();
+        let value: Value =
+            serde_saphyr::from_str_with_options(&doc, yaml_options()).map_err(|e| ParseError::Syntax {
+                file: source.into(),
+                index,
+                message: format!("invalid YAML: {e}"),
+            })?;
         docs.push((!value.is_null()).then_some(value));
     }
     Ok(docs)
+}
+
+/// One file's size limit: manifests are kilobytes; a file this large is a mistake or an attack.
+const MAX_FILE_BYTES: usize = 16 << 20;
+
+/// The YAML the API server and kubectl accept, with budgets: YAML 1.2 scalars (`yes`, `on`, `y` stay
+/// strings; only `true`/`false` are booleans), merge keys, duplicate keys and custom tags refused,
+/// non-finite numbers refused (JSON cannot hold them), and bounds on depth, aliases and anchors so a
+/// crafted file cannot exhaust memory (an alias bomb stops at the first bound it crosses).
+fn yaml_options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        strict_booleans: true,
+        reject_unsupported_tags: true,
+        with_snippet: false,
+        budget: serde_saphyr::budget! {
+            max_depth: 64,
+            max_aliases: 1_000,
+            max_anchors: 1_000,
+            max_events: 1_000_000,
+        },
+    }
 }

@@ -80,7 +80,7 @@ pub fn cases() -> Vec<PathBuf> {
 pub fn options(case: &Path) -> Options {
     let path = case.join("options.yaml");
     match std::fs::read_to_string(&path) {
-        Ok(text) => serde_yaml::from_str::<CaseOptions>(&text)
+        Ok(text) => serde_saphyr::from_str::<CaseOptions>(&text)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
             .into_options(),
         Err(_) => Options::default(),

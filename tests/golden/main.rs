@@ -40,7 +40,7 @@ fn render(t: &pier::Translation) -> Vec<(&'static str, String)> {
         .iter()
         .map(|k| {
             let v = doc.get(*k).cloned().unwrap_or(Value::Array(Vec::new()));
-            (*k, serde_yaml::to_string(&v).expect("yaml"))
+            (*k, pier::model::yaml::to_yaml(&v).expect("yaml"))
         })
         .collect()
 }

@@ -84,7 +84,7 @@ fn translate_example_prints_six_keys_and_every_backend_shape() {
 fn yaml_is_the_default_output_and_gateway_selects_one() {
     let out = pier(&["translate", "--allow-loopback", "--gateway", "demo/edge", "examples/"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let doc: serde_json::Value = serde_yaml::from_slice(&out.stdout).expect("YAML output");
+    let doc: serde_json::Value = serde_saphyr::from_slice(&out.stdout).expect("YAML output");
     assert!(doc["listeners"].as_array().is_some_and(|l| l.len() == 2));
 
     let out = pier(&["translate", "--gateway", "demo/nope", "examples/"]);

@@ -67,7 +67,7 @@ mod tests {
     use super::*;
 
     fn rule(yaml: &str) -> spec::Rule {
-        crate::gateway::spec::http::rule(&serde_yaml::from_str(yaml).unwrap(), Default::default())
+        crate::gateway::spec::http::rule(&serde_saphyr::from_str(yaml).unwrap(), Default::default())
     }
 
     #[test]

@@ -71,7 +71,7 @@ mod tests {
 
     fn share(yaml: &str) -> Result<Option<(u32, u32)>, String> {
         let rule = format!("{{filters: [{{type: RequestMirror, requestMirror: {yaml}}}]}}");
-        let rule = crate::gateway::spec::http::rule(&serde_yaml::from_str(&rule).unwrap(), Default::default());
+        let rule = crate::gateway::spec::http::rule(&serde_saphyr::from_str(&rule).unwrap(), Default::default());
         let spec::Filter::RequestMirror(Some(m)) = &rule.filters[0] else {
             panic!("a mirror")
         };

@@ -3,7 +3,7 @@
 use super::*;
 
 fn rule(yaml: &str) -> spec::Rule {
-    spec::http::rule(&serde_yaml::from_str(yaml).unwrap(), Default::default())
+    spec::http::rule(&serde_saphyr::from_str(yaml).unwrap(), Default::default())
 }
 
 #[test]
@@ -99,7 +99,7 @@ fn redirect_scheme_without_port_takes_the_well_known_port() {
 #[test]
 fn timeouts_retry_and_name_reach_every_match() {
     let mut r = rule("{name: read, timeouts: {request: 10s, backendRequest: 500ms}}");
-    r.retry = Some(serde_yaml::from_str("{attempts: 2, codes: [503]}").unwrap());
+    r.retry = Some(serde_saphyr::from_str("{attempts: 2, codes: [503]}").unwrap());
     let f = parse(&r).unwrap();
     let (filters, _) = f.for_match(&ir::PathMatch::Prefix("/".into()), &[]);
     assert_eq!(filters.rule_name.as_deref(), Some("read"));

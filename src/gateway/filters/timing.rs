@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn retries() {
         let r: HttpRouteRulesRetry =
-            serde_yaml::from_str("{attempts: 3, codes: [500, 503, 500], backoff: 100ms}").unwrap();
+            serde_saphyr::from_str("{attempts: 3, codes: [500, 503, 500], backoff: 100ms}").unwrap();
         assert_eq!(
             retry(Some(&r)),
             Ok(Some(ir::Retry {
@@ -114,7 +114,7 @@ mod tests {
             ("{attempts: -1}", "retry.attempts"),
             ("{backoff: 1}", "retry.backoff"),
         ] {
-            let r: HttpRouteRulesRetry = serde_yaml::from_str(yaml).unwrap();
+            let r: HttpRouteRulesRetry = serde_saphyr::from_str(yaml).unwrap();
             assert!(retry(Some(&r)).unwrap_err().starts_with(why), "{yaml}");
         }
     }

@@ -3,7 +3,7 @@
 use super::*;
 
 fn gateway(yaml: &str) -> Gateway {
-    serde_yaml::from_str(yaml).expect("gateway yaml")
+    serde_saphyr::from_str(yaml).expect("gateway yaml")
 }
 
 fn model(yaml: &str) -> Model {
@@ -23,7 +23,7 @@ fn cond(l: &ListenerInfo, t: Type) -> &ListenerCondition {
 
 #[test]
 fn route_kinds_table() {
-    let kinds = |yaml: &str| -> Vec<RouteKind> { serde_yaml::from_str(yaml).unwrap() };
+    let kinds = |yaml: &str| -> Vec<RouteKind> { serde_saphyr::from_str(yaml).unwrap() };
     // (allowedRoutes.kinds, supported kinds, InvalidRouteKinds?)
     let table: [(&str, &[&str], bool); 7] = [
         ("[]", &["HTTPRoute", "GRPCRoute"], false),

@@ -233,7 +233,7 @@ mod tests {
     use crate::gateway::spec::Filter;
 
     fn grpc(yaml: &str) -> GrpcRoute {
-        serde_yaml::from_str(yaml).unwrap()
+        serde_saphyr::from_str(yaml).unwrap()
     }
 
     fn path(spec: &RouteSpec, rule: usize, m: usize) -> (PathKind, String) {

@@ -146,7 +146,7 @@ fn every_supported_kind_parses() {
 fn kind_table_names_match_object_kind_names() {
     // Messages and duplicate keys must use one vocabulary.
     for text in ALL_KINDS.split("\n---\n") {
-        let value: Value = serde_yaml::from_str(text).unwrap();
+        let value: Value = serde_saphyr::from_str(text).unwrap();
         let (api_version, kind) = (value["apiVersion"].as_str().unwrap(), value["kind"].as_str().unwrap());
         let known = kinds::Kind::of(api_version, kind).unwrap();
         assert_eq!(known.name(), one(text).kind_name());

@@ -464,7 +464,7 @@ mod tests {
     }
 
     fn object(text: &str) -> DynamicObject {
-        let v: serde_json::Value = serde_yaml::from_str(text).unwrap();
+        let v: serde_json::Value = serde_saphyr::from_str(text).unwrap();
         serde_json::from_value(v).unwrap()
     }
 

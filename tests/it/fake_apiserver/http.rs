@@ -188,7 +188,7 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
                 .unwrap_or_default();
             let patch: Value = match serde_json::from_slice(&body) {
                 Ok(v) => v,
-                Err(_) => match serde_yaml::from_slice(&body) {
+                Err(_) => match serde_saphyr::from_slice(&body) {
                     Ok(v) => v,
                     Err(e) => return status(400, "BadRequest", format!("patch body: {e}")),
                 },

@@ -226,12 +226,12 @@ impl FakeApiServer {
 
     /// Parses YAML (one or more documents) and applies each.
     pub fn apply_yaml(&self, text: &str) {
-        use serde::Deserialize;
-        for doc in serde_yaml::Deserializer::from_str(text) {
-            let v = Value::deserialize(doc).unwrap();
-            if !v.is_null() {
-                self.apply(v);
-            }
+        for v in pier::model::yaml::values("apply_yaml", text)
+            .unwrap()
+            .into_iter()
+            .flatten()
+        {
+            self.apply(v);
         }
     }
 

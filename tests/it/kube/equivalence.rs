@@ -89,18 +89,14 @@ fn expected(texts: &[(String, String)]) -> (Value, Value) {
 /// The texts as the API server stores them: every object has a `metadata.generation` (1 when created
 /// without one), which statuses report as `observedGeneration`.
 fn with_generations(text: &str) -> String {
-    use serde::Deserialize;
     let mut out = String::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        let mut v = Value::deserialize(doc).unwrap();
-        if v.is_null() {
-            continue;
-        }
+    for v in pier::model::yaml::values("with_generations", text).unwrap() {
+        let Some(mut v) = v else { continue };
         if v["metadata"].get("generation").is_none() {
             v["metadata"]["generation"] = serde_json::json!(1);
         }
         out += "---\n";
-        out += &serde_yaml::to_string(&v).unwrap();
+        out += &pier::model::yaml::to_yaml(&v).unwrap();
     }
     out
 }

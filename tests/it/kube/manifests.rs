@@ -10,7 +10,6 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -26,11 +25,9 @@ fn documents() -> Vec<(String, Value)> {
     let mut out = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v = Value::deserialize(doc).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-            if !v.is_null() {
-                out.push((f.file_name().unwrap().to_string_lossy().into_owned(), v));
-            }
+        let docs = pier::model::yaml::values(&f.display().to_string(), &text).unwrap_or_else(|e| panic!("{e}"));
+        for v in docs.into_iter().flatten() {
+            out.push((f.file_name().unwrap().to_string_lossy().into_owned(), v));
         }
     }
     out
@@ -145,7 +142,7 @@ fn example_envoy_bootstrap_is_what_pier_bootstrap_prints() {
         .iter()
         .find(|(_, v)| v["kind"] == "ConfigMap" && v["metadata"]["name"] == "envoy-demo-edge-bootstrap")
         .unwrap();
-    let shipped: Value = serde_yaml::from_str(cm["data"]["envoy.yaml"].as_str().unwrap()).unwrap();
+    let shipped: Value = serde_saphyr::from_str(cm["data"]["envoy.yaml"].as_str().unwrap()).unwrap();
     let spec = pier::envoy::ads_bootstrap::BootstrapSpec {
         gateway: "demo/edge".into(),
         xds_host: "pier-xds.pier-system.svc.cluster.local".into(),
@@ -193,13 +190,11 @@ fn serve_help_documents_every_kubernetes_option_and_crds_print() {
         String::from_utf8_lossy(&out.stderr).contains("--config-dir (PIER_CONFIG_DIR) is required unless --kubernetes")
     );
     let crds = pier(&["crds"]);
-    let names: Vec<String> = serde_yaml::Deserializer::from_str(&crds)
-        .map(|d| {
-            Value::deserialize(d).unwrap()["metadata"]["name"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+    let names: Vec<String> = pier::model::yaml::values("pier crds", &crds)
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .map(|d| d["metadata"]["name"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(
         names,
