@@ -400,3 +400,18 @@ spec:
     let err = parse("t.yaml", &bad).unwrap_err().to_string();
     assert!(err.contains("spec.rules[0].retry"), "{err}");
 }
+
+#[test]
+fn budgets_refuse_alias_bombs_deep_nesting_and_custom_tags() {
+    // Each level doubles the size: expanded, this would be 2^30 elements.
+    let mut bomb = String::from("a0: &a0 [x, x]\n");
+    for i in 1..30 {
+        bomb.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}]\n", p = i - 1));
+    }
+    let e = err(&bomb);
+    assert!(e.starts_with("examples/x.yaml: document 0: invalid YAML: "), "{e}");
+    let deep = format!("a: {}{}\n", "[".repeat(100), "]".repeat(100));
+    assert!(err(&deep).contains("document 0"));
+    assert!(err("apiVersion: v1\nkind: !python/object Namespace\n").contains("document 0"));
+    assert!(err("a: 1\na: 2\n").contains("duplicate"));
+}
