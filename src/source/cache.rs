@@ -109,13 +109,15 @@ impl DirCache {
             match self.classify(path) {
                 Named::Skip => {}
                 Named::Unsure => return self.read(),
-                Named::Gone => {
+                // A name the walk never read (a temporary file renamed away) copies nothing.
+                Named::Gone if self.files.contains_key(path) => {
                     let list = list.get_or_insert_with(|| self.list.as_ref().clone());
                     if let Ok(i) = list.binary_search_by(|p| by_bytes(p, path)) {
                         list.remove(i);
-                        delta.removed.push(path.clone());
                     }
+                    delta.removed.push(path.clone());
                 }
+                Named::Gone => {}
                 Named::File => {
                     if self.list.binary_search_by(|p| by_bytes(p, path)).is_err() {
                         let list = list.get_or_insert_with(|| self.list.as_ref().clone());
