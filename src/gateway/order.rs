@@ -9,15 +9,19 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 /// <https://gateway-api.sigs.k8s.io/reference/spec/#backendtlspolicyspec> (`TargetRefs`).
 /// An object without `creationTimestamp` (typical in files) counts as newer than any that has one.
 pub fn oldest_first(a: &ObjectMeta, b: &ObjectMeta) -> Ordering {
-    let ts = |m: &ObjectMeta| m.creation_timestamp.clone();
-    match (ts(a), ts(b)) {
-        (Some(Time(x)), Some(Time(y))) => x.cmp(&y),
+    older_first(a.creation_timestamp.as_ref(), b.creation_timestamp.as_ref())
+        .then_with(|| a.namespace.cmp(&b.namespace))
+        .then_with(|| a.name.cmp(&b.name))
+}
+
+/// The age part of [`oldest_first`], for orders that keep the timestamp beside other tie-breaks.
+pub fn older_first(a: Option<&Time>, b: Option<&Time>) -> Ordering {
+    match (a, b) {
+        (Some(Time(x)), Some(Time(y))) => x.cmp(y),
         (Some(_), None) => Ordering::Less,
         (None, Some(_)) => Ordering::Greater,
         (None, None) => Ordering::Equal,
     }
-    .then_with(|| a.namespace.cmp(&b.namespace))
-    .then_with(|| a.name.cmp(&b.name))
 }
 
 /// Gateway API route precedence on one listener, for requests to `host` (Envoy takes the first match

@@ -95,13 +95,8 @@ impl RouteOrder {
 
 impl Ord for RouteOrder {
     fn cmp(&self, other: &Self) -> Ordering {
-        let age = match (&self.created, &other.created) {
-            (Some(Time(x)), Some(Time(y))) => x.cmp(y),
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (None, None) => Ordering::Equal,
-        };
-        age.then_with(|| self.namespace.cmp(&other.namespace))
+        crate::gateway::order::older_first(self.created.as_ref(), other.created.as_ref())
+            .then_with(|| self.namespace.cmp(&other.namespace))
             .then_with(|| self.name.cmp(&other.name))
             .then_with(|| self.kind.cmp(&other.kind))
             .then_with(|| self.key.cmp(&other.key))
