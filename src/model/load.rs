@@ -43,7 +43,11 @@ impl Loader {
 
     /// Parses `text` as if it were the file `name` and adds its objects.
     pub fn add(&mut self, name: &str, text: &str) -> Result<(), LoadError> {
-        let parsed = yaml::parse(name, text)?;
+        self.add_parsed(name, yaml::parse(name, text)?)
+    }
+
+    /// Adds the objects of the file `name`, parsed already (by a parallel reader).
+    pub fn add_parsed(&mut self, name: &str, parsed: yaml::Parsed) -> Result<(), LoadError> {
         for (doc, object) in parsed.objects {
             self.builder.insert(doc, object)?;
         }

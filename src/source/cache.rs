@@ -86,8 +86,10 @@ impl DirCache {
         let mut delta = Delta::default();
         let listed: BTreeSet<&PathBuf> = list.iter().collect();
         delta.removed = self.files.keys().filter(|p| !listed.contains(p)).cloned().collect();
-        for path in &list {
-            self.reread(path, &mut delta)?;
+        delta.read = list.len();
+        // Read and parsed on every core, taken in order: the first error is the sequential one.
+        for parsed in super::par::map(&list, |path| self.read_one(path)) {
+            delta.parsed.extend(parsed?);
         }
         let read = self.apply(delta, Some(list), Some(dirs))?;
         self.links = walk.links;
@@ -166,17 +168,22 @@ impl DirCache {
 
     /// Reads one file; parses it if its bytes changed.
     fn reread(&self, path: &Path, delta: &mut Delta) -> Result<(), LoadError> {
-        let bytes = std::fs::read(path).map_err(|e| files::io_error(path, e))?;
         delta.read += 1;
+        delta.parsed.extend(self.read_one(path)?);
+        Ok(())
+    }
+
+    /// One file's bytes, parsed if they changed since the last good read.
+    fn read_one(&self, path: &Path) -> Result<Option<(PathBuf, u64, yaml::Parsed)>, LoadError> {
+        let bytes = std::fs::read(path).map_err(|e| files::io_error(path, e))?;
         let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
         if self.files.get(path).is_some_and(|entry| entry.hash == hash) {
-            return Ok(());
+            return Ok(None);
         }
         let text = String::from_utf8(bytes)
             .map_err(|e| files::io_error(path, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
         let parsed = yaml::parse(&path.display().to_string(), &text).map_err(crate::model::load::LoadError::from)?;
-        delta.parsed.push((path.to_path_buf(), hash, parsed));
-        Ok(())
+        Ok(Some((path.to_path_buf(), hash, parsed)))
     }
 
     /// Moves the model by what a read found; all or nothing.

@@ -150,3 +150,32 @@ fn reading_the_changed_names_finds_what_the_walk_finds() {
         assert_eq!((r.read, r.changed), (4, true), "the swap is seen through the link");
     }
 }
+
+/// Enough files for the reads to run on several threads: the error reported is the one a sequential read
+/// gives (by the cache and the loader alike), and the model is the sequential one.
+#[test]
+fn a_parallel_read_reports_the_first_error_in_reading_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let write = |i: usize, text: &str| std::fs::write(d.join(format!("{i:04}.yaml")), text).unwrap();
+    for i in 0..300 {
+        write(i, &svc(&format!("s{i}"), 80));
+    }
+    let mut cache = DirCache::new(vec![d.to_path_buf()]);
+    let r = both(&mut cache, d).unwrap();
+    assert_eq!((r.parsed, r.loaded.model.services.len()), (300, 300));
+
+    // Two files that do not parse and a duplicate before both: every file is parsed before objects are
+    // added, so the first file that does not parse is the error, then the duplicate once it is fixed.
+    write(250, "apiVersion: v1\nkind: Service\nmetadata: {name: [\n");
+    write(260, "apiVersion: v1\nkind: Service\nmetadata: {name: [\n");
+    write(40, &svc("s3", 80));
+    let err = both(&mut cache, d).unwrap_err();
+    assert!(err.contains("0250.yaml"), "{err}");
+    write(250, &svc("s250", 80));
+    write(260, &svc("s260", 80));
+    let err = both(&mut cache, d).unwrap_err();
+    assert!(err.contains("0003.yaml") && err.contains("0040.yaml"), "{err}");
+    write(40, &svc("s40", 80));
+    assert_eq!(both(&mut cache, d).unwrap().loaded.model.services.len(), 300);
+}

@@ -15,6 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::model::load::{self, Loaded, Loader};
+use crate::model::yaml;
 
 /// The first thing that went wrong; every variant's message names the file (and document) at fault.
 #[derive(Debug, thiserror::Error)]
@@ -32,10 +33,18 @@ const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 /// Loads every object under `paths` (files or directories) into one model.
 pub fn load_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
     let files = collect_files(paths)?;
-    let mut loader = Loader::new();
-    for path in &files {
+    // Parsed on every core, added in order. Every file is parsed before any object is added, so a file
+    // that does not parse is reported before a duplicate between files, as the directory cache does.
+    let parsed = super::par::map(&files, |path| {
         let text = fs::read_to_string(path).map_err(|error| io_error(path, error))?;
-        loader.add(&path.display().to_string(), &text)?;
+        let name = path.display().to_string();
+        let parsed = yaml::parse(&name, &text).map_err(load::LoadError::from)?;
+        Ok::<_, LoadError>((name, parsed))
+    });
+    let parsed = parsed.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let mut loader = Loader::new();
+    for (name, parsed) in parsed {
+        loader.add_parsed(&name, parsed)?;
     }
     let mut loaded = loader.finish();
     loaded.files = std::sync::Arc::new(files);

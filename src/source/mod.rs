@@ -14,6 +14,7 @@ pub mod cache;
 pub mod dir;
 pub mod files;
 pub mod kube;
+mod par;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,0 +1,68 @@
+//! Reading many files on every core: parsing YAML is most of a whole-directory read (`pier translate`,
+//! `pier serve`'s first read), and each file parses on its own. Results come back in input order, so
+//! what callers build from them — and the first error they report — is what one thread would give.
+//!
+//! Plain `std::thread::scope` rather than rayon: one call site shape (map a slice, keep order), and no
+//! global pool living on in a long-running server for what happens at start-up and on a full re-read.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Below this many items the threads cost more than they save (a watcher's change is one file).
+const MIN_PARALLEL: usize = 64;
+/// Items a worker takes at a time: small enough to even out files of different sizes.
+const CHUNK: usize = 16;
+/// More threads than this only contend for the allocator.
+const MAX_THREADS: usize = 8;
+
+/// `items.iter().map(f).collect()`, spread over the machine's cores.
+pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(MAX_THREADS)
+        .min(items.len().div_ceil(CHUNK));
+    if threads <= 1 || items.len() < MIN_PARALLEL {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+            if start >= items.len() {
+                return done;
+            }
+            let end = (start + CHUNK).min(items.len());
+            done.push((start, items[start..end].iter().map(&f).collect::<Vec<R>>()));
+        }
+    };
+    let mut chunks: Vec<(usize, Vec<R>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    chunks.sort_unstable_by_key(|(start, _)| *start);
+    chunks.into_iter().flat_map(|(_, results)| results).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_input_order_at_every_size() {
+        for n in [0, 1, 63, 64, 65, 1_000, 4_097] {
+            let items: Vec<usize> = (0..n).collect();
+            let out = map(&items, |i| i * 3);
+            assert_eq!(out, items.iter().map(|i| i * 3).collect::<Vec<_>>(), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn a_worker_panic_reaches_the_caller() {
+        let items: Vec<usize> = (0..500).collect();
+        let caught = std::panic::catch_unwind(|| map(&items, |&i| if i == 321 { panic!("item 321") } else { i }));
+        assert!(caught.is_err());
+    }
+}
