@@ -55,11 +55,35 @@ where
     }
 }
 
-/// A port that was free on `ip` a moment ago (the OS picked it). Used where the port must be written into a
-/// manifest before anything listens on it (Gateway listener ports, which Envoy binds).
+/// A port that was free on `ip` a moment ago. Used where the port must be written into a manifest before
+/// anything listens on it (Gateway listener ports, which Envoy binds).
+///
+/// Taken below the kernel's ephemeral range: a port the OS handed out could be handed out again, to any
+/// outgoing connection on the machine, before Envoy binds it ("Address already in use"). Below the range
+/// only an explicit bind can take it, and each process walks the candidates from its own offset, so
+/// parallel tests and test binaries do not pick the same one.
 pub fn free_port(ip: Ipv4Addr) -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let (low, high) = (10_000u32, ephemeral_start().max(10_001));
+    let span = high - low;
+    let offset = std::process::id().wrapping_mul(7_919) % span;
+    for _ in 0..span.min(4_096) {
+        let port = (low + (offset + NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16;
+        if TcpListener::bind((ip, port)).is_ok() {
+            return port;
+        }
+    }
     let listener = TcpListener::bind((ip, 0)).expect("binding an ephemeral port");
     listener.local_addr().expect("local address").port()
+}
+
+/// The first port of the kernel's ephemeral range (Linux's default where it cannot be read).
+fn ephemeral_start() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
 
 /// `127.0.0.<n>`. 127.0.0.1 is Envoy's and pier's; upstreams use 2 and up so every address in a manifest

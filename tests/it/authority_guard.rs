@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::Duration;
 
 use pier::envoy::{self, bootstrap::validation_bootstrap};
@@ -116,7 +116,7 @@ async fn authority_guard_refuses_what_check_hostname_refuses() {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    pier::testkit::free_port(std::net::Ipv4Addr::LOCALHOST)
 }
 
 /// Replaces each route's forwarding action by a direct 200.
