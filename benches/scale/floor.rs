@@ -6,6 +6,12 @@
 //! endpoints inline instead (a file-based EDS subscription per cluster would make Envoy re-read one file
 //! once per cluster on every change, a cost pier's ADS stream does not have). Files are binary
 //! `DiscoveryResponse`s written with pier's prost types and renamed into place.
+//!
+//! `floor-split` asks what splitting the route configuration would buy (per-hostname route
+//! configurations, VHDS): the same Envoy, holding the same N routes in pier's one route configuration,
+//! gets each new route in a second, small route configuration of its own (a second listener reading
+//! `rds-split.pb`). The difference from `floor` is what Envoy spends on the size of the configuration it
+//! is sent rather than on the change.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -117,8 +123,57 @@ fn response<M: Message + prost::Name + Clone>(version: usize, items: &[M]) -> Ve
     .encode_to_vec()
 }
 
-/// The floor for `samples` new routes with `n` present.
-pub async fn floor_run(envoy_bin: &Path, n: usize, samples: usize, ups: &Upstreams) -> Vec<Duration> {
+/// The `floor-split` listener: a copy of the HTTP listener on `port` whose route configuration is
+/// `split`, read from `rds-split.pb`. Returns it and the name of the route configuration it replaced.
+fn split_listener(http: &listener::Listener, port: u16, dir: &Path) -> (listener::Listener, String) {
+    fn walk(v: &mut Value, dir: &Path, replaced: &mut Option<String>) {
+        match v {
+            Value::Object(map) => {
+                if let Some(Value::Object(rds)) = map.get_mut("rds") {
+                    *replaced = rds.get("route_config_name").and_then(Value::as_str).map(str::to_string);
+                    rds.insert("route_config_name".into(), json!("split"));
+                    rds.insert(
+                        "config_source".into(),
+                        json!({ "path_config_source": path_source(dir, "rds-split.pb"), "resource_api_version": "V3" }),
+                    );
+                    return;
+                }
+                map.values_mut().for_each(|c| walk(c, dir, replaced));
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| walk(i, dir, replaced)),
+            _ => {}
+        }
+    }
+    let mut v = render::to_json(http);
+    v["name"] = json!("split");
+    v["address"]["socket_address"]["port_value"] = json!(port);
+    let mut replaced = None;
+    walk(&mut v, dir, &mut replaced);
+    let l = render::from_json(&v).expect("the split listener is valid");
+    (l, replaced.expect("the HTTP listener reads its routes over RDS"))
+}
+
+/// The `split` route configuration: the virtual hosts of `from` that serve the benchmark's new routes.
+fn split_routes(routes: &[route::RouteConfiguration], from: &str) -> route::RouteConfiguration {
+    let big = routes
+        .iter()
+        .find(|r| r.name == from)
+        .expect("the HTTP listener's route configuration");
+    route::RouteConfiguration {
+        name: "split".into(),
+        virtual_hosts: big
+            .virtual_hosts
+            .iter()
+            .filter(|v| v.domains.iter().any(|d| d.starts_with("new-")))
+            .cloned()
+            .collect(),
+        ..big.clone()
+    }
+}
+
+/// The floor for `samples` new routes with `n` present; with `split`, each new route arrives in a small
+/// route configuration of its own (see the module doc).
+pub async fn floor_run(envoy_bin: &Path, n: usize, samples: usize, ups: &Upstreams, split: bool) -> Vec<Duration> {
     let work = tempfile::tempdir().expect("work dir");
     let dir = work.path().join("xds");
     std::fs::create_dir_all(&dir).expect("xds dir");
@@ -131,7 +186,30 @@ pub async fn floor_run(envoy_bin: &Path, n: usize, samples: usize, ups: &Upstrea
     write(&dir, "sds.pb", &response(0, &s.secrets));
     write(&dir, "rds.pb", &response(0, &s.routes));
     write(&dir, "cds.pb", &response(0, &s.clusters));
-    write(&dir, "lds.pb", &response(0, &s.listeners));
+    let mut listeners = s.listeners.clone();
+    let mut split_from = None;
+    let mut port = w.port;
+    if split {
+        port = free_port(Ipv4Addr::LOCALHOST);
+        let http = s
+            .listeners
+            .iter()
+            .find(|l| {
+                l.address.as_ref().and_then(|a| match &a.address {
+                    Some(pier::envoy::pb::core::address::Address::SocketAddress(sa)) => match sa.port_specifier {
+                        Some(pier::envoy::pb::core::socket_address::PortSpecifier::PortValue(p)) => Some(p),
+                        _ => None,
+                    },
+                    _ => None,
+                }) == Some(u32::from(w.port))
+            })
+            .expect("the workload's HTTP listener");
+        let (l, from) = split_listener(http, port, &dir);
+        write(&dir, "rds-split.pb", &response(0, &[split_routes(&s.routes, &from)]));
+        listeners.push(l);
+        split_from = Some(from);
+    }
+    write(&dir, "lds.pb", &response(0, &listeners));
     let boot = json!({
         "node": { "id": "floor", "cluster": "infra/edge" },
         "admin": { "address": { "socket_address": { "address": "127.0.0.1", "port_value": 0 } } },
@@ -144,16 +222,19 @@ pub async fn floor_run(envoy_bin: &Path, n: usize, samples: usize, ups: &Upstrea
         .await
         .expect("starting Envoy");
     envoy.wait_live(Duration::from_secs(300)).await.expect("Envoy LIVE");
-    let listener = SocketAddr::from((Ipv4Addr::LOCALHOST, w.port));
+    let listener = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     time_until(listener, "new-999999.example.com", Instant::now(), |r| r.status == 200).await;
     let mut out = Vec::new();
     for k in 0..samples {
         files.push((format!("new-{k}.yaml"), new_route(k)));
         let s = state(&files, &dir);
         // A new route to an existing backend changes the route configuration only.
-        let rds = response(k + 1, &s.routes);
+        let (file, rds) = match &split_from {
+            Some(from) => ("rds-split.pb", response(k + 1, &[split_routes(&s.routes, from)])),
+            None => ("rds.pb", response(k + 1, &s.routes)),
+        };
         let t0 = Instant::now();
-        write(&dir, "rds.pb", &rds);
+        write(&dir, file, &rds);
         out.push(time_until(listener, &format!("new-{k}.example.com"), t0, |r| r.status == 200).await);
     }
     drop(envoy);

@@ -4,10 +4,11 @@
 //!   DIR (one file per route), for `pier translate` / `pier serve` runs measured from outside.
 //! - `phases DIR`: times each phase of `pier translate DIR` (load, translate, document, JSON and YAML text).
 //! - `translate-loop DIR TIMES`: translates DIR's model TIMES times (for a profiler).
-//! - `propagation SIZES SAMPLES [sotw|delta|floor]...`: new route → first 200 and endpoint moves through a
+//! - `propagation SIZES SAMPLES [sotw|delta|floor|floor-split]...`: new route → first 200 and endpoint moves through a
 //!   real Envoy with each number of routes in SIZES (comma-separated) present, pier over ADS and the
 //!   file-based floor in the same run (`propagation.rs`, `floor.rs`). `PIER_BIN` names the pier binary
 //!   (default `target/release/pier`); extra `pier serve` flags follow `--`. Prints one JSON line per run.
+//!   `floor-split` (not run by default) measures what a split route configuration would buy (`floor.rs`).
 //! - `engine SIZES [ROUNDS [CHANGE]]`: the incremental translator, one change of each kind at each size, beside a
 //!   full translation in the same run (`engine.rs`).
 //! - `fanout STREAMS ROUTES SAMPLES`: one change → every one of STREAMS ADS streams ACKed, and pier's
@@ -130,7 +131,14 @@ fn propagation_cmd(args: &[String]) {
         for &n in &sizes {
             for &mode in &modes {
                 let (route, moved, rss) = match mode {
-                    "floor" => (floor::floor_run(&envoy_bin, n, samples, &ups).await, Vec::new(), None),
+                    "floor" | "floor-split" => {
+                        let split = mode == "floor-split";
+                        (
+                            floor::floor_run(&envoy_bin, n, samples, &ups, split).await,
+                            Vec::new(),
+                            None,
+                        )
+                    }
                     m => {
                         let mode = if m == "delta" { Mode::Delta } else { Mode::Sotw };
                         let s = propagation::pier_run(&pier_bin, &envoy_bin, n, mode, samples, &ups, &extra).await;
