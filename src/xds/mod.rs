@@ -25,6 +25,7 @@
 pub mod cache;
 pub mod clients;
 mod delta;
+mod grpc;
 pub mod metrics;
 pub mod plan;
 pub mod server;

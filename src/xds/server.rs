@@ -1,5 +1,6 @@
-//! The tonic side: [`AdsServer`] implements Envoy's `AggregatedDiscoveryService` (SotW and delta) by
-//! handing each stream to its own task, and [`serve`] runs it on a listener until shutdown.
+//! The tonic side: [`AdsServer`] holds what Envoy's `AggregatedDiscoveryService` (SotW and delta) serves
+//! from — each stream runs in its own task, framed by [`grpc`](super::grpc) — and [`serve`] runs it on a
+//! listener until shutdown.
 //!
 //! Owns transport concerns only (keepalive, graceful shutdown). On shutdown every stream task ends its
 //! response stream, so each call finishes with status OK and the proxy keeps its configuration until
@@ -10,21 +11,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_server::{
-    AggregatedDiscoveryService, AggregatedDiscoveryServiceServer,
-};
-use envoy_types::pb::envoy::service::discovery::v3::{
-    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
-};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::TcpIncoming;
-use tonic::{Request, Response, Status, Streaming};
 
-use super::delta::Delta;
-use super::sotw::Sotw;
-use super::stream::{self, Shared};
+use super::grpc::AdsService;
+use super::stream::Shared;
 use super::{Clients, PublishReport, SnapshotCache, XdsMetrics};
 use crate::envoy::Resources;
 use crate::translate::engine::out::GatewayOut;
@@ -72,39 +64,13 @@ impl AdsServer {
         report
     }
 
-    fn shared(&self) -> Shared {
+    pub(super) fn shared(&self) -> Shared {
         Shared {
             cache: self.cache.clone(),
             clients: self.clients.clone(),
             metrics: self.metrics.clone(),
             shutdown: self.shutdown.clone(),
         }
-    }
-}
-
-#[tonic::async_trait]
-impl AggregatedDiscoveryService for AdsServer {
-    type StreamAggregatedResourcesStream = ReceiverStream<Result<DiscoveryResponse, Status>>;
-    type DeltaAggregatedResourcesStream = ReceiverStream<Result<DeltaDiscoveryResponse, Status>>;
-
-    async fn stream_aggregated_resources(
-        &self,
-        request: Request<Streaming<DiscoveryRequest>>,
-    ) -> Result<Response<Self::StreamAggregatedResourcesStream>, Status> {
-        Ok(Response::new(stream::spawn::<Sotw>(
-            self.shared(),
-            request.into_inner(),
-        )))
-    }
-
-    async fn delta_aggregated_resources(
-        &self,
-        request: Request<Streaming<DeltaDiscoveryRequest>>,
-    ) -> Result<Response<Self::DeltaAggregatedResourcesStream>, Status> {
-        Ok(Response::new(stream::spawn::<Delta>(
-            self.shared(),
-            request.into_inner(),
-        )))
     }
 }
 
@@ -129,7 +95,7 @@ pub async fn serve(
     tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
-        .add_service(AggregatedDiscoveryServiceServer::new(server).max_decoding_message_size(MAX_REQUEST_BYTES))
+        .add_service(AdsService::new(server, MAX_REQUEST_BYTES))
         .serve_with_incoming_shutdown(incoming, signal)
         .await
 }
