@@ -86,10 +86,8 @@ impl DirCache {
         let mut delta = Delta::default();
         let listed: BTreeSet<&PathBuf> = list.iter().collect();
         delta.removed = self.files.keys().filter(|p| !listed.contains(p)).cloned().collect();
-        delta.read = list.len();
-        // Read and parsed on every core, taken in order: the first error is the sequential one.
-        for parsed in super::par::map(&list, |path| self.read_one(path)) {
-            delta.parsed.extend(parsed?);
+        for path in &list {
+            self.reread(path, &mut delta)?;
         }
         let read = self.apply(delta, Some(list), Some(dirs))?;
         self.links = walk.links;

@@ -151,10 +151,10 @@ fn reading_the_changed_names_finds_what_the_walk_finds() {
     }
 }
 
-/// Enough files for the reads to run on several threads: the error reported is the one a sequential read
-/// gives (by the cache and the loader alike), and the model is the sequential one.
+/// Enough files for the loader to parse on several threads: it reports the error the cache's sequential
+/// read reports, and builds the same model.
 #[test]
-fn a_parallel_read_reports_the_first_error_in_reading_order() {
+fn a_parallel_load_reports_what_the_cache_reports() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let write = |i: usize, text: &str| std::fs::write(d.join(format!("{i:04}.yaml")), text).unwrap();
