@@ -6,6 +6,7 @@
 //! result) to the units that read it. [`Changes`] is what a model diff gives, in the same terms.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::model::objects::Read;
 use crate::model::{Kind, Model, ModelKind, ObjectKey, Objects, slice_service};
@@ -23,10 +24,14 @@ pub enum Unit {
 }
 
 /// Reads → units, and units → their reads (to forget them when a unit is redone).
+///
+/// Each read and each unit is stored once and shared (`Arc`) between the two maps: thousands of units
+/// read the same few objects (every route reads its Gateway), and owned copies of each key made this
+/// index a tenth of the engine's memory.
 #[derive(Debug, Default)]
 pub struct DepIndex {
-    by_read: BTreeMap<Read, BTreeSet<Unit>>,
-    reads_of: BTreeMap<Unit, Vec<Read>>,
+    by_read: BTreeMap<Arc<Read>, BTreeSet<Arc<Unit>>>,
+    reads_of: BTreeMap<Arc<Unit>, Vec<Arc<Read>>>,
 }
 
 impl DepIndex {
@@ -35,6 +40,15 @@ impl DepIndex {
         self.forget(&unit);
         reads.sort();
         reads.dedup();
+        let unit = Arc::new(unit);
+        let reads: Vec<Arc<Read>> = reads
+            .into_iter()
+            .map(|r| {
+                self.by_read
+                    .get_key_value(&r)
+                    .map_or_else(|| Arc::new(r), |(shared, _)| shared.clone())
+            })
+            .collect();
         for r in &reads {
             self.by_read.entry(r.clone()).or_default().insert(unit.clone());
         }
@@ -57,7 +71,7 @@ impl DepIndex {
         let mut out = BTreeSet::new();
         for r in &changes.reads {
             if let Some(units) = self.by_read.get(r) {
-                out.extend(units.iter().cloned());
+                out.extend(units.iter().map(|u| Unit::clone(u)));
             }
         }
         out
