@@ -194,15 +194,7 @@ pub async fn floor_run(envoy_bin: &Path, n: usize, samples: usize, ups: &Upstrea
         let http = s
             .listeners
             .iter()
-            .find(|l| {
-                l.address.as_ref().and_then(|a| match &a.address {
-                    Some(pier::envoy::pb::core::address::Address::SocketAddress(sa)) => match sa.port_specifier {
-                        Some(pier::envoy::pb::core::socket_address::PortSpecifier::PortValue(p)) => Some(p),
-                        _ => None,
-                    },
-                    _ => None,
-                }) == Some(u32::from(w.port))
-            })
+            .find(|l| render::to_json(*l)["address"]["socket_address"]["port_value"] == json!(w.port))
             .expect("the workload's HTTP listener");
         let (l, from) = split_listener(http, port, &dir);
         write(&dir, "rds-split.pb", &response(0, &[split_routes(&s.routes, &from)]));

@@ -166,22 +166,17 @@ impl DirCache {
 
     /// Reads one file; parses it if its bytes changed.
     fn reread(&self, path: &Path, delta: &mut Delta) -> Result<(), LoadError> {
-        delta.read += 1;
-        delta.parsed.extend(self.read_one(path)?);
-        Ok(())
-    }
-
-    /// One file's bytes, parsed if they changed since the last good read.
-    fn read_one(&self, path: &Path) -> Result<Option<(PathBuf, u64, yaml::Parsed)>, LoadError> {
         let bytes = std::fs::read(path).map_err(|e| files::io_error(path, e))?;
+        delta.read += 1;
         let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
         if self.files.get(path).is_some_and(|entry| entry.hash == hash) {
-            return Ok(None);
+            return Ok(());
         }
         let text = String::from_utf8(bytes)
             .map_err(|e| files::io_error(path, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
         let parsed = yaml::parse(&path.display().to_string(), &text).map_err(crate::model::load::LoadError::from)?;
-        Ok(Some((path.to_path_buf(), hash, parsed)))
+        delta.parsed.push((path.to_path_buf(), hash, parsed));
+        Ok(())
     }
 
     /// Moves the model by what a read found; all or nothing.
