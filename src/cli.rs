@@ -199,6 +199,15 @@ pub struct TranslatorArgs {
     /// Let Envoy use the DNS record TTL as the refresh interval.
     #[arg(long, env = "PIER_DNS_RESPECT_TTL", default_value_t = true, action = clap::ArgAction::Set)]
     pub dns_respect_ttl: bool,
+    /// A DNS server (IP:PORT, UDP) Envoy asks for every name it resolves, instead of the host's
+    /// (repeatable). Names are resolved as absolute either way: search domains never apply.
+    #[arg(
+        long = "dns-resolver",
+        env = "PIER_DNS_RESOLVERS",
+        value_delimiter = ',',
+        value_name = "IP:PORT"
+    )]
+    pub dns_resolvers: Vec<std::net::SocketAddr>,
     /// Address families Envoy asks DNS for.
     #[arg(long, env = "PIER_DNS_LOOKUP_FAMILY", value_enum, default_value_t = Family::V4Preferred)]
     pub dns_lookup_family: Family,
@@ -211,6 +220,13 @@ pub struct TranslatorArgs {
     /// Refuse Backend destinations in this CIDR (repeatable, or comma-separated in the env var).
     #[arg(long = "deny-cidr", env = "PIER_DENY_CIDRS", value_delimiter = ',')]
     pub deny_cidrs: Vec<IpNet>,
+    /// The cluster's NAT64 prefix (repeatable): addresses under it are judged by the IPv4 address they
+    /// carry. 64:ff9b::/96 and 64:ff9b:1::/48 are always judged so.
+    #[arg(long = "nat64-prefix", env = "PIER_NAT64_PREFIXES", value_delimiter = ',')]
+    pub nat64_prefixes: Vec<ipnet::Ipv6Net>,
+    /// Refuse names under this cluster domain (repeatable); cluster.local is always refused.
+    #[arg(long = "cluster-domain", env = "PIER_CLUSTER_DOMAINS", value_delimiter = ',')]
+    pub cluster_domains: Vec<String>,
     /// Only allow these external hostnames (`api.example.com`, `*.example.com`); repeatable.
     #[arg(long = "allow-hostname", env = "PIER_ALLOW_HOSTNAMES", value_delimiter = ',')]
     pub allow_hostnames: Vec<String>,
@@ -249,11 +265,14 @@ impl TranslatorArgs {
                     Family::V4Preferred => LookupFamily::V4Preferred,
                     Family::All => LookupFamily::All,
                 },
+                resolvers: self.dns_resolvers.clone(),
             },
             system_ca_path: self.system_ca_path.clone(),
             connect_timeout_ms: self.connect_timeout_ms,
             guardrails: Guardrails {
                 denied_cidrs: self.deny_cidrs.clone(),
+                nat64_prefixes: self.nat64_prefixes.clone(),
+                cluster_domains: self.cluster_domains.clone(),
                 allowed_hostnames: (!self.allow_hostnames.is_empty()).then(|| self.allow_hostnames.clone()),
                 allow_loopback: self.allow_loopback,
                 allow_unix_sockets: self.allow_unix_sockets,

@@ -150,7 +150,7 @@ async fn start_and_check(config: &DemoConfig, bin: &Path, world: &mut World) -> 
         dns.set(name, &[ip]);
     }
     let started = Instant::now();
-    let (xds, admin) = start_pier(&config_dir, &work, &mut world.pier).await?;
+    let (xds, admin) = start_pier(&config_dir, &work, dns.addr, &mut world.pier).await?;
     let spec = BootstrapSpec {
         gateway: GATEWAY.to_string(),
         xds_host: Ipv4Addr::LOCALHOST.to_string(),
@@ -222,9 +222,14 @@ async fn start_and_check(config: &DemoConfig, bin: &Path, world: &mut World) -> 
 
 /// Starts pier's serving runtime on `config_dir` and waits until it serves; returns its xDS and admin
 /// addresses (from its address file, as for `pier serve --address-file`).
-async fn start_pier(config_dir: &Path, work: &Path, slot: &mut Option<PierTask>) -> Result<(SocketAddr, SocketAddr)> {
+async fn start_pier(
+    config_dir: &Path,
+    work: &Path,
+    dns: SocketAddr,
+    slot: &mut Option<PierTask>,
+) -> Result<(SocketAddr, SocketAddr)> {
     let address_file = work.join("pier-addresses.json");
-    let options = Options {
+    let mut options = Options {
         listener_address: Ipv4Addr::LOCALHOST.to_string(),
         guardrails: Guardrails {
             allow_loopback: true,
@@ -232,6 +237,8 @@ async fn start_pier(config_dir: &Path, work: &Path, slot: &mut Option<PierTask>)
         },
         ..Options::default()
     };
+    // The bundled names resolve only at the demo's own DNS responder.
+    options.dns.resolvers = vec![dns];
     let serve = ServeConfig {
         config_dir: config_dir.to_path_buf(),
         xds_address: local(0),

@@ -220,6 +220,9 @@ pub struct DnsSettings {
     pub refresh_rate_ms: u64,
     pub respect_ttl: bool,
     pub lookup_family: LookupFamily,
+    /// The DNS servers Envoy asks (operator option); empty: the host's (`/etc/resolv.conf`). Either
+    /// way names are resolved as absolute, never completed by search domains.
+    pub resolvers: Vec<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]

@@ -1,7 +1,7 @@
 //! Operator options for the translator. Only operators set these (flags / environment), never
 //! namespace users: they widen or narrow what a Backend may reach.
 
-use ipnet::IpNet;
+use ipnet::{IpNet, Ipv6Net};
 
 use crate::ir::{DnsSettings, LookupFamily};
 
@@ -30,7 +30,13 @@ pub struct Options {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Guardrails {
     /// Extra CIDRs refused on top of the built-in rules (e.g. the cluster's Pod and Service ranges).
+    /// IPv4 CIDRs also catch the IPv4 addresses IPv6 forms carry (`gateway::policy::embedded_ipv4`).
     pub denied_cidrs: Vec<IpNet>,
+    /// The operator's NAT64 prefixes (beyond `64:ff9b::/96` and `64:ff9b:1::/48`, always judged): the
+    /// IPv4 address an address under one carries is judged by the IPv4 rules.
+    pub nat64_prefixes: Vec<Ipv6Net>,
+    /// Cluster domains whose names are refused, beyond `cluster.local` (always refused).
+    pub cluster_domains: Vec<String>,
     /// When set, external hostnames must equal one of these or, for `*.example.com` entries, end with
     /// `.example.com`. `None` allows any hostname that passes the built-in rules.
     pub allowed_hostnames: Option<Vec<String>>,
@@ -51,6 +57,7 @@ impl Default for Options {
                 refresh_rate_ms: 30_000,
                 respect_ttl: true,
                 lookup_family: LookupFamily::V4Preferred,
+                resolvers: Vec::new(),
             },
             system_ca_path: DEFAULT_SYSTEM_CA_PATH.to_string(),
             connect_timeout_ms: 10_000,

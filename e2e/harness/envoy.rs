@@ -33,8 +33,8 @@ impl DerefMut for Envoy {
 impl Envoy {
     /// Starts Envoy on `bootstrap` (written into `work` as `<label>-bootstrap.json`; its log goes to
     /// `<label>.log`) and waits until the admin API answers. Does not wait for LIVE: see [`Envoy::wait_live`].
-    pub async fn start(bootstrap: &Value, work: &Path, label: &str) -> Envoy {
-        let inner = runner::Envoy::start(&runner::bin(), bootstrap, work, label)
+    pub async fn start(bootstrap: &Value, work: &Path, label: &str, env: &[(&str, &str)]) -> Envoy {
+        let inner = runner::Envoy::start_with_env(&runner::bin(), bootstrap, work, label, env)
             .await
             .unwrap_or_else(|e| panic!("{e:#}"));
         Envoy { inner }
@@ -86,7 +86,7 @@ mod tests {
             }
         });
         let work = tempfile::tempdir().unwrap();
-        let mut envoy = Envoy::start(&bootstrap, work.path(), "static").await;
+        let mut envoy = Envoy::start(&bootstrap, work.path(), "static", &[]).await;
         envoy.wait_live().await;
         let r = http::get(local(port), "x", "/through").await.unwrap();
         assert_eq!((r.status, r.upstream()), (200, Some("static-up")));

@@ -63,8 +63,12 @@ impl Scene {
     }
 
     /// Starts `pier serve` on the config directory and waits until it is ready.
-    pub async fn start_pier(&mut self, options: PierOptions) {
+    /// Envoy asks the scene's DNS responder for every name pier's clusters carry, and nothing else.
+    pub async fn start_pier(&mut self, mut options: PierOptions) {
         assert!(self.pier.is_none(), "pier already runs");
+        options
+            .extra_args
+            .extend(["--dns-resolver".to_string(), self.dns.addr.to_string()]);
         let label = format!("pier-{}", self.next_pier_index());
         let pier = Pier::start(&self.config, self.work.path(), &label, &options).await;
         pier.wait_ready().await;
@@ -105,15 +109,32 @@ impl Scene {
 
     /// Starts an Envoy for `gateway` without waiting for LIVE (for a Gateway pier must not serve).
     pub async fn spawn_envoy(&mut self, gateway: &str) -> usize {
+        self.spawn_envoy_with(gateway, |_| {}, &[]).await
+    }
+
+    /// [`Scene::start_envoy`] with the bootstrap edited by `edit` and extra environment variables.
+    pub async fn start_envoy_with(
+        &mut self,
+        gateway: &str,
+        edit: impl FnOnce(&mut Value),
+        env: &[(&str, &str)],
+    ) -> usize {
+        let index = self.spawn_envoy_with(gateway, edit, env).await;
+        self.envoys[index].wait_live().await;
+        index
+    }
+
+    async fn spawn_envoy_with(&mut self, gateway: &str, edit: impl FnOnce(&mut Value), env: &[(&str, &str)]) -> usize {
         let index = self.envoys.len();
         let node_id = format!("e2e-{}-{index}", gateway.replace('/', "-"));
-        let bootstrap = self.pier().bootstrap(gateway, self.mode, self.dns.addr, &node_id);
+        let mut bootstrap = self.pier().bootstrap(gateway, self.mode, self.dns.addr, &node_id);
+        edit(&mut bootstrap);
         let api_type = &bootstrap["dynamic_resources"]["ads_config"]["api_type"];
         let want = if self.mode == Mode::Delta { "DELTA_GRPC" } else { "GRPC" };
         assert_eq!(api_type, want, "pier bootstrap for {:?} mode", self.mode);
         let label = format!("envoy-{index}");
         self.envoys
-            .push(Envoy::start(&bootstrap, self.work.path(), &label).await);
+            .push(Envoy::start(&bootstrap, self.work.path(), &label, env).await);
         index
     }
 

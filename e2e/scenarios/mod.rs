@@ -44,6 +44,7 @@ mod s11_route_matching;
 mod s12_grpc;
 mod s12_grpc_tls;
 mod s13_mirror_cors_timeouts;
+mod s14_absolute_names;
 
 use crate::harness::PierOptions;
 

@@ -75,17 +75,24 @@ pub fn bootstrap(spec: &BootstrapSpec) -> Value {
             } ]
         },
     });
-    if let Some((ip, port)) = spec.dns_resolver {
-        boot["typed_dns_resolver_config"] = json!({
-            "name": "envoy.network.dns_resolver.cares",
-            "typed_config": {
-                "@type": "type.googleapis.com/envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig",
-                "resolvers": [ { "socket_address": { "address": ip.to_string(), "port_value": port, "protocol": "UDP" } } ],
-                // Only this resolver: names must never leak to the host's resolvers.
-                "use_resolvers_as_fallback": false,
-                "dns_resolver_options": { "no_default_search_domain": true },
-            }
-        });
+    // Every name Envoy resolves is absolute: a Pod's search domains must never complete one into a
+    // cluster-internal name (pier's clusters say so too; this covers pier's own xDS address and any
+    // cluster an operator adds). With a resolver given, only that one: names never leak to the host's.
+    let resolvers: Vec<Value> = spec
+        .dns_resolver
+        .iter()
+        .map(|(ip, port)| json!({ "socket_address": { "address": ip.to_string(), "port_value": port, "protocol": "UDP" } }))
+        .collect();
+    boot["typed_dns_resolver_config"] = json!({
+        "name": "envoy.network.dns_resolver.cares",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.network.dns_resolver.cares.v3.CaresDnsResolverConfig",
+            "use_resolvers_as_fallback": false,
+            "dns_resolver_options": { "no_default_search_domain": true },
+        }
+    });
+    if !resolvers.is_empty() {
+        boot["typed_dns_resolver_config"]["typed_config"]["resolvers"] = Value::Array(resolvers);
     }
     boot
 }

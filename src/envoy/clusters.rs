@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use super::pb::{aggregate_cluster, cluster, common_dns, core, dfp_cluster, dns_cluster, ext, protobuf, upstream_http};
+use super::pb::{
+    aggregate_cluster, cares, cluster, common_dns, core, dfp_cluster, dns_cluster, ext, protobuf, upstream_http,
+};
 use super::{ads, duration_ms, endpoints, tls, typed_extension, u32_value};
 use crate::ir;
 
@@ -37,6 +39,7 @@ pub(super) fn build(name: &str, c: &ir::Cluster, opts: &crate::Options) -> clust
                 respect_dns_ttl: dns.respect_ttl,
                 dns_lookup_family: dns_cluster_lookup_family(dns.lookup_family) as i32,
                 all_addresses_in_single_endpoint: false,
+                typed_dns_resolver_config: Some(dns_resolver(dns)),
                 ..Default::default()
             };
             out.cluster_discovery_type = Some(cluster::cluster::ClusterDiscoveryType::ClusterType(custom(
@@ -87,6 +90,34 @@ pub(super) fn build(name: &str, c: &ir::Cluster, opts: &crate::Options) -> clust
         }
     }
     out
+}
+
+/// The resolver of every name pier hands Envoy (DNS clusters, dynamic forward proxy caches): c-ares with
+/// search domains off, so a name is resolved as written (absolute). A Pod's resolv.conf (`ndots:5`,
+/// `NS.svc.cluster.local ...`) would otherwise complete `kubernetes.default`, a name the guardrails judged
+/// external, into the API server's Service. Only the operator's servers when given (never the host's as
+/// a fallback); the host's otherwise.
+pub(super) fn dns_resolver(dns: &ir::DnsSettings) -> core::TypedExtensionConfig {
+    let udp = |a: &std::net::SocketAddr| core::Address {
+        address: Some(core::address::Address::SocketAddress(core::SocketAddress {
+            protocol: core::socket_address::Protocol::Udp as i32,
+            address: a.ip().to_string(),
+            port_specifier: Some(core::socket_address::PortSpecifier::PortValue(u32::from(a.port()))),
+            ..Default::default()
+        })),
+    };
+    typed_extension(
+        ext::CARES_DNS_RESOLVER,
+        cares::CaresDnsResolverConfig {
+            resolvers: dns.resolvers.iter().map(udp).collect(),
+            use_resolvers_as_fallback: false,
+            dns_resolver_options: Some(core::DnsResolverOptions {
+                no_default_search_domain: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    )
 }
 
 fn custom<M: prost::Message + prost::Name>(name: &str, config: M) -> cluster::cluster::CustomClusterType {

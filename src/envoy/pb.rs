@@ -20,6 +20,7 @@ pub use envoy_types::pb::envoy::extensions::filters::http::rbac::v3 as rbac_filt
 pub use envoy_types::pb::envoy::extensions::filters::http::router::v3 as router;
 pub use envoy_types::pb::envoy::extensions::filters::listener::tls_inspector::v3 as tls_inspector;
 pub use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
+pub use envoy_types::pb::envoy::extensions::network::dns_resolver::cares::v3 as cares;
 pub use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3 as tls;
 pub use envoy_types::pb::envoy::extensions::upstreams::http::v3 as upstream_http;
 pub use envoy_types::pb::envoy::r#type::matcher::v3 as matcher;
@@ -41,6 +42,7 @@ pub mod ext {
     pub const DNS_CLUSTER: &str = "envoy.clusters.dns";
     pub const AGGREGATE_CLUSTER: &str = "envoy.clusters.aggregate";
     pub const TLS_INSPECTOR: &str = "envoy.filters.listener.tls_inspector";
+    pub const CARES_DNS_RESOLVER: &str = "envoy.network.dns_resolver.cares";
     /// Key of `Cluster.typed_extension_protocol_options` for upstream HTTP settings.
     pub const HTTP_PROTOCOL_OPTIONS: &str = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
 }

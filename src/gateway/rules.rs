@@ -256,7 +256,15 @@ fn entries(
 
 /// `ResolvedRefs`: the first reference problem's reason with one message per distinct problem (the same
 /// missing backend in three rules is one line), or resolved, mentioning what was ignored on the way.
+/// What was ignored is said either way: a refused endpoint must not vanish behind another problem.
 fn resolved_refs(problems: Vec<RouteProblem>, mut notes: Vec<String>, g: i64) -> RouteCondition {
+    notes.sort();
+    notes.dedup();
+    let ignored = if notes.is_empty() {
+        String::new()
+    } else {
+        format!("; ignored: {}", notes.join("; "))
+    };
     if let Some(first) = problems.first() {
         let mut msgs: Vec<&str> = Vec::new();
         for m in problems.iter().map(|p| p.message.as_str()) {
@@ -264,15 +272,9 @@ fn resolved_refs(problems: Vec<RouteProblem>, mut notes: Vec<String>, g: i64) ->
                 msgs.push(m);
             }
         }
-        return Condition::fail(RouteType::ResolvedRefs, first.reason, msgs.join("; "), g);
+        return Condition::fail(RouteType::ResolvedRefs, first.reason, msgs.join("; ") + &ignored, g);
     }
-    let msg = if notes.is_empty() {
-        "All references resolved".to_string()
-    } else {
-        notes.sort();
-        notes.dedup();
-        format!("All references resolved; ignored: {}", notes.join("; "))
-    };
+    let msg = format!("All references resolved{ignored}");
     Condition::ok(RouteType::ResolvedRefs, RouteReason::ResolvedRefs, msg, g)
 }
 

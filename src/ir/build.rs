@@ -9,6 +9,7 @@ pub fn dns(refresh_rate_ms: u64, lookup_family: LookupFamily) -> DnsSettings {
         refresh_rate_ms,
         respect_ttl: true,
         lookup_family,
+        resolvers: Vec::new(),
     }
 }
 

@@ -79,6 +79,17 @@ impl Envoy {
     /// `<label>.log`) and waits until it has published its admin address. Does not wait for LIVE: see
     /// [`Envoy::wait_live`]. A start-up failure carries the tail of Envoy's log.
     pub async fn start(bin: &Path, bootstrap: &Value, work: &Path, label: &str) -> Result<Envoy> {
+        Self::start_with_env(bin, bootstrap, work, label, &[]).await
+    }
+
+    /// [`Envoy::start`] with extra environment variables (e.g. the resolver settings a Pod would have).
+    pub async fn start_with_env(
+        bin: &Path,
+        bootstrap: &Value,
+        work: &Path,
+        label: &str,
+        env: &[(&str, &str)],
+    ) -> Result<Envoy> {
         let config = work.join(format!("{label}-bootstrap.json"));
         std::fs::write(&config, serde_json::to_vec_pretty(bootstrap)?)
             .with_context(|| format!("writing {}", config.display()))?;
@@ -91,6 +102,7 @@ impl Envoy {
             .args(["--use-dynamic-base-id", "--concurrency", "1", "--log-level", "info"])
             .arg("--admin-address-path")
             .arg(&admin_file)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log_file.try_clone()?)
             .stderr(log_file)

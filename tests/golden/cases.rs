@@ -17,6 +17,9 @@ struct CaseOptions {
     allow_unix_sockets: Option<bool>,
     enable_dynamic_resolver: Option<bool>,
     denied_cidrs: Option<Vec<String>>,
+    nat64_prefixes: Option<Vec<String>>,
+    cluster_domains: Option<Vec<String>>,
+    dns_resolvers: Option<Vec<std::net::SocketAddr>>,
     allowed_hostnames: Option<Vec<String>>,
     system_ca_path: Option<String>,
     dns_refresh_ms: Option<u64>,
@@ -45,6 +48,7 @@ impl CaseOptions {
         if let Some(v) = self.dns_lookup_family {
             o.dns.lookup_family = v;
         }
+        o.dns.resolvers = self.dns_resolvers.unwrap_or_default();
         let g = &mut o.guardrails;
         g.allow_loopback = self.allow_loopback.unwrap_or(false);
         g.allow_unix_sockets = self.allow_unix_sockets.unwrap_or(false);
@@ -55,6 +59,13 @@ impl CaseOptions {
             .iter()
             .map(|c| c.parse().expect("CIDR in options.yaml"))
             .collect();
+        g.nat64_prefixes = self
+            .nat64_prefixes
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.parse().expect("IPv6 prefix in options.yaml"))
+            .collect();
+        g.cluster_domains = self.cluster_domains.unwrap_or_default();
         g.allowed_hostnames = self.allowed_hostnames;
         o
     }

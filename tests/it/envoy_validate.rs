@@ -53,6 +53,7 @@ fn clusters(ca_file: &str) -> (BTreeMap<String, Cluster>, BTreeMap<String, Secre
                     refresh_rate_ms: 1500,
                     respect_ttl: false,
                     lookup_family: LookupFamily::V4Only,
+                    resolvers: vec!["192.0.2.53:53".parse().unwrap(), "[2001:db8::53]:5353".parse().unwrap()],
                 },
             },
             UpstreamProtocol::Auto,

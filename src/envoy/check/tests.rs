@@ -244,6 +244,7 @@ fn dfp_filter_and_clusters_share_the_dns_cache() {
                 refresh_rate_ms: 1000,
                 respect_ttl: false,
                 lookup_family: ir::LookupFamily::V6Only,
+                resolvers: Vec::new(),
             },
             deny_authorities: vec!["^localhost$".into()],
             allow_authorities: None,

@@ -40,6 +40,7 @@ pub(in crate::envoy) fn dns_cache_config(dns: &ir::DnsSettings) -> dfp_common::D
         name: names::dns_cache(lookup_family_label(dns.lookup_family), dns.refresh_rate_ms),
         dns_lookup_family: cluster_lookup_family(dns.lookup_family) as i32,
         dns_refresh_rate: Some(duration_ms(dns.refresh_rate_ms)),
+        typed_dns_resolver_config: Some(crate::envoy::clusters::dns_resolver(dns)),
         ..Default::default()
     }
 }
