@@ -1,6 +1,8 @@
 //! Command-line options shared by the subcommands. Every option can also come from the environment
 //! (`PIER_...`), so the same settings work in a shell, a Deployment or CI.
 
+mod xds;
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -8,6 +10,7 @@ use ipnet::IpNet;
 
 use crate::ir::LookupFamily;
 use crate::options::{DEFAULT_CONTROLLER_NAME, DEFAULT_SYSTEM_CA_PATH, Guardrails, Options};
+pub use xds::{BootstrapTlsArgs, CertsArgs, DEFAULT_TRUST_DOMAIN, XdsArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -26,7 +29,7 @@ pub enum Command {
     Translate(TranslateArgs),
     /// Watch a directory of manifests (or, with --kubernetes, the cluster) and serve every pier Gateway
     /// over ADS to Envoy proxies.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Print an Envoy bootstrap that serves one Gateway from pier over ADS.
     Bootstrap(BootstrapArgs),
     /// Run the bundled example on loopback: demo upstreams, pier, a real Envoy, and requests through it.
@@ -34,6 +37,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print the CustomResourceDefinitions pier needs that Gateway API releases do not ship (YAML).
     Crds,
+    /// Create a CA, pier's xDS server certificate and one client certificate per Gateway (mTLS xDS for
+    /// self-managed setups; the layout of Kubernetes TLS Secrets).
+    Certs(CertsArgs),
 }
 
 /// `pier demo` (only with the `demo` feature, on by default).
@@ -68,7 +74,8 @@ pub struct ServeArgs {
         conflicts_with = "kubernetes"
     )]
     pub config_dir: Option<PathBuf>,
-    /// Address of the ADS gRPC server (port 0 picks a free port; see --address-file).
+    /// Address of the ADS gRPC server (port 0 picks a free port; see --address-file). Beyond loopback it
+    /// needs mTLS (--xds-tls-cert, --xds-tls-key, --xds-client-ca) or --xds-insecure-plaintext.
     #[arg(long, env = "PIER_XDS_ADDRESS", default_value = "127.0.0.1:18000")]
     pub xds_address: std::net::SocketAddr,
     /// Address of the admin HTTP API (/healthz, /readyz, /metrics, /debug/...). Loopback by default.
@@ -86,7 +93,9 @@ pub struct ServeArgs {
     pub debounce_max_ms: u64,
     #[command(flatten)]
     pub translator: TranslatorArgs,
-    // Last, so its help heading does not spill onto the translator options.
+    // Last, so their help headings do not spill onto the translator options.
+    #[command(flatten)]
+    pub xds: XdsArgs,
     #[command(flatten)]
     pub kube: KubeArgs,
 }
@@ -161,6 +170,8 @@ pub struct BootstrapArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Yaml)]
     pub output: Output,
+    #[command(flatten)]
+    pub tls: BootstrapTlsArgs,
 }
 
 #[derive(Debug, Args)]

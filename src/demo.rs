@@ -150,7 +150,8 @@ async fn start_and_check(config: &DemoConfig, bin: &Path, world: &mut World) -> 
         dns.set(name, &[ip]);
     }
     let started = Instant::now();
-    let (xds, admin) = start_pier(&config_dir, &work, dns.addr, &mut world.pier).await?;
+    let (server_tls, envoy_tls) = config::xds_pki(&work, GATEWAY).context("issuing the demo's xDS certificates")?;
+    let (xds, admin) = start_pier(&config_dir, &work, dns.addr, server_tls, &mut world.pier).await?;
     let spec = BootstrapSpec {
         gateway: GATEWAY.to_string(),
         xds_host: Ipv4Addr::LOCALHOST.to_string(),
@@ -159,6 +160,7 @@ async fn start_and_check(config: &DemoConfig, bin: &Path, world: &mut World) -> 
         admin_port: 0,
         node_id: Some("pier-demo".to_string()),
         dns_resolver: Some((dns.addr.ip(), dns.addr.port())),
+        tls: Some(envoy_tls),
     };
     let envoy = world
         .envoy
@@ -226,6 +228,7 @@ async fn start_pier(
     config_dir: &Path,
     work: &Path,
     dns: SocketAddr,
+    tls: crate::xds::transport::TlsFiles,
     slot: &mut Option<PierTask>,
 ) -> Result<(SocketAddr, SocketAddr)> {
     let address_file = work.join("pier-addresses.json");
@@ -250,6 +253,8 @@ async fn start_pier(
         },
         options,
         kubernetes: None,
+        xds_security: crate::xds::transport::Security::Tls(tls),
+        xds_limits: Default::default(),
     };
     let (stop, mut stopped) = watch::channel(false);
     let task = tokio::spawn(crate::runtime::run_until(serve, async move {
@@ -315,7 +320,12 @@ fn print_addresses(a: &Addresses) {
         a.envoy.pid(),
         a.envoy.log_path().display()
     );
-    println!("pier       xDS {} ({} ADS)", a.xds, a.mode);
+    let (ns, name) = GATEWAY.split_once('/').unwrap_or_default();
+    let identity = crate::xds::identity::spiffe_id(crate::cli::DEFAULT_TRUST_DOMAIN, ns, name);
+    println!(
+        "pier       xDS {} ({} ADS over mTLS: Envoy presents {identity})",
+        a.xds, a.mode
+    );
     println!("           admin http://{admin}  /readyz /metrics /debug/status /debug/clients");
     println!("                 http://{admin}/debug/config_dump?gateway={GATEWAY}");
     if a.copied {

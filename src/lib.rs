@@ -10,7 +10,7 @@
 //! I/O and reads no clock, environment or randomness: the same model always gives the same bytes. Within
 //! it, `gateway` decides *what* to configure and `envoy` *how*; `gateway` never imports `envoy` (resource
 //! names are minted in [`ir::names`]). The edges — [`source`], [`status`], [`xds`], [`runtime`], [`admin`],
-//! [`cli`], [`crds`], and the loopback rig `testkit` and `demo` (features `testkit` / `demo`) — depend on the
+//! [`cli`], [`crds`], [`certs`], and the loopback rig `testkit` and `demo` (features `testkit` / `demo`) — depend on the
 //! core, never the reverse. `tests/it/layering.rs` enforces both rules on the sources.
 //!
 //! Why one crate and not a core crate beside an edge crate (linkerd's policy-controller splits them): the
@@ -20,6 +20,7 @@
 
 pub mod admin;
 pub mod api;
+pub mod certs;
 pub mod cli;
 pub mod crds;
 #[cfg(feature = "demo")]

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 #[cfg(feature = "demo")]
 use pier::cli::DemoArgs;
-use pier::cli::{BootstrapArgs, Cli, Command, Output, ServeArgs, TranslateArgs};
+use pier::cli::{BootstrapArgs, CertsArgs, Cli, Command, Output, ServeArgs, TranslateArgs};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -31,8 +31,9 @@ fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let result = match cli.command {
         Command::Translate(args) => translate(args),
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
         Command::Bootstrap(args) => bootstrap(args),
+        Command::Certs(args) => certs(args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo(args),
         Command::Crds => pier::crds::yaml().context("rendering the CRDs").and_then(|text| {
@@ -112,12 +113,25 @@ fn serve(args: ServeArgs) -> Result<()> {
             max_delay: std::time::Duration::from_millis(args.debounce_max_ms),
         },
         options: args.translator.options(),
+        xds_security: args.xds.security(),
+        xds_limits: args.xds.limits(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     rt.block_on(pier::runtime::run(config))
+}
+
+fn certs(args: CertsArgs) -> Result<()> {
+    let written = pier::certs::issue(&args.spec())?;
+    let mut out = std::io::stdout().lock();
+    let ca = if written.ca_created { "created" } else { "reused" };
+    writeln!(out, "CA {ca}: {}", args.out.join("ca.crt").display())?;
+    for dir in &written.dirs {
+        writeln!(out, "wrote {}/{{tls.crt,tls.key,ca.crt}}", dir.display())?;
+    }
+    Ok(())
 }
 
 fn bootstrap(args: BootstrapArgs) -> Result<()> {
@@ -140,6 +154,7 @@ fn bootstrap(args: BootstrapArgs) -> Result<()> {
         admin_port: args.admin_port,
         node_id: args.node_id,
         dns_resolver: args.dns_resolver.map(|a| (a.ip(), a.port())),
+        tls: args.tls.tls(),
     };
     let doc = pier::envoy::ads_bootstrap::bootstrap(&spec);
     print(&doc, args.output)

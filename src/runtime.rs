@@ -12,6 +12,7 @@
 mod cluster;
 mod metrics;
 mod pipeline;
+mod xds;
 pub use cluster::KubeSettings;
 
 use std::future::Future;
@@ -30,6 +31,7 @@ use crate::xds::cache::SnapshotCache;
 use crate::xds::clients::Clients;
 use crate::xds::metrics::XdsMetrics;
 use crate::xds::server::AdsServer;
+use crate::xds::transport::{Security, XdsLimits};
 
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -41,6 +43,9 @@ pub struct ServeConfig {
     pub options: Options,
     /// Watch the Kubernetes API instead of `config_dir`, and write status back.
     pub kubernetes: Option<KubeSettings>,
+    /// mTLS or plaintext on the xDS port.
+    pub xds_security: Security,
+    pub xds_limits: XdsLimits,
 }
 
 /// Serves until SIGTERM or SIGINT.
@@ -73,7 +78,11 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
     let cache = Arc::new(SnapshotCache::new());
     let clients = Arc::new(Clients::new());
     let xds_metrics = Arc::new(XdsMetrics::new(&mut registry));
-    let server = AdsServer::new(cache.clone(), clients.clone(), xds_metrics);
+    let tls = xds::security(&config.xds_security, xds_addr, &xds_metrics)?;
+    if let Some(tls) = &tls {
+        tokio::spawn(tls.clone().watch(xds_metrics.clone(), stop_rx.clone()));
+    }
+    let server = AdsServer::new(cache.clone(), clients.clone(), xds_metrics).with_limits(config.xds_limits.clone());
     let pipeline_metrics = metrics::PipelineMetrics::new(&mut registry);
     let view: SharedView = Arc::default();
 
@@ -110,7 +119,7 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
     };
     let pipeline = tokio::spawn(pipeline::run(dir_rx, config.options.clone(), sinks, stop_rx.clone()));
     let mut xds_stop = stop_rx.clone();
-    let xds = tokio::spawn(crate::xds::server::serve(xds_listener, server, async move {
+    let xds = tokio::spawn(crate::xds::server::serve(xds_listener, server, tls, async move {
         let _ = xds_stop.wait_for(|s| *s).await;
     }));
     let admin_state = crate::admin::AdminState {

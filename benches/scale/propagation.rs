@@ -223,6 +223,7 @@ pub async fn pier_run(
         admin_port: 0,
         node_id: None,
         dns_resolver: None,
+        tls: None,
     };
     let envoy = Envoy::start(envoy_bin, &bootstrap(&spec), work.path(), "envoy")
         .await

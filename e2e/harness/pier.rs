@@ -3,6 +3,10 @@
 //! files are written, replaced and removed atomically (write a hidden temp file, rename it into place) so
 //! pier's watcher never reads half a file. pier is killed on drop; [`Pier::terminate`] is the graceful path
 //! (SIGTERM, sent with `kill(1)` because the suite uses no `unsafe`).
+//!
+//! xDS runs authenticated, as a deployment should: `pier certs` makes a CA and pier's certificate in the
+//! scene's work directory (`pki/`), `pier serve` requires client certificates from it, and each proxy's
+//! bootstrap presents its Gateway's certificate (issued by `pier certs --gateway` when the proxy starts).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -31,6 +35,16 @@ fn pier_command() -> Command {
         }
     }
     cmd
+}
+
+/// Runs a short `pier` command (e.g. `pier certs`) to completion; panics with its stderr if it fails.
+fn run_pier(args: &[&str]) {
+    let out = pier_command().args(args).output().expect("running pier");
+    assert!(
+        out.status.success(),
+        "pier {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The watched directory of manifests (inside a scene's work directory, so `E2E_KEEP=1` keeps it too).
@@ -75,6 +89,8 @@ pub struct PierOptions {
 /// A running `pier serve`.
 pub struct Pier {
     pub label: String,
+    /// `pier certs` output shared by every pier and proxy of the scene.
+    pub pki: PathBuf,
     pub xds: SocketAddr,
     pub admin: SocketAddr,
     child: Option<Child>,
@@ -89,6 +105,9 @@ impl Pier {
         let log = work.join(format!("{label}.log"));
         let log_file = std::fs::File::create(&log).expect("creating the pier log");
         let xds = options.xds_address.map_or("127.0.0.1:0".to_string(), |a| a.to_string());
+        let pki = work.join("pki");
+        run_pier(&["certs", "--out", &pki.display().to_string(), "--server-ip", "127.0.0.1"]);
+        let file = |f: &str| pki.join(f).display().to_string();
         let mut cmd = pier_command();
         cmd.arg("serve")
             .arg("--config-dir")
@@ -98,6 +117,13 @@ impl Pier {
             .arg(&address_file)
             // Envoy's listeners bind loopback only: nothing the suite starts is reachable from outside.
             .args(["--listener-address", "127.0.0.1"])
+            .args([
+                "--xds-tls-cert",
+                &file("server/tls.crt"),
+                "--xds-tls-key",
+                &file("server/tls.key"),
+            ])
+            .args(["--xds-client-ca", &file("ca.crt")])
             .args(&options.extra_args)
             .env(
                 "RUST_LOG",
@@ -112,6 +138,7 @@ impl Pier {
         let child = cmd.spawn().expect("spawning pier serve");
         let mut pier = Pier {
             label: label.to_string(),
+            pki,
             xds: "127.0.0.1:0".parse().unwrap(),
             admin: "127.0.0.1:0".parse().unwrap(),
             child: Some(child),
@@ -178,6 +205,10 @@ impl Pier {
     /// `pier bootstrap` for a proxy of `gateway`, pointed at this pier and at the suite's DNS responder, with
     /// an ephemeral admin port.
     pub fn bootstrap(&self, gateway: &str, mode: Mode, dns: SocketAddr, node_id: &str) -> Value {
+        let pki = self.pki.display().to_string();
+        run_pier(&["certs", "--out", &pki, "--gateway", gateway]);
+        let certs = self.pki.join("gateways").join(gateway.replace('/', "."));
+        let file = |f: &str| certs.join(f).display().to_string();
         let mut cmd = pier_command();
         cmd.args([
             "bootstrap",
@@ -194,7 +225,9 @@ impl Pier {
             "--dns-resolver",
             &dns.to_string(),
         ])
-        .args(["--output", "json"]);
+        .args(["--output", "json"])
+        .args(["--xds-tls-cert", &file("tls.crt"), "--xds-tls-key", &file("tls.key")])
+        .args(["--xds-ca", &file("ca.crt")]);
         if mode == Mode::Delta {
             cmd.arg("--delta");
         }

@@ -124,7 +124,13 @@ impl Scene {
         index
     }
 
-    async fn spawn_envoy_with(&mut self, gateway: &str, edit: impl FnOnce(&mut Value), env: &[(&str, &str)]) -> usize {
+    /// [`Scene::spawn_envoy`] with the bootstrap edited by `edit` and extra environment variables.
+    pub async fn spawn_envoy_with(
+        &mut self,
+        gateway: &str,
+        edit: impl FnOnce(&mut Value),
+        env: &[(&str, &str)],
+    ) -> usize {
         let index = self.envoys.len();
         let node_id = format!("e2e-{}-{index}", gateway.replace('/', "-"));
         let mut bootstrap = self.pier().bootstrap(gateway, self.mode, self.dns.addr, &node_id);
@@ -140,6 +146,10 @@ impl Scene {
 
     pub fn envoy(&self) -> &Envoy {
         self.envoys.first().expect("an Envoy is running")
+    }
+
+    pub fn envoy_at(&self, index: usize) -> &Envoy {
+        &self.envoys[index]
     }
 
     /// The default Gateway listener address.

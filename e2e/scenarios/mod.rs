@@ -45,6 +45,7 @@ mod s12_grpc;
 mod s12_grpc_tls;
 mod s13_mirror_cors_timeouts;
 mod s14_absolute_names;
+mod s15_authenticated_xds;
 
 use crate::harness::PierOptions;
 

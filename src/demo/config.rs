@@ -1,4 +1,5 @@
-//! The directory pier serves in the demo, and the Gateway listener ports.
+//! The directory pier serves in the demo, the Gateway listener ports, and the certificates of its
+//! authenticated xDS.
 //!
 //! With the example's own ports (8080, 8443) pier serves `examples/` itself, so editing a file there shows a
 //! live push to Envoy. With other ports it serves a copy whose Gateway listeners use them: the example's
@@ -11,6 +12,10 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use super::{EXAMPLE_HTTP_PORT, EXAMPLE_HTTPS_PORT};
+use crate::certs::CertsSpec;
+use crate::cli::DEFAULT_TRUST_DOMAIN;
+use crate::envoy::ads_bootstrap::XdsTls;
+use crate::xds::transport::TlsFiles;
 
 /// The listener port to use for `requested` (0: a free one), after checking that nothing else holds it on
 /// 127.0.0.1, where Envoy will bind it. `flag` names the option that changes it.
@@ -80,6 +85,36 @@ fn with_listener_ports(text: &str, http: u16, https: u16) -> Result<String> {
         .map(crate::model::yaml::to_yaml)
         .collect();
     Ok(rendered?.join("---\n"))
+}
+
+/// The demo's xDS runs authenticated, as a deployment should: `pier certs` output in `work/pki` (a CA,
+/// pier's certificate for 127.0.0.1, the Gateway's client certificate), pier's side and Envoy's side.
+pub fn xds_pki(work: &Path, gateway: &str) -> Result<(TlsFiles, XdsTls)> {
+    let out = work.join("pki");
+    crate::certs::issue(&CertsSpec {
+        out: out.clone(),
+        trust_domain: DEFAULT_TRUST_DOMAIN.to_string(),
+        server_names: Vec::new(),
+        server_ips: vec![std::net::Ipv4Addr::LOCALHOST.into()],
+        gateways: vec![gateway.to_string()],
+        days: 1,
+    })?;
+    let server = TlsFiles {
+        cert: out.join("server/tls.crt"),
+        key: out.join("server/tls.key"),
+        client_ca: out.join("ca.crt"),
+        trust_domain: DEFAULT_TRUST_DOMAIN.to_string(),
+        reload_interval: std::time::Duration::from_secs(5),
+    };
+    let client_dir = out.join("gateways").join(gateway.replace('/', "."));
+    let path = |f: &str| client_dir.join(f).display().to_string();
+    let client = XdsTls {
+        cert: path("tls.crt"),
+        key: path("tls.key"),
+        ca: path("ca.crt"),
+        server_name: None,
+    };
+    Ok((server, client))
 }
 
 #[cfg(test)]

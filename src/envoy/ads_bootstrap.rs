@@ -1,7 +1,9 @@
 //! The bootstrap an operator starts an Envoy with so it serves one Gateway from pier: ADS over gRPC to
 //! pier (state-of-the-world or delta), `node.cluster = "<namespace>/<name>"` naming the Gateway, an
-//! admin listener on loopback, and optionally a DNS resolver for STRICT_DNS clusters. Built as JSON
-//! (Envoy's own bootstrap spelling) rather than protos: it is printed, never served.
+//! admin listener on loopback, and optionally a DNS resolver for STRICT_DNS clusters. With [`XdsTls`]
+//! Envoy presents its Gateway's client certificate to pier and verifies pier's certificate against a CA
+//! and a SAN; the files are watched, so rotated certificates are picked up without a restart. Built as
+//! JSON (Envoy's own bootstrap spelling) rather than protos: it is printed, never served.
 
 use std::net::IpAddr;
 
@@ -23,6 +25,56 @@ pub struct BootstrapSpec {
     pub node_id: Option<String>,
     /// A UDP DNS resolver for Envoy's own name resolution (STRICT_DNS clusters), as `ip:port`.
     pub dns_resolver: Option<(IpAddr, u16)>,
+    /// mTLS to pier.
+    pub tls: Option<XdsTls>,
+}
+
+/// Files of the proxy's side of mTLS to pier (the layout `pier certs` writes for a Gateway).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XdsTls {
+    /// The Gateway's client certificate (PEM) and key.
+    pub cert: String,
+    pub key: String,
+    /// The CA bundle pier's server certificate must chain to.
+    pub ca: String,
+    /// The name pier's certificate must carry (DNS SAN, also sent as SNI); `None`: the xDS host, as a
+    /// DNS name or an IP address SAN.
+    pub server_name: Option<String>,
+}
+
+/// The TLS transport socket of the xDS cluster.
+fn xds_transport_socket(tls: &XdsTls, xds_host: &str) -> Value {
+    let dir = |file: &str| {
+        std::path::Path::new(file)
+            .parent()
+            .map_or_else(|| ".".to_string(), |p| p.display().to_string())
+    };
+    let name = tls.server_name.as_deref().unwrap_or(xds_host);
+    let san_type = if tls.server_name.is_none() && xds_host.parse::<IpAddr>().is_ok() {
+        "IP_ADDRESS"
+    } else {
+        "DNS"
+    };
+    let mut context = json!({
+        "common_tls_context": {
+            "alpn_protocols": ["h2"],
+            "tls_certificates": [ {
+                "certificate_chain": { "filename": tls.cert },
+                "private_key": { "filename": tls.key },
+                "watched_directory": { "path": dir(&tls.cert) },
+            } ],
+            "validation_context": {
+                "trusted_ca": { "filename": tls.ca },
+                "watched_directory": { "path": dir(&tls.ca) },
+                "match_typed_subject_alt_names": [ { "san_type": san_type, "matcher": { "exact": name } } ],
+            },
+        },
+    });
+    if san_type == "DNS" {
+        context["sni"] = json!(name);
+    }
+    context["@type"] = json!("type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext");
+    json!({ "name": "envoy.transport_sockets.tls", "typed_config": context })
 }
 
 pub fn bootstrap(spec: &BootstrapSpec) -> Value {
@@ -91,6 +143,9 @@ pub fn bootstrap(spec: &BootstrapSpec) -> Value {
             "dns_resolver_options": { "no_default_search_domain": true },
         }
     });
+    if let Some(tls) = &spec.tls {
+        boot["static_resources"]["clusters"][0]["transport_socket"] = xds_transport_socket(tls, &spec.xds_host);
+    }
     if !resolvers.is_empty() {
         boot["typed_dns_resolver_config"]["typed_config"]["resolvers"] = Value::Array(resolvers);
     }
@@ -111,6 +166,7 @@ mod tests {
             admin_port: 0,
             node_id: None,
             dns_resolver: None,
+            tls: None,
         };
         let b = bootstrap(&spec);
         assert_eq!(b["node"]["cluster"], "demo/edge");

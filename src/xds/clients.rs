@@ -14,6 +14,10 @@ use dashmap::DashMap;
 use serde_json::{Value, json};
 
 use super::XdsType;
+use super::untrusted::{short, text};
+
+/// Envoy's NACK messages name the resource and the field; 4 KiB keeps them whole.
+const NACK_CHARS: usize = 4096;
 
 /// Identifies one stream in the registry.
 pub type ClientId = u64;
@@ -61,6 +65,8 @@ pub struct ClientInfo {
     pub cluster: String,
     /// The Gateway served, if `cluster` is a valid `"<namespace>/<name>"`.
     pub gateway: Option<String>,
+    /// Who the transport says the client is (its certificate's SPIFFE ID, or `plaintext`).
+    pub identity: String,
     pub mode: Mode,
     pub connected_at_unix: u64,
     pub types: BTreeMap<XdsType, TypeStatus>,
@@ -78,16 +84,26 @@ impl Clients {
         Clients::default()
     }
 
-    pub fn register(&self, node_id: &str, cluster: &str, gateway: Option<&str>, mode: Mode) -> ClientId {
+    /// Client strings are kept escaped and bounded (`untrusted`): they are shown in `/debug/clients`
+    /// and in status messages.
+    pub fn register(
+        &self,
+        node_id: &str,
+        cluster: &str,
+        gateway: Option<&str>,
+        mode: Mode,
+        identity: &str,
+    ) -> ClientId {
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let connected_at_unix = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         self.streams.insert(
             id,
             ClientInfo {
                 id,
-                node_id: node_id.to_string(),
-                cluster: cluster.to_string(),
+                node_id: short(node_id),
+                cluster: short(cluster),
                 gateway: gateway.map(str::to_string),
+                identity: short(identity),
                 mode,
                 connected_at_unix,
                 types: BTreeMap::new(),
@@ -106,7 +122,7 @@ impl Clients {
 
     pub fn acked(&self, id: ClientId, ty: XdsType, version: &str) {
         self.update(id, ty, |t| {
-            t.acked_version = Some(version.to_string());
+            t.acked_version = Some(short(version));
             t.rejecting = false;
         });
     }
@@ -114,8 +130,8 @@ impl Clients {
     pub fn nacked(&self, id: ClientId, ty: XdsType, version: &str, message: &str) {
         self.update(id, ty, |t| {
             t.last_nack = Some(Nack {
-                version: version.to_string(),
-                message: message.to_string(),
+                version: short(version),
+                message: text(message, NACK_CHARS),
             });
             t.nack_count += 1;
             t.rejecting = true;
@@ -188,6 +204,7 @@ impl Clients {
                     "node": c.node_id,
                     "cluster": c.cluster,
                     "gateway": c.gateway,
+                    "identity": c.identity,
                     "mode": c.mode.as_str(),
                     "connected_at_unix": c.connected_at_unix,
                     "types": types,
@@ -205,11 +222,17 @@ mod tests {
     #[test]
     fn nacks_are_per_gateway_and_cleared_by_an_ack() {
         let clients = Clients::new();
-        let a = clients.register("n1", "ns/a", Some("ns/a"), Mode::Sotw);
-        let b = clients.register("n2", "ns/b", Some("ns/b"), Mode::Delta);
+        let a = clients.register("n1", "ns/a", Some("ns/a"), Mode::Sotw, "plaintext");
+        let b = clients.register(
+            "n2\nforged",
+            "ns/b",
+            Some("ns/b"),
+            Mode::Delta,
+            "spiffe://pier.local/ns/ns/gateway/b",
+        );
         clients.sent(a, XdsType::Cluster, "v2");
         clients.nacked(a, XdsType::Cluster, "v2", "bad cluster");
-        clients.nacked(b, XdsType::Route, "v1", "bad route");
+        clients.nacked(b, XdsType::Route, "v1", "bad route\n2026-01-01 INFO forged");
         let url = XdsType::Cluster.type_url().to_string();
         assert_eq!(
             clients.nacks_for_gateway("ns/a"),
@@ -220,6 +243,13 @@ mod tests {
         let json = clients.to_json();
         assert_eq!(json["clients"][0]["types"]["clusters"]["nack_count"], 1);
         assert_eq!(json["clients"][1]["mode"], "delta");
+        // Client strings are escaped: a newline cannot start a line of its own wherever they are shown.
+        assert_eq!(json["clients"][1]["node"], r"n2\nforged");
+        assert_eq!(
+            json["clients"][1]["types"]["routes"]["last_nack"]["message"],
+            r"bad route\n2026-01-01 INFO forged"
+        );
+        assert_eq!(json["clients"][1]["identity"], "spiffe://pier.local/ns/ns/gateway/b");
         clients.remove(a);
         assert_eq!(clients.len(), 1);
     }

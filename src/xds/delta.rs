@@ -165,6 +165,12 @@ impl Machine for Delta {
     type Response = DeltaDiscoveryResponse;
     const MODE: Mode = Mode::Delta;
 
+    fn names(request: &DeltaDiscoveryRequest) -> usize {
+        request.resource_names_subscribe.len()
+            + request.resource_names_unsubscribe.len()
+            + request.initial_resource_versions.len()
+    }
+
     fn node(request: &DeltaDiscoveryRequest) -> Option<&Node> {
         request.node.as_ref()
     }

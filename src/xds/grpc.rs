@@ -33,6 +33,7 @@ use super::delta::Delta;
 use super::server::AdsServer;
 use super::sotw::Sotw;
 use super::stream;
+use super::transport::PeerInfo;
 
 const SOTW: &str = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
 const DELTA: &str = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources";
@@ -52,12 +53,20 @@ impl AdsService {
         }
     }
 
+    /// The transport put the connection's [`PeerInfo`] into the request; a request without one did not
+    /// come through it and is refused (fail closed).
     fn route(&self, req: http::Request<Body>) -> Result<Body, Status> {
+        let peer = req
+            .extensions()
+            .get::<PeerInfo>()
+            .cloned()
+            .ok_or_else(|| Status::unauthenticated("no transport identity for this connection"))?;
         match req.uri().path() {
             SOTW => {
                 let requests = requests::<DiscoveryResponse, DiscoveryRequest>(req, self.max_request_bytes)?;
                 Ok(Body::new(Framed::new(stream::spawn::<Sotw>(
                     self.server.shared(),
+                    peer,
                     requests,
                 ))))
             }
@@ -65,6 +74,7 @@ impl AdsService {
                 let requests = requests::<DeltaDiscoveryResponse, DeltaDiscoveryRequest>(req, self.max_request_bytes)?;
                 Ok(Body::new(Framed::new(stream::spawn::<Delta>(
                     self.server.shared(),
+                    peer,
                     requests,
                 ))))
             }

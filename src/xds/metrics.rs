@@ -5,15 +5,20 @@
 //!   `listeners`, `routes`, `secrets`);
 //! - `pier_xds_nacks_total{type}` (counter): responses a proxy rejected;
 //! - `pier_snapshot_info{gateway,type,version}` (gauge, always 1): the version served per Gateway and
-//!   type, refreshed by [`XdsMetrics::record_snapshots`] after a publish.
+//!   type, refreshed by [`XdsMetrics::record_snapshots`] after a publish;
+//! - `pier_xds_refused_total{reason}` (counter): connections and streams refused by a bound or by
+//!   authorization (`transport::Refused`);
+//! - `pier_xds_tls_reloads_total{result}` (counter): certificate reloads, `ok` or `error`;
+//! - `pier_xds_insecure_plaintext` (gauge): 1 when the operator let plaintext xDS off loopback.
 //!
 //! Owns only the metric objects; never reads the cache on its own (the runtime or [`AdsServer::publish`]
 //! calls `record_snapshots`), never influences serving.
 //!
 //! [`AdsServer::publish`]: super::AdsServer::publish
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -34,6 +39,19 @@ struct TypeLabels {
     r#type: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+/// At most one refusal log line per reason in this interval.
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 struct SnapshotLabels {
     gateway: String,
@@ -50,6 +68,11 @@ pub struct XdsMetrics {
     snapshot_info: Family<SnapshotLabels, Gauge>,
     /// Label sets currently exported by `snapshot_info`, to remove the stale ones.
     snapshot_labels: Mutex<BTreeSet<SnapshotLabels>>,
+    refused: Family<ReasonLabels, Counter>,
+    /// Per reason: when a refusal was last logged, and how many went unlogged since.
+    refusal_log: Mutex<HashMap<&'static str, (Instant, u64)>>,
+    tls_reloads: Family<ResultLabels, Counter>,
+    insecure: Gauge,
 }
 
 impl XdsMetrics {
@@ -75,6 +98,21 @@ impl XdsMetrics {
             "Version served per Gateway and resource type (value always 1)",
             metrics.snapshot_info.clone(),
         );
+        registry.register(
+            "pier_xds_refused",
+            "xDS connections and streams refused by a bound or by authorization, by reason",
+            metrics.refused.clone(),
+        );
+        registry.register(
+            "pier_xds_tls_reloads",
+            "Reloads of the xDS server's TLS certificates, by result",
+            metrics.tls_reloads.clone(),
+        );
+        registry.register(
+            "pier_xds_insecure_plaintext",
+            "1 when xDS is served in plaintext beyond loopback (--xds-insecure-plaintext)",
+            metrics.insecure.clone(),
+        );
         for mode in [Mode::Sotw, Mode::Delta] {
             // Export both modes from the start, at 0.
             let _ = metrics.connected.get_or_create(&ModeLabels { mode: mode.as_str() });
@@ -96,6 +134,48 @@ impl XdsMetrics {
 
     pub(crate) fn nacked(&self, ty: XdsType) {
         self.nacks.get_or_create(&TypeLabels { r#type: ty.as_str() }).inc();
+    }
+
+    /// Counts a refusal; `Some(suppressed)` when it should be logged (the first in a while), with the
+    /// number of refusals of this reason not logged since the last line.
+    pub(crate) fn refused(&self, reason: super::transport::Refused) -> Option<u64> {
+        let name = reason.as_str();
+        self.refused.get_or_create(&ReasonLabels { reason: name }).inc();
+        let mut log = self.refusal_log.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        match log.get_mut(name) {
+            Some((last, suppressed)) if now.duration_since(*last) < REFUSAL_LOG_INTERVAL => {
+                *suppressed += 1;
+                None
+            }
+            entry => {
+                let suppressed = entry.map_or(0, |(_, n)| *n);
+                log.insert(name, (now, 0));
+                Some(suppressed)
+            }
+        }
+    }
+
+    pub fn refusals(&self, reason: super::transport::Refused) -> u64 {
+        self.refused
+            .get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            })
+            .get()
+    }
+
+    pub fn tls_reloads(&self, ok: bool) -> u64 {
+        let result = if ok { "ok" } else { "error" };
+        self.tls_reloads.get_or_create(&ResultLabels { result }).get()
+    }
+
+    pub(crate) fn tls_reload(&self, ok: bool) {
+        let result = if ok { "ok" } else { "error" };
+        self.tls_reloads.get_or_create(&ResultLabels { result }).inc();
+    }
+
+    pub fn set_insecure_plaintext(&self, insecure: bool) {
+        self.insecure.set(i64::from(insecure));
     }
 
     /// Open streams of one mode.

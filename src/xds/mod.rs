@@ -26,12 +26,15 @@ pub mod cache;
 pub mod clients;
 mod delta;
 mod grpc;
+pub mod identity;
 pub mod metrics;
 pub mod plan;
 pub mod server;
 mod sotw;
 mod stream;
+pub mod transport;
 mod types;
+pub mod untrusted;
 
 pub use cache::{Entry, PublishReport, Snapshot, SnapshotCache, View};
 pub use clients::{Clients, Mode};

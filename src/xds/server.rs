@@ -2,7 +2,8 @@
 //! from — each stream runs in its own task, framed by [`grpc`](super::grpc) — and [`serve`] runs it on a
 //! listener until shutdown.
 //!
-//! Owns transport concerns only (keepalive, graceful shutdown). On shutdown every stream task ends its
+//! Owns transport concerns only (TLS and the client bounds through [`transport`](super::transport),
+//! keepalive, graceful shutdown). On shutdown every stream task ends its
 //! response stream, so each call finishes with status OK and the proxy keeps its configuration until
 //! it reconnects (to this replica or another), rather than seeing a transport error mid-push.
 
@@ -12,11 +13,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tonic::transport::server::TcpIncoming;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
 
 use super::grpc::AdsService;
 use super::stream::Shared;
+use super::transport::{self, TlsState, XdsLimits};
 use super::{Clients, PublishReport, SnapshotCache, XdsMetrics};
 use crate::envoy::Resources;
 use crate::translate::engine::out::GatewayOut;
@@ -24,15 +26,13 @@ use crate::translate::engine::out::GatewayOut;
 /// How often an idle connection is probed (HTTP/2 PING), so a vanished proxy's stream is reaped.
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Requests are small; this only bounds a misbehaving client.
-const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
-
 /// The ADS service. Cheap to clone (shared state behind `Arc`s).
 #[derive(Clone)]
 pub struct AdsServer {
     pub cache: Arc<SnapshotCache>,
     pub clients: Arc<Clients>,
     pub metrics: Arc<XdsMetrics>,
+    pub limits: XdsLimits,
     /// Set by [`serve`]; `true` ends every stream.
     shutdown: watch::Receiver<bool>,
 }
@@ -46,8 +46,14 @@ impl AdsServer {
             cache,
             clients,
             metrics,
+            limits: XdsLimits::default(),
             shutdown,
         }
+    }
+
+    pub fn with_limits(mut self, limits: XdsLimits) -> AdsServer {
+        self.limits = limits;
+        self
     }
 
     /// Publishes a translation's Gateways and refreshes `pier_snapshot_info`.
@@ -69,33 +75,49 @@ impl AdsServer {
             cache: self.cache.clone(),
             clients: self.clients.clone(),
             metrics: self.metrics.clone(),
+            limits: self.limits.clone(),
             shutdown: self.shutdown.clone(),
         }
     }
 }
 
 /// Serves ADS on `listener` until `shutdown` resolves; then stops accepting, ends every stream
-/// cleanly and returns once the connections are closed.
+/// cleanly and returns once the connections are closed. With `tls`, every client presents a
+/// certificate (see [`transport`]); without, the caller has checked that plaintext is allowed.
 pub async fn serve(
     listener: TcpListener,
     mut server: AdsServer,
+    tls: Option<Arc<TlsState>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
     let (stop, stopped) = watch::channel(false);
     server.shutdown = stopped;
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "serving ADS");
+        let security = if tls.is_some() { "mTLS" } else { "plaintext" };
+        tracing::info!(%addr, security, "serving ADS");
     }
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let (tx, rx) = mpsc::channel(64);
+    let acceptor = tokio::spawn(transport::accept(
+        listener,
+        tls,
+        server.limits.clone(),
+        server.metrics.clone(),
+        tx,
+    ));
+    let incoming = ReceiverStream::new(rx);
     let signal = async move {
         shutdown.await;
         tracing::info!("ADS server shutting down");
         let _ = stop.send(true);
     };
-    tonic::transport::Server::builder()
+    let max_request_bytes = server.limits.max_request_bytes;
+    let served = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
-        .add_service(AdsService::new(server, MAX_REQUEST_BYTES))
+        .max_concurrent_streams(Some(server.limits.max_streams_per_connection))
+        .add_service(AdsService::new(server, max_request_bytes))
         .serve_with_incoming_shutdown(incoming, signal)
-        .await
+        .await;
+    acceptor.abort();
+    served
 }

@@ -84,6 +84,10 @@ impl Machine for Sotw {
     type Response = DiscoveryResponse;
     const MODE: Mode = Mode::Sotw;
 
+    fn names(request: &DiscoveryRequest) -> usize {
+        request.resource_names.len()
+    }
+
     fn node(request: &DiscoveryRequest) -> Option<&Node> {
         request.node.as_ref()
     }

@@ -5,7 +5,10 @@
 //!
 //! Owns the only I/O of a stream and the node → Gateway rule; never decides what is sent (that is the
 //! state machine and the [`Plan`]). A node whose `cluster` is not `"<namespace>/<name>"`, or names a
-//! Gateway that is not published, is sent nothing — never another Gateway's configuration.
+//! Gateway that is not published, is sent nothing — never another Gateway's configuration. A node whose
+//! `cluster` names a Gateway the connection's identity does not grant (`identity`), a node larger than
+//! the bound, or a request listing more resource names than the bound ends the stream with an error
+//! status before anything more is sent. Every client string is escaped before it is logged (`untrusted`).
 
 use std::sync::Arc;
 
@@ -19,6 +22,8 @@ use tracing::{Instrument, debug, field, info, warn};
 use super::clients::{ClientId, Clients, Mode};
 use super::metrics::XdsMetrics;
 use super::plan::{Plan, Step};
+use super::transport::{PeerInfo, Refused, XdsLimits, refuse};
+use super::untrusted::short;
 use super::{SnapshotCache, XdsType};
 
 /// Responses buffered per stream before the writer waits for the proxy to read.
@@ -52,6 +57,8 @@ pub(crate) trait Machine: Default + Send + 'static {
     const MODE: Mode;
 
     fn node(request: &Self::Request) -> Option<&Node>;
+    /// Resource names the request lists (subscribed, unsubscribed, or with versions).
+    fn names(request: &Self::Request) -> usize;
     fn plan_mut(&mut self) -> &mut Plan;
     /// Applies one request (ACK / NACK / subscription change).
     fn on_request(&mut self, request: Self::Request, events: &mut Vec<Event>);
@@ -65,22 +72,25 @@ pub(crate) struct Shared {
     pub cache: Arc<SnapshotCache>,
     pub clients: Arc<Clients>,
     pub metrics: Arc<XdsMetrics>,
+    pub limits: XdsLimits,
     pub shutdown: watch::Receiver<bool>,
 }
 
 /// Starts the stream's task; the returned stream is the response half tonic sends.
 pub(crate) fn spawn<M: Machine>(
     shared: Shared,
+    peer: PeerInfo,
     inbound: Streaming<M::Request>,
 ) -> ReceiverStream<Result<M::Response, Status>> {
     let (tx, rx) = mpsc::channel(RESPONSE_BUFFER);
     let span = tracing::info_span!(
         "ads",
         mode = M::MODE.as_str(),
+        peer = %peer.addr,
         node = field::Empty,
         gateway = field::Empty
     );
-    tokio::spawn(run::<M>(shared, inbound, tx).instrument(span));
+    tokio::spawn(run::<M>(shared, peer, inbound, tx).instrument(span));
     ReceiverStream::new(rx)
 }
 
@@ -120,9 +130,11 @@ struct Peer {
 
 async fn run<M: Machine>(
     shared: Shared,
+    conn: PeerInfo,
     mut inbound: Streaming<M::Request>,
     tx: mpsc::Sender<Result<M::Response, Status>>,
 ) {
+    let _active = conn.activity.stream();
     let mut generation = shared.cache.subscribe();
     let mut shutdown = shared.shutdown.clone();
     let mut machine = M::default();
@@ -137,8 +149,12 @@ async fn run<M: Machine>(
             }
             message = inbound.next() => match message {
                 Some(Ok(request)) => {
+                    if let Err(status) = admit::<M>(&shared, &conn, peer.is_none(), &request) {
+                        let _ = tx.send(Err(status)).await;
+                        return;
+                    }
                     if peer.is_none() {
-                        peer = Some(identify::<M>(&shared, M::node(&request)));
+                        peer = Some(identify::<M>(&shared, &conn, M::node(&request)));
                     }
                     machine.on_request(request, &mut events);
                 }
@@ -178,30 +194,88 @@ async fn shut_down(signal: &mut watch::Receiver<bool>) {
     }
 }
 
-fn identify<M: Machine>(shared: &Shared, node: Option<&Node>) -> Peer {
+/// The bounds and the authorization, checked on every request (the node on the first only): `Err` is the
+/// status the stream ends with.
+fn admit<M: Machine>(shared: &Shared, conn: &PeerInfo, first: bool, request: &M::Request) -> Result<(), Status> {
+    let limits = &shared.limits;
+    let names = M::names(request);
+    if names > limits.max_resource_names {
+        refuse(
+            &shared.metrics,
+            Refused::TooManyNames,
+            conn.addr,
+            "--xds-max-resource-names",
+        );
+        return Err(Status::resource_exhausted(format!(
+            "the request lists {names} resource names; the limit is {} (--xds-max-resource-names)",
+            limits.max_resource_names
+        )));
+    }
+    if !first {
+        return Ok(());
+    }
+    let node = M::node(request);
+    let size = node.map_or(0, prost::Message::encoded_len);
+    if size > limits.max_node_bytes {
+        refuse(
+            &shared.metrics,
+            Refused::NodeTooLarge,
+            conn.addr,
+            "--xds-max-node-bytes",
+        );
+        return Err(Status::invalid_argument(format!(
+            "node is {size} bytes; the limit is {} (--xds-max-node-bytes)",
+            limits.max_node_bytes
+        )));
+    }
+    let cluster = node.map_or("", |n| n.cluster.as_str());
+    if conn.identity.allows(cluster) {
+        return Ok(());
+    }
+    refuse(
+        &shared.metrics,
+        Refused::PermissionDenied,
+        conn.addr,
+        "the client certificate's SPIFFE IDs",
+    );
+    warn!(
+        identity = %short(&conn.identity.describe()),
+        cluster = %short(cluster),
+        "xDS client asked for a Gateway its certificate does not grant"
+    );
+    Err(Status::permission_denied(format!(
+        "this client's certificate ({}) does not grant Gateway {:?}",
+        short(&conn.identity.describe()),
+        short(cluster)
+    )))
+}
+
+fn identify<M: Machine>(shared: &Shared, conn: &PeerInfo, node: Option<&Node>) -> Peer {
     let (id, cluster) = node.map(|n| (n.id.clone(), n.cluster.clone())).unwrap_or_default();
     let gateway = parse_gateway(&cluster).map(str::to_string);
     let span = tracing::Span::current();
-    span.record("node", id.as_str());
-    span.record("gateway", cluster.as_str());
+    span.record("node", short(&id).as_str());
+    span.record("gateway", short(&cluster).as_str());
     if gateway.is_none() {
         warn!(
-            node = %id,
-            cluster = %cluster,
+            node = %short(&id),
+            cluster = %short(&cluster),
             "node.cluster is not \"<namespace>/<gateway>\"; serving this proxy nothing"
         );
     } else {
-        info!("proxy connected");
+        info!(identity = %short(&conn.identity.describe()), "proxy connected");
     }
     shared.metrics.connected(M::MODE);
     let reg = Registration {
         clients: shared.clients.clone(),
         metrics: shared.metrics.clone(),
-        id: shared.clients.register(&id, &cluster, gateway.as_deref(), M::MODE),
+        id: shared
+            .clients
+            .register(&id, &cluster, gateway.as_deref(), M::MODE, &conn.identity.describe()),
         mode: M::MODE,
     };
     Peer {
-        node: id,
+        node: short(&id),
         gateway,
         reg,
         warned: false,
@@ -262,7 +336,7 @@ fn report(shared: &Shared, peer: &Peer, events: impl Iterator<Item = Event>) {
                 shared.clients.sent(id, ty, &version);
             }
             Event::Acked { ty, version } => {
-                debug!(type_url = ty.type_url(), %version, "proxy acknowledged");
+                debug!(type_url = ty.type_url(), version = %short(&version), "proxy acknowledged");
                 shared.clients.acked(id, ty, &version);
             }
             Event::Nacked { ty, version, message } => {
@@ -270,8 +344,8 @@ fn report(shared: &Shared, peer: &Peer, events: impl Iterator<Item = Event>) {
                     node = %peer.node,
                     gateway,
                     type_url = ty.type_url(),
-                    %version,
-                    error = %message,
+                    version = %short(&version),
+                    error = %super::untrusted::text(&message, 4096),
                     "proxy rejected configuration"
                 );
                 shared.metrics.nacked(ty);

@@ -7,7 +7,8 @@
 //!
 //! | module | what it checks |
 //! |---|---|
-//! | [`xds`] | the ADS server over loopback, SotW and delta |
+//! | [`xds`] | the ADS server over loopback, SotW and delta; mTLS, authorization and client bounds |
+//! | [`security_cli`] | `pier certs`, `pier bootstrap` with mTLS, `pier serve` refusing plaintext beyond loopback |
 //! | [`kube`] | the runtime against the fake API server; the `deploy/` manifests |
 //! | [`cli`] | `pier translate` and `pier bootstrap` as a user runs them |
 //! | [`demo`] | `pier demo --once` (built with the `demo` feature) |
@@ -35,6 +36,7 @@ mod kube;
 mod kube_support;
 mod layering;
 mod route_features_live;
+mod security_cli;
 mod support;
 mod xds;
 mod xds_support;

@@ -8,6 +8,7 @@ use std::process::Command;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
 use serde::de::DeserializeOwned;
@@ -61,6 +62,7 @@ fn every_manifest_parses_into_its_kubernetes_type() {
             "Service" => drop(typed::<Service>(&file, &v)),
             "PodDisruptionBudget" => drop(typed::<PodDisruptionBudget>(&file, &v)),
             "ConfigMap" => drop(typed::<ConfigMap>(&file, &v)),
+            "NetworkPolicy" => drop(typed::<NetworkPolicy>(&file, &v)),
             other => panic!("{file}: no test type for kind {other}"),
         }
         kinds.insert(kind);
@@ -72,6 +74,7 @@ fn every_manifest_parses_into_its_kubernetes_type() {
         "Deployment",
         "Service",
         "PodDisruptionBudget",
+        "NetworkPolicy",
     ] {
         assert!(kinds.contains(k), "deploy/ has a {k}");
     }
@@ -151,6 +154,12 @@ fn example_envoy_bootstrap_is_what_pier_bootstrap_prints() {
         admin_port: 9901,
         node_id: None,
         dns_resolver: None,
+        tls: Some(pier::envoy::ads_bootstrap::XdsTls {
+            cert: "/etc/envoy/xds/tls.crt".into(),
+            key: "/etc/envoy/xds/tls.key".into(),
+            ca: "/etc/envoy/xds/ca.crt".into(),
+            server_name: None,
+        }),
     };
     assert_eq!(shipped, pier::envoy::ads_bootstrap::bootstrap(&spec));
 }

@@ -91,6 +91,8 @@ impl Pier {
             },
             options,
             kubernetes: Some(settings),
+            xds_security: pier::xds::transport::Security::Plaintext { insecure: false },
+            xds_limits: Default::default(),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(pier::runtime::run_until(config, async move {

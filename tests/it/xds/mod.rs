@@ -5,6 +5,8 @@
 //! protocol has (SotW's wildcard rules, nonce handling and restart versions; delta's subscriptions,
 //! removals and initial resource versions) stays in that mode's module.
 
+mod auth;
+mod bounds;
 mod delta;
 mod scenarios;
 mod sotw;

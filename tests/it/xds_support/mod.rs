@@ -5,6 +5,7 @@
 
 pub mod delta;
 pub mod sotw;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -192,28 +193,41 @@ pub trait AdsProxy: Sized {
 pub struct Harness {
     pub server: AdsServer,
     pub addr: SocketAddr,
+    /// With mTLS, the client side [`Harness::channel`] connects with.
+    pub client_tls: Option<Arc<rustls::ClientConfig>>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), tonic::transport::Error>>,
 }
 
 impl Harness {
+    /// Plaintext on loopback.
     pub async fn start() -> Harness {
+        Harness::start_with(None, Default::default()).await
+    }
+
+    /// With mTLS (`tls`) and these client bounds.
+    pub async fn start_with(
+        tls: Option<Arc<pier::xds::transport::TlsState>>,
+        limits: pier::xds::transport::XdsLimits,
+    ) -> Harness {
         let server = AdsServer::new(
             Arc::new(SnapshotCache::new()),
             Arc::new(Clients::new()),
             Arc::new(XdsMetrics::default()),
-        );
+        )
+        .with_limits(limits);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind loopback");
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(pier::xds::serve(listener, server.clone(), async move {
+        let task = tokio::spawn(pier::xds::serve(listener, server.clone(), tls, async move {
             let _ = stopped.await;
         }));
         Harness {
             server,
             addr,
+            client_tls: None,
             stop: Some(stop),
             task,
         }
@@ -240,13 +254,15 @@ impl Harness {
     }
 
     pub async fn channel(&self) -> AggregatedDiscoveryServiceClient<Channel> {
-        tokio::time::timeout(
-            WAIT,
-            AggregatedDiscoveryServiceClient::connect(format!("http://{}", self.addr)),
-        )
-        .await
-        .expect("connect in time")
-        .expect("connect")
+        tokio::time::timeout(WAIT, self.try_channel())
+            .await
+            .expect("connect in time")
+            .expect("connect")
+    }
+
+    /// A client over plaintext, or over TLS with `client_tls`.
+    pub async fn try_channel(&self) -> Result<AggregatedDiscoveryServiceClient<Channel>, tonic::transport::Error> {
+        connect(self.addr, self.client_tls.clone()).await
     }
 
     /// Signals shutdown and waits for `serve` to return.
@@ -257,6 +273,17 @@ impl Harness {
             .expect("serve returns after shutdown")
             .expect("serve task")
             .expect("serve ends without error");
+    }
+}
+
+/// An ADS client of `addr`: plaintext, or TLS with `tls`.
+pub async fn connect(
+    addr: SocketAddr,
+    tls: Option<Arc<rustls::ClientConfig>>,
+) -> Result<AggregatedDiscoveryServiceClient<Channel>, tonic::transport::Error> {
+    match tls {
+        None => AggregatedDiscoveryServiceClient::connect(format!("http://{addr}")).await,
+        Some(config) => Ok(AggregatedDiscoveryServiceClient::new(tls::channel(addr, config).await?)),
     }
 }
 

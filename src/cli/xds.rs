@@ -1,0 +1,154 @@
+//! The xDS port's options: mTLS, the explicit insecure flag, and the bounds on what a client controls
+//! (`xds::transport`). Also the proxy's side (`pier bootstrap`) and `pier certs`.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::xds::transport::{Security, TlsFiles, XdsLimits};
+
+/// The default SPIFFE trust domain of client certificates (`pier certs` uses it too).
+pub const DEFAULT_TRUST_DOMAIN: &str = "pier.local";
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "xDS security")]
+pub struct XdsArgs {
+    /// pier's xDS server certificate chain (PEM). With --xds-tls-key and --xds-client-ca: mTLS.
+    #[arg(long, env = "PIER_XDS_TLS_CERT", value_name = "PATH", requires_all = ["xds_tls_key", "xds_client_ca"])]
+    pub xds_tls_cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    #[arg(long, env = "PIER_XDS_TLS_KEY", value_name = "PATH", requires = "xds_tls_cert")]
+    pub xds_tls_key: Option<PathBuf>,
+    /// CA bundle (PEM) that proxies' client certificates must chain to.
+    #[arg(long, env = "PIER_XDS_CLIENT_CA", value_name = "PATH", requires = "xds_tls_cert")]
+    pub xds_client_ca: Option<PathBuf>,
+    /// SPIFFE trust domain of client certificates: spiffe://DOMAIN/ns/NS/gateway/NAME grants NS/NAME.
+    #[arg(long, env = "PIER_XDS_TRUST_DOMAIN", default_value = DEFAULT_TRUST_DOMAIN)]
+    pub xds_trust_domain: String,
+    /// How often the certificate files are checked for changes (milliseconds).
+    #[arg(long, env = "PIER_XDS_TLS_RELOAD_MS", default_value_t = 5_000)]
+    pub xds_tls_reload_ms: u64,
+    /// Serve xDS in plaintext on a non-loopback address. Anyone who can connect gets any Gateway's
+    /// private keys; for isolated networks only.
+    #[arg(long, env = "PIER_XDS_INSECURE_PLAINTEXT", conflicts_with = "xds_tls_cert")]
+    pub xds_insecure_plaintext: bool,
+    /// Largest xDS request message, in bytes.
+    #[arg(long, env = "PIER_XDS_MAX_REQUEST_BYTES", default_value_t = XdsLimits::default().max_request_bytes)]
+    pub xds_max_request_bytes: usize,
+    /// Largest `node` a proxy may announce (encoded bytes).
+    #[arg(long, env = "PIER_XDS_MAX_NODE_BYTES", default_value_t = XdsLimits::default().max_node_bytes)]
+    pub xds_max_node_bytes: usize,
+    /// Most resource names in one xDS request.
+    #[arg(long, env = "PIER_XDS_MAX_RESOURCE_NAMES", default_value_t = XdsLimits::default().max_resource_names)]
+    pub xds_max_resource_names: usize,
+    /// HTTP/2 streams open at once on one xDS connection.
+    #[arg(long, env = "PIER_XDS_MAX_STREAMS_PER_CONNECTION", default_value_t = XdsLimits::default().max_streams_per_connection)]
+    pub xds_max_streams_per_connection: u32,
+    /// xDS connections open at once from one peer address.
+    #[arg(long, env = "PIER_XDS_MAX_CONNECTIONS_PER_PEER", default_value_t = XdsLimits::default().max_connections_per_peer)]
+    pub xds_max_connections_per_peer: usize,
+    /// Time for a client's TLS handshake (plaintext: its first byte), in milliseconds.
+    #[arg(long, env = "PIER_XDS_HANDSHAKE_TIMEOUT_MS", default_value_t = 10_000)]
+    pub xds_handshake_timeout_ms: u64,
+    /// An xDS connection without any stream for this long is closed (milliseconds).
+    #[arg(long, env = "PIER_XDS_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
+    pub xds_idle_timeout_ms: u64,
+}
+
+impl XdsArgs {
+    pub fn security(&self) -> Security {
+        match (&self.xds_tls_cert, &self.xds_tls_key, &self.xds_client_ca) {
+            (Some(cert), Some(key), Some(client_ca)) => Security::Tls(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: client_ca.clone(),
+                trust_domain: self.xds_trust_domain.clone(),
+                reload_interval: Duration::from_millis(self.xds_tls_reload_ms.max(100)),
+            }),
+            _ => Security::Plaintext {
+                insecure: self.xds_insecure_plaintext,
+            },
+        }
+    }
+
+    pub fn limits(&self) -> XdsLimits {
+        XdsLimits {
+            max_request_bytes: self.xds_max_request_bytes,
+            max_node_bytes: self.xds_max_node_bytes,
+            max_resource_names: self.xds_max_resource_names,
+            max_streams_per_connection: self.xds_max_streams_per_connection.max(1),
+            max_connections_per_peer: self.xds_max_connections_per_peer.max(1),
+            handshake_timeout: Duration::from_millis(self.xds_handshake_timeout_ms),
+            idle_timeout: Duration::from_millis(self.xds_idle_timeout_ms),
+        }
+    }
+}
+
+/// `pier bootstrap`'s side of mTLS: the files Envoy presents and verifies pier with.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "xDS security")]
+pub struct BootstrapTlsArgs {
+    /// The Gateway's client certificate (PEM) Envoy presents to pier (`pier certs` writes
+    /// gateways/NS.NAME/tls.crt). With --xds-tls-key and --xds-ca: mTLS to pier.
+    #[arg(long, value_name = "PATH", requires_all = ["xds_tls_key", "xds_ca"])]
+    pub xds_tls_cert: Option<String>,
+    /// Its private key (PEM).
+    #[arg(long, value_name = "PATH", requires = "xds_tls_cert")]
+    pub xds_tls_key: Option<String>,
+    /// CA bundle (PEM) pier's server certificate must chain to.
+    #[arg(long, value_name = "PATH", requires = "xds_tls_cert")]
+    pub xds_ca: Option<String>,
+    /// The DNS name pier's certificate must carry, sent as SNI (default: the --xds-address host).
+    #[arg(long, value_name = "NAME", requires = "xds_tls_cert")]
+    pub xds_server_name: Option<String>,
+}
+
+impl BootstrapTlsArgs {
+    pub fn tls(&self) -> Option<crate::envoy::ads_bootstrap::XdsTls> {
+        Some(crate::envoy::ads_bootstrap::XdsTls {
+            cert: self.xds_tls_cert.clone()?,
+            key: self.xds_tls_key.clone()?,
+            ca: self.xds_ca.clone()?,
+            server_name: self.xds_server_name.clone(),
+        })
+    }
+}
+
+/// `pier certs`.
+#[derive(Debug, Clone, Args)]
+pub struct CertsArgs {
+    /// Output directory: ca.crt and ca.key (created once, then reused), server/ and gateways/NS.NAME/,
+    /// each with tls.crt, tls.key and ca.crt.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// A DNS name proxies reach pier at (the server certificate's SAN; repeatable).
+    #[arg(long = "server-name", value_name = "NAME")]
+    pub server_names: Vec<String>,
+    /// An address proxies reach pier at (repeatable).
+    #[arg(long = "server-ip", value_name = "IP")]
+    pub server_ips: Vec<IpAddr>,
+    /// A Gateway to issue a client certificate for (NAMESPACE/NAME; repeatable).
+    #[arg(long = "gateway", value_name = "NAMESPACE/NAME")]
+    pub gateways: Vec<String>,
+    /// SPIFFE trust domain of the Gateways' certificates (as pier serve's --xds-trust-domain).
+    #[arg(long, default_value = DEFAULT_TRUST_DOMAIN)]
+    pub trust_domain: String,
+    /// Validity of issued certificates, in days (the CA gets twice as long).
+    #[arg(long, default_value_t = 365)]
+    pub days: u32,
+}
+
+impl CertsArgs {
+    pub fn spec(&self) -> crate::certs::CertsSpec {
+        crate::certs::CertsSpec {
+            out: self.out.clone(),
+            trust_domain: self.trust_domain.clone(),
+            server_names: self.server_names.clone(),
+            server_ips: self.server_ips.clone(),
+            gateways: self.gateways.clone(),
+            days: self.days,
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! The xDS server's transport: TLS with client certificates (or plaintext where that is safe), and the
+//! bounds on what a client controls before it has said anything useful.
+//!
+//! pier hands private keys to whoever receives a Gateway's secrets, so the transport is where that is
+//! decided: with [`Security::Tls`] every connection presents a certificate from the configured CA, and the
+//! stream layer checks that its [`Identity`] grants the Gateway the node asks for. Plaintext is allowed on a
+//! loopback address, or anywhere under the operator's explicit insecure flag (checked in `runtime`).
+//!
+//! Accepting is pier's own loop rather than tonic's, so that each connection is bounded before tonic
+//! sees it: a TLS handshake (or, in plaintext, the first byte) within `handshake_timeout`, at most
+//! `max_connections_per_peer` open connections per peer address, and a connection closed once it has
+//! carried no stream for `idle_timeout`. Handshakes run in their own tasks, so a slow or silent client
+//! never holds up the next accept. Each refusal counts in `pier_xds_refused_total{reason}` and is logged
+//! (throttled, so a flood cannot flood the log too).
+
+mod conn;
+mod tls;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tracing::{debug, warn};
+
+pub use conn::{Activity, PeerInfo, PeerStream};
+pub use tls::{TlsFiles, TlsState};
+
+use super::identity::Identity;
+use super::metrics::XdsMetrics;
+use conn::PeerCounts;
+
+/// How the xDS port is secured.
+#[derive(Debug, Clone)]
+pub enum Security {
+    /// mTLS: a server certificate, and client certificates required from this CA.
+    Tls(TlsFiles),
+    /// No TLS; `insecure` says the operator asked for it beyond loopback.
+    Plaintext { insecure: bool },
+}
+
+/// Bounds on what an xDS client controls. Each has a `pier serve` option, a refusal reason in
+/// `pier_xds_refused_total{reason}` and a log line naming the option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XdsLimits {
+    /// Largest request message (gRPC frame) accepted.
+    pub max_request_bytes: usize,
+    /// Largest `node` (encoded) a stream may announce.
+    pub max_node_bytes: usize,
+    /// Most resource names one request may list (subscribe plus unsubscribe).
+    pub max_resource_names: usize,
+    /// HTTP/2 streams open at once on one connection.
+    pub max_streams_per_connection: u32,
+    /// Connections open at once from one peer address.
+    pub max_connections_per_peer: usize,
+    /// Time for the TLS handshake (plaintext: for the first byte).
+    pub handshake_timeout: Duration,
+    /// A connection without any stream for this long is closed.
+    pub idle_timeout: Duration,
+}
+
+impl Default for XdsLimits {
+    /// Generous for real proxies (Envoy opens one ADS stream per connection, a node of a few KiB, and at
+    /// most one name per cluster or listener it knows), tight for anything else.
+    fn default() -> XdsLimits {
+        XdsLimits {
+            max_request_bytes: 4 * 1024 * 1024,
+            max_node_bytes: 64 * 1024,
+            max_resource_names: 100_000,
+            max_streams_per_connection: 8,
+            max_connections_per_peer: 128,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Why a connection or stream was refused (the `reason` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Refused {
+    PeerConnections,
+    HandshakeTimeout,
+    TlsHandshake,
+    IdleTimeout,
+    NodeTooLarge,
+    TooManyNames,
+    PermissionDenied,
+}
+
+impl Refused {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refused::PeerConnections => "peer-connections",
+            Refused::HandshakeTimeout => "handshake-timeout",
+            Refused::TlsHandshake => "tls-handshake",
+            Refused::IdleTimeout => "idle-timeout",
+            Refused::NodeTooLarge => "node-too-large",
+            Refused::TooManyNames => "too-many-names",
+            Refused::PermissionDenied => "permission-denied",
+        }
+    }
+}
+
+/// Accepts connections on `listener` until the receiver is dropped, and hands each one, handshaken and
+/// bounded, to tonic through `tx`.
+pub(crate) async fn accept(
+    listener: TcpListener,
+    tls: Option<Arc<TlsState>>,
+    limits: XdsLimits,
+    metrics: Arc<XdsMetrics>,
+    tx: mpsc::Sender<Result<PeerStream, std::io::Error>>,
+) {
+    let counts = PeerCounts::default();
+    loop {
+        let (tcp, addr) = tokio::select! {
+            () = tx.closed() => return,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    warn!(error = %e, "accepting an xDS connection failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let Some(slot) = counts.admit(addr.ip(), limits.max_connections_per_peer) else {
+            refuse(
+                &metrics,
+                Refused::PeerConnections,
+                addr,
+                "--xds-max-connections-per-peer",
+            );
+            continue;
+        };
+        let _ = tcp.set_nodelay(true);
+        let (tls, limits, metrics, tx) = (tls.clone(), limits.clone(), metrics.clone(), tx.clone());
+        tokio::spawn(async move {
+            let handshake = tokio::time::timeout(limits.handshake_timeout, handshake(tcp, addr, tls.as_deref()));
+            let stream = match handshake.await {
+                Ok(Ok((io, identity))) => {
+                    PeerStream::new(io, PeerInfo::new(addr, identity), slot, limits.idle_timeout, metrics)
+                }
+                Ok(Err(e)) => {
+                    debug!(peer = %addr, error = %e, "xDS TLS handshake failed");
+                    refuse(
+                        &metrics,
+                        Refused::TlsHandshake,
+                        addr,
+                        "a client certificate from --xds-client-ca",
+                    );
+                    return;
+                }
+                Err(_) => {
+                    refuse(&metrics, Refused::HandshakeTimeout, addr, "--xds-handshake-timeout-ms");
+                    return;
+                }
+            };
+            let _ = tx.send(Ok(stream)).await;
+        });
+    }
+}
+
+/// TLS (returning the client's identity), or in plaintext the first byte.
+async fn handshake(tcp: TcpStream, addr: SocketAddr, tls: Option<&TlsState>) -> std::io::Result<(conn::Io, Identity)> {
+    match tls {
+        Some(tls) => {
+            let stream = tls.acceptor().accept(tcp).await?;
+            let identity = tls.identity(stream.get_ref().1);
+            debug!(peer = %addr, identity = %identity.describe(), "xDS client authenticated");
+            Ok((conn::Io::Tls(Box::new(stream)), identity))
+        }
+        None => {
+            let mut byte = [0u8; 1];
+            tcp.peek(&mut byte).await?;
+            Ok((conn::Io::Plain(tcp), Identity::Plaintext))
+        }
+    }
+}
+
+/// Counts and logs a refusal. The log is throttled per reason: a flood of refused clients is one line
+/// per interval with the number suppressed, and the counter has every one.
+pub(crate) fn refuse(metrics: &XdsMetrics, reason: Refused, peer: impl std::fmt::Display, option: &str) {
+    if let Some(suppressed) = metrics.refused(reason) {
+        warn!(
+            reason = reason.as_str(),
+            %peer,
+            suppressed,
+            "refused an xDS client (bound: {option})"
+        );
+    }
+}
+
+/// Whether `addr` keeps plaintext xDS on this machine.
+pub fn is_loopback(addr: IpAddr) -> bool {
+    match addr {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+    }
+}
