@@ -118,7 +118,29 @@ fn rule_filters(rule: &spec::Rule) -> Result<RuleFilters, String> {
     if !rule.unsupported_fields.is_empty() {
         return Err(format!("{} is not supported", rule.unsupported_fields.join(", ")));
     }
+    if let Some(why) = out_of_bounds(rule) {
+        return Err(why);
+    }
     super::filters::parse(rule)
+}
+
+/// Gateway API's own bounds on backendRefs (its CRD enforces them; files and older CRDs do not):
+/// at most 16 per rule, each weight in 0..=1,000,000. Past them Envoy would refuse the whole route
+/// configuration — every tenant's routes — once the weights sum beyond 2^32-1, so the rule is refused
+/// alone instead.
+fn out_of_bounds(rule: &spec::Rule) -> Option<String> {
+    const MAX_REFS: usize = 16;
+    const MAX_WEIGHT: i32 = 1_000_000;
+    if rule.backend_refs.len() > MAX_REFS {
+        return Some(format!(
+            "{} backendRefs; Gateway API allows at most {MAX_REFS} per rule",
+            rule.backend_refs.len()
+        ));
+    }
+    rule.backend_refs.iter().enumerate().find_map(|(i, br)| {
+        let w = br.weight?;
+        (!(0..=MAX_WEIGHT).contains(&w)).then(|| format!("backendRefs[{i}].weight {w} is outside 0..={MAX_WEIGHT}"))
+    })
 }
 
 /// The rule's backendRefs, resolved: a target (or `None` for an invalid one, which keeps its weight),
