@@ -25,6 +25,9 @@
 pub mod cache;
 pub mod clients;
 mod delta;
+#[cfg(any(feature = "fuzzing", feature = "testkit"))]
+#[doc(hidden)]
+pub mod fuzz;
 mod grpc;
 pub mod identity;
 pub mod metrics;

@@ -8,5 +8,6 @@
 mod auth;
 mod bounds;
 mod delta;
+mod fuzz_props;
 mod scenarios;
 mod sotw;
