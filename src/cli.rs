@@ -85,6 +85,8 @@ pub struct ServeArgs {
     #[arg(long, env = "PIER_DEBOUNCE_MAX_MS", default_value_t = 250)]
     pub debounce_max_ms: u64,
     #[command(flatten)]
+    pub inputs: InputArgs,
+    #[command(flatten)]
     pub translator: TranslatorArgs,
     // Last, so its help heading does not spill onto the translator options.
     #[command(flatten)]
@@ -175,7 +177,18 @@ pub struct TranslateArgs {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
+    pub inputs: InputArgs,
+    #[command(flatten)]
     pub translator: TranslatorArgs,
+}
+
+/// Bounds on the config files, which whoever may write them controls.
+#[derive(Debug, Clone, Args)]
+pub struct InputArgs {
+    /// Skip, with a warning, any config file larger than this; also the most one file's YAML may expand
+    /// to with its aliases. What a skipped file defined when it last read well stays in force.
+    #[arg(long, env = "PIER_MAX_FILE_BYTES", value_name = "BYTES", default_value_t = crate::model::yaml::DEFAULT_MAX_BYTES)]
+    pub max_file_bytes: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -243,6 +243,7 @@ async fn start_pier(config_dir: &Path, work: &Path, slot: &mut Option<PierTask>)
         },
         options,
         kubernetes: None,
+        max_file_bytes: crate::model::yaml::DEFAULT_MAX_BYTES,
     };
     let (stop, mut stopped) = watch::channel(false);
     let task = tokio::spawn(crate::runtime::run_until(serve, async move {

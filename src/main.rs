@@ -53,7 +53,8 @@ fn main() -> ExitCode {
 
 fn translate(args: TranslateArgs) -> Result<()> {
     let started = std::time::Instant::now();
-    let loaded = pier::source::files::load_paths(&args.paths).context("reading input")?;
+    let loaded =
+        pier::source::files::load_paths_capped(&args.paths, args.inputs.max_file_bytes).context("reading input")?;
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
@@ -112,6 +113,7 @@ fn serve(args: ServeArgs) -> Result<()> {
             max_delay: std::time::Duration::from_millis(args.debounce_max_ms),
         },
         options: args.translator.options(),
+        max_file_bytes: args.inputs.max_file_bytes,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -41,6 +41,8 @@ pub struct ServeConfig {
     pub options: Options,
     /// Watch the Kubernetes API instead of `config_dir`, and write status back.
     pub kubernetes: Option<KubeSettings>,
+    /// Config files larger than this are skipped (see `source::files`).
+    pub max_file_bytes: usize,
 }
 
 /// Serves until SIGTERM or SIGINT.
@@ -95,6 +97,7 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
         None => {
             let dir = dir::run(
                 config.config_dir.clone(),
+                config.max_file_bytes,
                 config.debounce.clone(),
                 dir_tx,
                 stop_rx.clone(),

@@ -10,6 +10,7 @@
 //! | [`xds`] | the ADS server over loopback, SotW and delta |
 //! | [`kube`] | the runtime against the fake API server; the `deploy/` manifests |
 //! | [`cli`] | `pier translate` and `pier bootstrap` as a user runs them |
+//! | [`serve_inputs`] | `pier serve` against config files and admin requests an outsider controls |
 //! | [`demo`] | `pier demo --once` (built with the `demo` feature) |
 //! | [`envoy_validate`] | every IR variant accepted by `envoy --mode validate` |
 //! | [`authority_guard`] | the DynamicResolver authority guard, live in Envoy |
@@ -35,6 +36,7 @@ mod kube;
 mod kube_support;
 mod layering;
 mod route_features_live;
+mod serve_inputs;
 mod support;
 mod xds;
 mod xds_support;

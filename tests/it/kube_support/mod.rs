@@ -91,6 +91,7 @@ impl Pier {
             },
             options,
             kubernetes: Some(settings),
+            max_file_bytes: pier::model::yaml::DEFAULT_MAX_BYTES,
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(pier::runtime::run_until(config, async move {
