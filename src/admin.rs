@@ -5,6 +5,20 @@
 //!
 //! Depends on the core and the xDS cache, never on `runtime`: the runtime fills the [`View`] this module
 //! serves, so the dependency runs one way.
+//!
+//! Access ([`access`]). Every request's `Host` must be an IP literal, `localhost`, or a name the operator
+//! listed (`--admin-allowed-host`); anything else gets 403. A web page can make a browser send requests
+//! to `127.0.0.1` under its own name by DNS rebinding, and the browser then lets the page read the
+//! answers; refusing foreign names closes that, while probes and scrapers that address the Pod by IP are
+//! unaffected. `/metrics` and `/debug/*` show the whole configuration (hostnames, backends, NACK
+//! details); with `--admin-token-file` they need `Authorization: Bearer <token>`. `/healthz` and
+//! `/readyz` never do: kubelet probes carry no credentials, and they tell no more than "up" and the
+//! source error. pier refuses to start with the admin address beyond loopback and no token, unless
+//! `--admin-allow-unauthenticated` says so, which it logs as a warning at every start. `deploy/` binds
+//! 0.0.0.0 for its probes and sets that flag, with a comment on requiring a token from a Secret
+//! instead; its probes keep working either way, since they address the Pod IP and need no token.
+
+pub mod access;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -23,6 +37,7 @@ use crate::gateway::status::ObjectStatus;
 use crate::translate::engine::out::GatewayOut;
 use crate::xds::cache::SnapshotCache;
 use crate::xds::clients::Clients;
+pub use access::Access;
 
 #[derive(Clone)]
 pub struct AdminState {
@@ -54,17 +69,23 @@ pub type SharedView = Arc<RwLock<View>>;
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AdminState,
+    access: Access,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = Router::new()
+    let app = router(state, access);
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+}
+
+fn router(state: AdminState, access: Access) -> Router {
+    Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/debug/config_dump", get(config_dump))
         .route("/debug/clients", get(clients))
         .route("/debug/status", get(status))
-        .with_state(state);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(Arc::new(access), access::guard))
 }
 
 /// 200 once the first complete read is published. A later failed read keeps pier ready (the last good

@@ -20,6 +20,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Translate YAML/JSON manifests offline and print the Envoy resources and statuses.
@@ -88,6 +90,9 @@ pub struct ServeArgs {
     pub inputs: InputArgs,
     #[command(flatten)]
     pub translator: TranslatorArgs,
+    // After the options without a heading, so its heading does not spill onto them.
+    #[command(flatten)]
+    pub admin: AdminArgs,
     // Last, so its help heading does not spill onto the translator options.
     #[command(flatten)]
     pub kube: KubeArgs,
@@ -189,6 +194,29 @@ pub struct InputArgs {
     /// to with its aliases. What a skipped file defined when it last read well stays in force.
     #[arg(long, env = "PIER_MAX_FILE_BYTES", value_name = "BYTES", default_value_t = crate::model::yaml::DEFAULT_MAX_BYTES)]
     pub max_file_bytes: usize,
+}
+
+/// Who may use the admin API (`pier serve`).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Admin API")]
+pub struct AdminArgs {
+    /// Host names the admin API answers to besides IP addresses and localhost (repeatable or
+    /// comma-separated); any other Host header is refused, so a web page cannot reach it by DNS rebinding.
+    #[arg(
+        long = "admin-allowed-host",
+        env = "PIER_ADMIN_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub admin_allowed_hosts: Vec<String>,
+    /// A file holding a bearer token that /metrics and /debug/* then require (/healthz and /readyz stay
+    /// open for probes). Read once at start.
+    #[arg(long, env = "PIER_ADMIN_TOKEN_FILE", value_name = "PATH")]
+    pub admin_token_file: Option<PathBuf>,
+    /// Serve /metrics and /debug/* without a token although --admin-address is not loopback (pier
+    /// refuses to start that way otherwise).
+    #[arg(long, env = "PIER_ADMIN_ALLOW_UNAUTHENTICATED")]
+    pub admin_allow_unauthenticated: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -244,6 +244,7 @@ async fn start_pier(config_dir: &Path, work: &Path, slot: &mut Option<PierTask>)
         options,
         kubernetes: None,
         max_file_bytes: crate::model::yaml::DEFAULT_MAX_BYTES,
+        admin_access: crate::admin::Access::default(),
     };
     let (stop, mut stopped) = watch::channel(false);
     let task = tokio::spawn(crate::runtime::run_until(serve, async move {
@@ -278,7 +279,7 @@ async fn start_pier(config_dir: &Path, work: &Path, slot: &mut Option<PierTask>)
     };
     let (xds, admin) = (address("xds")?, address("admin")?);
     eventually("pier to be ready (/readyz)", STEP_TIMEOUT, || async {
-        let r = http::get(admin, "pier-admin", "/readyz").await?;
+        let r = http::get(admin, &admin.to_string(), "/readyz").await?;
         if r.status == 200 { Ok(()) } else { Err(r.body) }
     })
     .await

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 #[cfg(feature = "demo")]
 use pier::cli::DemoArgs;
-use pier::cli::{BootstrapArgs, Cli, Command, Output, ServeArgs, TranslateArgs};
+use pier::cli::{AdminArgs, BootstrapArgs, Cli, Command, Output, ServeArgs, TranslateArgs};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -114,12 +114,25 @@ fn serve(args: ServeArgs) -> Result<()> {
         },
         options: args.translator.options(),
         max_file_bytes: args.inputs.max_file_bytes,
+        admin_access: admin_access(&args.admin)?,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     rt.block_on(pier::runtime::run(config))
+}
+
+fn admin_access(args: &AdminArgs) -> Result<pier::admin::Access> {
+    let token = match &args.admin_token_file {
+        Some(path) => Some(pier::admin::access::read_token_file(path).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    Ok(pier::admin::Access {
+        allowed_hosts: args.admin_allowed_hosts.clone(),
+        token,
+        allow_unauthenticated: args.admin_allow_unauthenticated,
+    })
 }
 
 fn bootstrap(args: BootstrapArgs) -> Result<()> {

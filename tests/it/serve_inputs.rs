@@ -24,6 +24,11 @@ pub struct Serve {
 impl Serve {
     /// Starts `pier serve --config-dir dir` with `args`; `Err` with pier's log if it exits first.
     pub fn start(dir: &Path, work: &Path, args: &[&str]) -> Result<Serve, String> {
+        Serve::start_on("127.0.0.1:0", dir, work, args)
+    }
+
+    /// [`Serve::start`] with the admin API on `admin`.
+    pub fn start_on(admin: &str, dir: &Path, work: &Path, args: &[&str]) -> Result<Serve, String> {
         let address_file = work.join("addresses.json");
         let log = work.join("pier.log");
         let log_file = std::fs::File::create(&log).expect("creating the log");
@@ -34,13 +39,7 @@ impl Serve {
             }
         }
         let mut child = cmd
-            .args([
-                "serve",
-                "--xds-address",
-                "127.0.0.1:0",
-                "--admin-address",
-                "127.0.0.1:0",
-            ])
+            .args(["serve", "--xds-address", "127.0.0.1:0", "--admin-address", admin])
             .arg("--config-dir")
             .arg(dir)
             .arg("--address-file")
@@ -213,4 +212,86 @@ async fn files_an_outsider_writes_never_stall_reloads_or_drop_the_served_config(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(pier.running());
+}
+
+/// `GET path` with this Host and these headers.
+fn get(host: &str, path: &str, headers: &[(&str, &str)]) -> Request {
+    headers
+        .iter()
+        .fold(Request::get(host, path), |r, (name, value)| r.header(name, value))
+}
+
+#[tokio::test]
+async fn the_admin_api_answers_only_its_own_names_and_with_a_token_only_to_its_holder() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("config");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("gw.yaml"), gateway("a.example.com")).unwrap();
+    let token_file = work.path().join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let args = [
+        "--admin-token-file",
+        token_file.to_str().unwrap(),
+        "--admin-allowed-host",
+        "pier-admin.pier-system.svc",
+    ];
+    let pier = Serve::start(&dir, work.path(), &args).unwrap();
+    let addr = pier.admin.to_string();
+    let port = pier.admin.port();
+    let bearer = [("Authorization", "Bearer s3cret-token")];
+
+    // DNS rebinding: a page's own name, pointed at 127.0.0.1, is refused on every path, probes included.
+    for path in ["/healthz", "/debug/status"] {
+        let r = pier
+            .send(get(&format!("rebind.attacker.example:{port}"), path, &bearer))
+            .await;
+        assert_eq!(r.status, 403, "{path}: {}", r.body);
+        assert!(r.body.contains("\"rebind.attacker.example:"), "{}", r.body);
+    }
+    // IP literals, localhost and the listed name pass.
+    for host in [
+        addr.clone(),
+        format!("localhost:{port}"),
+        format!("pier-admin.pier-system.svc:{port}"),
+    ] {
+        assert_eq!(
+            pier.send(get(&host, "/debug/status", &bearer)).await.status,
+            200,
+            "{host}"
+        );
+    }
+
+    // The probes are open; everything else needs the token.
+    let ready = Instant::now() + WAIT;
+    while pier.get("/readyz").await.status != 200 {
+        assert!(Instant::now() < ready, "never ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(pier.get("/healthz").await.status, 200);
+    for path in ["/metrics", "/debug/status", "/debug/config_dump", "/debug/clients"] {
+        let none = pier.get(path).await;
+        assert_eq!(none.status, 401, "{path}");
+        assert_eq!(none.header("www-authenticate"), Some("Bearer realm=\"pier-admin\""));
+        let wrong = pier
+            .send(get(&addr, path, &[("Authorization", "Bearer s3cret-tokeN")]))
+            .await;
+        assert_eq!(wrong.status, 401, "{path}");
+        assert_eq!(pier.send(get(&addr, path, &bearer)).await.status, 200, "{path}");
+    }
+}
+
+#[test]
+fn an_admin_api_beyond_loopback_without_a_token_is_refused_at_start() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("config");
+    std::fs::create_dir(&dir).unwrap();
+    // Refused before anything is bound, so nothing listens beyond loopback even for a moment.
+    let Err(log) = Serve::start_on("0.0.0.0:0", &dir, work.path(), &[]) else {
+        panic!("pier served an unauthenticated admin API on 0.0.0.0");
+    };
+    assert!(
+        log.contains("the admin address 0.0.0.0:0 is not loopback and no admin token is set")
+            && log.contains("--admin-allow-unauthenticated"),
+        "{log}"
+    );
 }

@@ -92,6 +92,7 @@ impl Pier {
             options,
             kubernetes: Some(settings),
             max_file_bytes: pier::model::yaml::DEFAULT_MAX_BYTES,
+            admin_access: pier::admin::Access::default(),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(pier::runtime::run_until(config, async move {
@@ -113,7 +114,7 @@ impl Pier {
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let r = pier::testkit::http::get(self.admin, "pier-admin", path)
+        let r = pier::testkit::http::get(self.admin, &self.admin.to_string(), path)
             .await
             .expect("admin API answers");
         (r.status, serde_json::from_str(&r.body).unwrap_or(Value::Null))
