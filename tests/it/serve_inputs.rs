@@ -295,3 +295,29 @@ fn an_admin_api_beyond_loopback_without_a_token_is_refused_at_start() {
         "{log}"
     );
 }
+
+#[tokio::test]
+async fn a_private_key_quoted_by_an_error_is_redacted_wherever_the_admin_api_shows_it() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("config");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("gw.yaml"), gateway("a.example.com")).unwrap();
+    let pier = Serve::start(&dir, work.path(), &[]).unwrap();
+    pier.status_until("the first read", |s| s["generation"] == 1).await;
+
+    // A key pasted where a number belongs: the parse error quotes the value.
+    let key = "-----BEGIN RSA PRIVATE KEY-----\\nMIIEowIBAAKCAQEAs3cr3tKeyMaterial\\n-----END RSA PRIVATE KEY-----";
+    let service = format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: s, namespace: default}}\nspec: {{ports: [{{port: \"{key}\"}}]}}\n"
+    );
+    std::fs::write(dir.join("svc.yaml"), service).unwrap();
+    pier.status_until("the error", |s| s["source_error"].is_string()).await;
+    for path in ["/readyz", "/debug/status"] {
+        let body = pier.get(path).await.body;
+        assert!(
+            body.contains("svc.yaml") && body.contains("[redacted private key]"),
+            "{path}: {body}"
+        );
+        assert!(!body.contains("s3cr3tKeyMaterial"), "{path} shows the key: {body}");
+    }
+}
