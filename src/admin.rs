@@ -5,16 +5,36 @@
 //!
 //! Depends on the core and the xDS cache, never on `runtime`: the runtime fills the [`View`] this module
 //! serves, so the dependency runs one way.
+//!
+//! Access ([`access`]). Every request's `Host` must be an IP literal, `localhost`, or a name the operator
+//! listed (`--admin-allowed-host`); anything else gets 403. A web page can make a browser send requests
+//! to `127.0.0.1` under its own name by DNS rebinding, and the browser then lets the page read the
+//! answers; refusing foreign names closes that, while probes and scrapers that address the Pod by IP are
+//! unaffected. `/metrics` and `/debug/*` show the whole configuration (hostnames, backends, NACK
+//! details); with `--admin-token-file` they need `Authorization: Bearer <token>`. `/healthz` and
+//! `/readyz` never do: kubelet probes carry no credentials, and they tell no more than "up" and the
+//! source error. pier refuses to start with the admin address beyond loopback and no token, unless
+//! `--admin-allow-unauthenticated` says so, which it logs as a warning at every start. `deploy/` binds
+//! 0.0.0.0 for its probes and sets that flag, with a comment on requiring a token from a Secret
+//! instead; its probes keep working either way, since they address the Pod IP and need no token.
+//!
+//! Redaction ([`redact`]): besides the structural redaction of Envoy's `private_key` fields, every string
+//! a `/debug/*` answer (and `/readyz`, which repeats the source error) carries is searched for PEM
+//! private-key blocks, which are replaced wherever they are: a key pasted into a certificate field, or
+//! quoted by a parse error, is not shown.
+
+pub mod access;
+mod redact;
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, RwLock};
 
+use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
 use prometheus_client::registry::Registry;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -23,6 +43,7 @@ use crate::gateway::status::ObjectStatus;
 use crate::translate::engine::out::GatewayOut;
 use crate::xds::cache::SnapshotCache;
 use crate::xds::clients::Clients;
+pub use access::Access;
 
 #[derive(Clone)]
 pub struct AdminState {
@@ -54,17 +75,23 @@ pub type SharedView = Arc<RwLock<View>>;
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AdminState,
+    access: Access,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = Router::new()
+    let app = router(state, access);
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+}
+
+fn router(state: AdminState, access: Access) -> Router {
+    Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/debug/config_dump", get(config_dump))
         .route("/debug/clients", get(clients))
         .route("/debug/status", get(status))
-        .with_state(state);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(Arc::new(access), access::guard))
 }
 
 /// 200 once the first complete read is published. A later failed read keeps pier ready (the last good
@@ -82,7 +109,7 @@ async fn readyz(State(s): State<AdminState>) -> Response {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (code, Json(body)).into_response()
+    (code, redact::json(body)).into_response()
 }
 
 async fn metrics(State(s): State<AdminState>) -> Response {
@@ -95,7 +122,7 @@ async fn metrics(State(s): State<AdminState>) -> Response {
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        text,
+        redact::text(&text).into_owned(),
     )
         .into_response()
 }
@@ -123,18 +150,18 @@ async fn config_dump(State(s): State<AdminState>, Query(q): Query<DumpQuery>) ->
                     .map(|(t, v)| (t.as_str().to_string(), Value::String(v)))
                     .collect();
                 j["versions"] = Value::Object(versions);
-                Json(j).into_response()
+                redact::json(j).into_response()
             }
             None => {
                 let known: Vec<&String> = v.published.keys().collect();
                 (
                     StatusCode::NOT_FOUND,
-                    Json(json!({ "error": format!("no published Gateway {g:?}"), "gateways": known })),
+                    redact::json(json!({ "error": format!("no published Gateway {g:?}"), "gateways": known })),
                 )
                     .into_response()
             }
         },
-        None => Json(Value::Object(
+        None => redact::json(Value::Object(
             v.published.iter().map(|(g, res)| (g.clone(), dump(res))).collect(),
         ))
         .into_response(),
@@ -142,12 +169,12 @@ async fn config_dump(State(s): State<AdminState>, Query(q): Query<DumpQuery>) ->
 }
 
 async fn clients(State(s): State<AdminState>) -> Response {
-    Json(s.clients.to_json()).into_response()
+    redact::json(s.clients.to_json()).into_response()
 }
 
 async fn status(State(s): State<AdminState>) -> Response {
     let v = s.view.read().expect("view lock");
-    Json(json!({
+    redact::json(json!({
         "generation": v.generation,
         "source_error": v.source_error,
         "source_warnings": v.source_warnings,

@@ -92,10 +92,14 @@ pub struct ServeArgs {
     #[arg(long, env = "PIER_DEBOUNCE_MAX_MS", default_value_t = 250)]
     pub debounce_max_ms: u64,
     #[command(flatten)]
+    pub inputs: InputArgs,
+    #[command(flatten)]
     pub translator: TranslatorArgs,
-    // Last, so their help headings do not spill onto the translator options.
+    // After the options without a heading, so their headings do not spill onto them.
     #[command(flatten)]
     pub xds: XdsArgs,
+    #[command(flatten)]
+    pub admin: AdminArgs,
     #[command(flatten)]
     pub kube: KubeArgs,
 }
@@ -186,7 +190,41 @@ pub struct TranslateArgs {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
+    pub inputs: InputArgs,
+    #[command(flatten)]
     pub translator: TranslatorArgs,
+}
+
+/// Bounds on the config files, which whoever may write them controls.
+#[derive(Debug, Clone, Args)]
+pub struct InputArgs {
+    /// Skip, with a warning, any config file larger than this; also the most one file's YAML may expand
+    /// to with its aliases. What a skipped file defined when it last read well stays in force.
+    #[arg(long, env = "PIER_MAX_FILE_BYTES", value_name = "BYTES", default_value_t = crate::model::yaml::DEFAULT_MAX_BYTES)]
+    pub max_file_bytes: usize,
+}
+
+/// Who may use the admin API (`pier serve`).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Admin API")]
+pub struct AdminArgs {
+    /// Host names the admin API answers to besides IP addresses and localhost (repeatable or
+    /// comma-separated); any other Host header is refused, so a web page cannot reach it by DNS rebinding.
+    #[arg(
+        long = "admin-allowed-host",
+        env = "PIER_ADMIN_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub admin_allowed_hosts: Vec<String>,
+    /// A file holding a bearer token that /metrics and /debug/* then require (/healthz and /readyz stay
+    /// open for probes). Read once at start.
+    #[arg(long, env = "PIER_ADMIN_TOKEN_FILE", value_name = "PATH")]
+    pub admin_token_file: Option<PathBuf>,
+    /// Serve /metrics and /debug/* without a token although --admin-address is not loopback (pier
+    /// refuses to start that way otherwise).
+    #[arg(long, env = "PIER_ADMIN_ALLOW_UNAUTHENTICATED")]
+    pub admin_allow_unauthenticated: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

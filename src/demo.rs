@@ -255,6 +255,8 @@ async fn start_pier(
         kubernetes: None,
         xds_security: crate::xds::transport::Security::Tls(tls),
         xds_limits: Default::default(),
+        max_file_bytes: crate::model::yaml::DEFAULT_MAX_BYTES,
+        admin_access: crate::admin::Access::default(),
     };
     let (stop, mut stopped) = watch::channel(false);
     let task = tokio::spawn(crate::runtime::run_until(serve, async move {
@@ -289,7 +291,7 @@ async fn start_pier(
     };
     let (xds, admin) = (address("xds")?, address("admin")?);
     eventually("pier to be ready (/readyz)", STEP_TIMEOUT, || async {
-        let r = http::get(admin, "pier-admin", "/readyz").await?;
+        let r = http::get(admin, &admin.to_string(), "/readyz").await?;
         if r.status == 200 { Ok(()) } else { Err(r.body) }
     })
     .await

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 #[cfg(feature = "demo")]
 use pier::cli::DemoArgs;
-use pier::cli::{BootstrapArgs, CertsArgs, Cli, Command, Output, ServeArgs, TranslateArgs};
+use pier::cli::{AdminArgs, BootstrapArgs, CertsArgs, Cli, Command, Output, ServeArgs, TranslateArgs};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -54,7 +54,8 @@ fn main() -> ExitCode {
 
 fn translate(args: TranslateArgs) -> Result<()> {
     let started = std::time::Instant::now();
-    let loaded = pier::source::files::load_paths(&args.paths).context("reading input")?;
+    let loaded =
+        pier::source::files::load_paths_capped(&args.paths, args.inputs.max_file_bytes).context("reading input")?;
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
@@ -115,6 +116,8 @@ fn serve(args: ServeArgs) -> Result<()> {
         options: args.translator.options(),
         xds_security: args.xds.security(),
         xds_limits: args.xds.limits(),
+        max_file_bytes: args.inputs.max_file_bytes,
+        admin_access: admin_access(&args.admin)?,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -132,6 +135,18 @@ fn certs(args: CertsArgs) -> Result<()> {
         writeln!(out, "wrote {}/{{tls.crt,tls.key,ca.crt}}", dir.display())?;
     }
     Ok(())
+}
+
+fn admin_access(args: &AdminArgs) -> Result<pier::admin::Access> {
+    let token = match &args.admin_token_file {
+        Some(path) => Some(pier::admin::access::read_token_file(path).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    Ok(pier::admin::Access {
+        allowed_hosts: args.admin_allowed_hosts.clone(),
+        token,
+        allow_unauthenticated: args.admin_allow_unauthenticated,
+    })
 }
 
 fn bootstrap(args: BootstrapArgs) -> Result<()> {

@@ -46,6 +46,10 @@ pub struct ServeConfig {
     /// mTLS or plaintext on the xDS port.
     pub xds_security: Security,
     pub xds_limits: XdsLimits,
+    /// Config files larger than this are skipped (see `source::files`).
+    pub max_file_bytes: usize,
+    /// Who may use the admin API.
+    pub admin_access: crate::admin::Access,
 }
 
 /// Serves until SIGTERM or SIGINT.
@@ -56,6 +60,12 @@ pub async fn run(config: ServeConfig) -> Result<()> {
 /// Serves until `shutdown` completes, then stops gracefully. For embedders that own the process's signals
 /// (`pier demo` runs this runtime in-process beside Envoy and stops both on Ctrl-C).
 pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    // Before binding anything: an admin API that would be open beyond loopback is refused outright.
+    match crate::admin::access::check_exposure(config.admin_address, &config.admin_access) {
+        Ok(Some(warning)) => warn!("INSECURE: {warning}"),
+        Ok(None) => {}
+        Err(refusal) => anyhow::bail!(refusal),
+    }
     let xds_listener = tokio::net::TcpListener::bind(config.xds_address)
         .await
         .with_context(|| format!("binding the xDS address {}", config.xds_address))?;
@@ -104,6 +114,7 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
         None => {
             let dir = dir::run(
                 config.config_dir.clone(),
+                config.max_file_bytes,
                 config.debounce.clone(),
                 dir_tx,
                 stop_rx.clone(),
@@ -129,7 +140,8 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
         registry: Arc::new(registry),
     };
     let mut admin_stop = stop_rx.clone();
-    let admin = tokio::spawn(crate::admin::serve(admin_listener, admin_state, async move {
+    let access = config.admin_access.clone();
+    let admin = tokio::spawn(crate::admin::serve(admin_listener, admin_state, access, async move {
         let _ = admin_stop.wait_for(|s| *s).await;
     }));
 

@@ -14,11 +14,14 @@
 //! - `fanout STREAMS ROUTES SAMPLES`: one change → every one of STREAMS ADS streams ACKed, and pier's
 //!   resident memory per idle stream (`fanout.rs`).
 //! - `engine-memory N`: resident memory of the parsed model and of the engine built from it.
+//! - `services DIR N`: writes N Services in one namespace, each with an EndpointSlice and a route
+//!   (`services.rs`), for `pier translate` runs measured from outside.
 
 mod engine;
 mod fanout;
 mod floor;
 mod propagation;
+mod services;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -87,6 +90,12 @@ fn main() {
             let line = rt.block_on(fanout::run(&pier_bin, arg(1, 1000), arg(2, 100), arg(3, 10)));
             println!("{line}");
         }
+        Some("services") => {
+            let dir = PathBuf::from(args.get(1).expect("services DIR N"));
+            let n: usize = args.get(2).expect("services DIR N").parse().expect("N is a number");
+            services::write(&dir, n);
+            println!("wrote {n} Services in one namespace to {}", dir.display());
+        }
         Some("engine-memory") => engine::memory(args.get(1).expect("engine-memory N").parse().expect("N")),
         Some("engine") => {
             let sizes: Vec<usize> = args
@@ -100,7 +109,7 @@ fn main() {
         }
         other => {
             eprintln!(
-                "unknown command {other:?}; commands: workload, phases, translate-loop, propagation, engine, engine-memory, fanout"
+                "unknown command {other:?}; commands: workload, services, phases, translate-loop, propagation, engine, engine-memory, fanout"
             );
             std::process::exit(2);
         }

@@ -189,7 +189,7 @@ impl Pier {
     }
 
     pub async fn admin_get(&self, path: &str) -> Result<Response, String> {
-        http::get(self.admin, "pier-admin", path).await
+        http::get(self.admin, &self.admin.to_string(), path).await
     }
 
     /// An admin endpoint's body as JSON (panics on a non-200 or non-JSON answer).

@@ -2,7 +2,11 @@
 //! `ca.crt`) and certificate/key pairs (`kubernetes.io/tls` Secrets). Each resolved reference becomes an
 //! SDS secret with a name from `ir::names`; each failure becomes a `Problem` with the upstream
 //! reason, naming the object and key. PEM is checked for framing here so a broken bundle is refused
-//! in status instead of being NACKed by every proxy.
+//! in status instead of being NACKed by every proxy. A certificate field (`tls.crt`, a CA bundle) that
+//! carries a private key is refused too, naming the object and key: served as a certificate, the key
+//! would reach every proxy and everyone who may read the config dump.
+
+pub mod private_keys;
 
 use std::collections::BTreeMap;
 
@@ -171,8 +175,13 @@ fn secret_string(s: &K8sSecret, key: &str) -> Option<String> {
     String::from_utf8(bytes.0.clone()).ok()
 }
 
-/// At least one PEM `CERTIFICATE` block, and nothing that is not PEM.
+/// At least one PEM `CERTIFICATE` block, nothing that is not PEM, and no private key.
 pub fn check_certificates(pem_text: &str) -> Result<(), String> {
+    if let Some(label) = private_keys::first_label(pem_text) {
+        return Err(format!(
+            "holds a private key (a PEM {label} block): a certificate field must hold certificates only (remove the key, and treat it as exposed)"
+        ));
+    }
     let blocks = pem::parse_many(pem_text.as_bytes()).map_err(|e| format!("not valid PEM: {e}"))?;
     let certs = blocks
         .iter()

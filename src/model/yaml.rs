@@ -1,7 +1,7 @@
 //! The one parser every entry point uses (directory source, golden tests, e2e, `pier translate`): text of
 //! multi-document YAML or JSON in, typed [`Object`]s out, each tagged with where it came from.
 //!
-//! Owns: splitting a file into documents (`split`), YAML→JSON with budgets (`yaml_options`), `kind: List` expansion,
+//! Owns: splitting a file into documents (`split`), YAML→JSON with budgets (`read`), `kind: List` expansion,
 //! dispatch on (apiVersion, kind) and the per-kind normalisation kubectl or the API server would apply
 //! (`kinds`), and error messages that name file, document, object and field. It does no I/O and does not
 //! build the [`Model`](super::Model) — duplicates are [`insert`](super::insert)'s business.
@@ -16,8 +16,16 @@ use std::fmt;
 use serde_json::Value;
 
 use super::Object;
+pub use read::{MAX_DEPTH, ParseOptions};
+
+/// The size limit of one text, and the budget of what its documents may expand to, unless the operator
+/// sets another (`--max-file-bytes`). Kubernetes objects are at most ~1.5 MiB (etcd's limit), and a
+/// manifest file is kilobytes: 8 MiB holds several maximal objects or a `kubectl get -o yaml` List of
+/// thousands, while a file parsed into values costs tens of times its size in memory.
+pub const DEFAULT_MAX_BYTES: usize = 8 << 20;
 
 mod kinds;
+mod read;
 mod split;
 #[cfg(test)]
 mod tests;
@@ -44,16 +52,39 @@ impl fmt::Display for DocRef {
     }
 }
 
-/// Something the parser skipped on purpose (an unsupported kind); loading goes on.
+/// Something skipped on purpose (an unsupported kind, a file the reader will not open); loading goes on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
-    pub doc: DocRef,
+    pub source: String,
+    /// The document, unless the warning is about the whole file.
+    pub index: Option<usize>,
     pub message: String,
+}
+
+impl Warning {
+    pub fn document(doc: &DocRef, message: String) -> Self {
+        Self {
+            source: doc.source.clone(),
+            index: Some(doc.index),
+            message,
+        }
+    }
+
+    pub fn file(source: impl Into<String>, message: String) -> Self {
+        Self {
+            source: source.into(),
+            index: None,
+            message,
+        }
+    }
 }
 
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.doc, self.message)
+        match self.index {
+            Some(index) => write!(f, "{} document {index}: {}", self.source, self.message),
+            None => write!(f, "{}: {}", self.source, self.message),
+        }
     }
 }
 
@@ -130,8 +161,13 @@ impl ParseError {
 
 /// Parses every document of `text`. `source` names the text in errors and in each [`DocRef`].
 pub fn parse(source: &str, text: &str) -> Result<Parsed, ParseError> {
+    parse_with(source, text, ParseOptions::default())
+}
+
+/// [`parse`] with a file's limits and syntax.
+pub fn parse_with(source: &str, text: &str, opts: ParseOptions) -> Result<Parsed, ParseError> {
     let mut parsed = Parsed::default();
-    for (index, value) in documents(source, text)?.into_iter().enumerate() {
+    for (index, value) in read::documents(source, text, opts)?.into_iter().enumerate() {
         let Some(value) = value else { continue };
         let doc = DocRef::new(source, index);
         if is_list(&value) {
@@ -154,7 +190,7 @@ pub fn decode_value(source: &str, value: Value) -> Result<Option<Object>, ParseE
 /// The documents of a YAML (or JSON) stream as JSON values, `None` for an empty one: the same parser,
 /// budgets and errors as [`parse`], for callers that edit manifests rather than read objects.
 pub fn values(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseError> {
-    documents(source, text)
+    read::documents(source, text, ParseOptions::default())
 }
 
 /// `value` as YAML, the one way pier writes it (`pier translate -o yaml`, `pier crds`, goldens): block
@@ -207,10 +243,7 @@ fn parse_object(
     let Some(known) = kinds::Kind::of(&api_version, &kind) else {
         let prefix = item.map(|i| format!("items[{i}]: ")).unwrap_or_default();
         let message = format!("{prefix}skipping unsupported kind {kind:?} (apiVersion {api_version:?})");
-        warnings.push(Warning {
-            doc: doc.clone(),
-            message,
-        });
+        warnings.push(Warning::document(doc, message));
         return Ok(None);
     };
     known.decode(value, &mut at).map(Some)
@@ -239,77 +272,5 @@ fn type_name(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "a mapping",
-    }
-}
-
-/// One entry per document, `None` for an empty one (only comments, or a bare `---`), so indices match
-/// what a reader counts in the file. Counting is the YAML parser's: a header comment before the first
-/// `---` does not make a document of its own.
-fn documents(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    // JSON is YAML, but YAML parsers reject tab indentation that JSON allows, and serde_json's messages are
-    // better for JSON files; YAML remains the fallback for flow-style YAML that merely starts with `{`.
-    if text.trim_start().starts_with(['{', '[']) {
-        return json_documents(source, text).or_else(|json_error| yaml_documents(source, text).map_err(|_| json_error));
-    }
-    yaml_documents(source, text)
-}
-
-fn json_documents(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseError> {
-    let mut docs = Vec::new();
-    for value in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
-        let value = value.map_err(|e| ParseError::Syntax {
-            file: source.into(),
-            index: docs.len(),
-            message: format!("invalid JSON: {e}"),
-        })?;
-        docs.push((!value.is_null()).then_some(value));
-    }
-    Ok(docs)
-}
-
-fn yaml_documents(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseError> {
-    if text.len() > MAX_FILE_BYTES {
-        return Err(ParseError::Syntax {
-            file: source.into(),
-            index: 0,
-            message: format!(
-                "{} bytes is over the {MAX_FILE_BYTES}-byte limit for one file",
-                text.len()
-            ),
-        });
-    }
-    let mut docs = Vec::new();
-    for doc in split::documents(text) {
-        let index = docs.len();
-        let value: Value =
-            serde_saphyr::from_str_with_options(&doc, yaml_options()).map_err(|e| ParseError::Syntax {
-                file: source.into(),
-                index,
-                message: format!("invalid YAML: {e}"),
-            })?;
-        docs.push((!value.is_null()).then_some(value));
-    }
-    Ok(docs)
-}
-
-/// One file's size limit: manifests are kilobytes; a file this large is a mistake or an attack.
-const MAX_FILE_BYTES: usize = 16 << 20;
-
-/// The YAML the API server and kubectl accept, with budgets: YAML 1.2 scalars (`yes`, `on`, `y` stay
-/// strings; only `true`/`false` are booleans), merge keys, duplicate keys and custom tags refused,
-/// non-finite numbers refused (JSON cannot hold them), and bounds on depth, aliases and anchors so a
-/// crafted file cannot exhaust memory (an alias bomb stops at the first bound it crosses).
-fn yaml_options() -> serde_saphyr::Options {
-    serde_saphyr::options! {
-        strict_booleans: true,
-        reject_unsupported_tags: true,
-        with_snippet: false,
-        budget: serde_saphyr::budget! {
-            max_depth: 64,
-            max_aliases: 1_000,
-            max_anchors: 1_000,
-            max_events: 1_000_000,
-        },
     }
 }

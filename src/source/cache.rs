@@ -14,12 +14,18 @@
 //! most of the cost of a change. The watcher knows which names changed, so
 //! [`read_paths`](DirCache::read_paths) reads only those, falling back to the full walk whenever a
 //! name could change what the walk itself finds (a directory, a link, a name outside it).
+//!
+//! A file the reader skips (over the size cap, or not a regular file: see [`files`]) is a warning, not a
+//! failed read, so it cannot hold back the rest of the directory; and it cannot take down what it
+//! defined when it last read well either: those objects stay in force, and the warning says so, until
+//! the file reads well again or is removed. Only then does the cache differ from the one-pass loader,
+//! which has no last read to keep.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::files::{self, LoadError};
+use super::files::{self, Contents, LoadError};
 use crate::model::insert::DuplicateError;
 use crate::model::load::Loaded;
 use crate::model::yaml::{self, DocRef, Warning};
@@ -32,12 +38,21 @@ struct FileEntry {
     /// What the file defined, in document order: the model's identity of each object.
     objects: Vec<(DocRef, &'static str, Kind, ObjectKey)>,
     warnings: Vec<Warning>,
+    /// Why the last read skipped the file; `objects` are then from the read before.
+    skipped: Option<Warning>,
+}
+
+impl FileEntry {
+    fn warnings(&self) -> impl Iterator<Item = &Warning> {
+        self.skipped.iter().chain(&self.warnings)
+    }
 }
 
 /// The last good read of a directory.
 #[derive(Debug, Default)]
 pub struct DirCache {
     paths: Vec<PathBuf>,
+    max_file_bytes: usize,
     files: BTreeMap<PathBuf, FileEntry>,
     /// The files in reading order.
     list: Arc<Vec<PathBuf>>,
@@ -57,6 +72,8 @@ pub struct Read {
     pub loaded: Loaded,
     /// Whether any object changed since the previous good read.
     pub changed: bool,
+    /// Whether the warnings changed (a file skipped or read again), objects or not.
+    pub warnings_changed: bool,
     /// Files parsed (their content changed or they are new).
     pub parsed: usize,
     /// Files read: every file for a full read, the named ones for [`DirCache::read_paths`].
@@ -68,6 +85,8 @@ pub struct Read {
 struct Delta {
     parsed: Vec<(PathBuf, u64, yaml::Parsed)>,
     removed: Vec<PathBuf>,
+    /// Files skipped, and why.
+    skipped: Vec<(PathBuf, String)>,
     read: usize,
 }
 
@@ -75,8 +94,15 @@ impl DirCache {
     pub fn new(paths: Vec<PathBuf>) -> DirCache {
         DirCache {
             paths,
+            max_file_bytes: files::DEFAULT_MAX_BYTES,
             ..DirCache::default()
         }
+    }
+
+    /// Skips files over `max` bytes instead of the default cap.
+    pub fn with_max_file_bytes(mut self, max: usize) -> DirCache {
+        self.max_file_bytes = max;
+        self
     }
 
     /// Reads the paths again, parsing only what changed. On error nothing changes.
@@ -164,17 +190,22 @@ impl DirCache {
         }
     }
 
-    /// Reads one file; parses it if its bytes changed.
+    /// Reads one file; parses it if its bytes changed (or it was skipped last time).
     fn reread(&self, path: &Path, delta: &mut Delta) -> Result<(), LoadError> {
-        let bytes = std::fs::read(path).map_err(|e| files::io_error(path, e))?;
         delta.read += 1;
+        let bytes = match files::read_capped(path, self.max_file_bytes)? {
+            Contents::Bytes(bytes) => bytes,
+            Contents::Skipped(why) => {
+                delta.skipped.push((path.to_path_buf(), why));
+                return Ok(());
+            }
+        };
         let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
-        if self.files.get(path).is_some_and(|entry| entry.hash == hash) {
+        let unchanged = |entry: &FileEntry| entry.hash == hash && entry.skipped.is_none();
+        if self.files.get(path).is_some_and(unchanged) {
             return Ok(());
         }
-        let text = String::from_utf8(bytes)
-            .map_err(|e| files::io_error(path, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
-        let parsed = yaml::parse(&path.display().to_string(), &text).map_err(crate::model::load::LoadError::from)?;
+        let parsed = files::parse_bytes(path, bytes, self.max_file_bytes)?;
         delta.parsed.push((path.to_path_buf(), hash, parsed));
         Ok(())
     }
@@ -196,7 +227,7 @@ impl DirCache {
         let released = delta.removed.iter().chain(delta.parsed.iter().map(|(p, _, _)| p));
         let mut warnings_moved = false;
         for entry in released.filter_map(|p| self.files.get(p)) {
-            warnings_moved |= !entry.warnings.is_empty();
+            warnings_moved |= entry.warnings().next().is_some();
             for (_, kind_name, kind, key) in &entry.objects {
                 origins.remove(&(*kind_name, key.clone()));
                 stale.insert((*kind_name, key.clone()), *kind);
@@ -225,6 +256,7 @@ impl DirCache {
                     hash,
                     objects,
                     warnings,
+                    skipped: None,
                 },
             ));
         }
@@ -235,11 +267,24 @@ impl DirCache {
             self.files.remove(path);
         }
         self.files.extend(entries);
+        warnings_moved |= !delta.skipped.is_empty();
+        for (path, why) in delta.skipped {
+            self.skip(path, why);
+        }
         if let Some(list) = list.filter(|l| *l != *self.list) {
             self.list = Arc::new(list);
         }
+        let mut warnings_changed = false;
         if warnings_moved {
-            self.warnings = self.list.iter().flat_map(|p| self.files[p].warnings.clone()).collect();
+            let files = &self.files;
+            let warnings: Vec<Warning> = self
+                .list
+                .iter()
+                .filter_map(|p| files.get(p))
+                .flat_map(|e| e.warnings().cloned())
+                .collect();
+            warnings_changed = warnings != self.warnings;
+            self.warnings = warnings;
         }
         if let Some(dirs) = dirs {
             self.dirs = dirs;
@@ -253,9 +298,30 @@ impl DirCache {
                 files: self.list.clone(),
             },
             changed,
+            warnings_changed,
             parsed,
             read: delta.read,
         })
+    }
+
+    /// Marks a file skipped, keeping what it defined when it last read well.
+    fn skip(&mut self, path: PathBuf, why: String) {
+        let source = path.display().to_string();
+        let entry = self.files.entry(path).or_insert_with(|| FileEntry {
+            hash: 0,
+            objects: Vec::new(),
+            warnings: Vec::new(),
+            skipped: None,
+        });
+        let why = if entry.objects.is_empty() {
+            why
+        } else {
+            format!(
+                "{why}; the {} object(s) it defined when it last read well stay in force",
+                entry.objects.len()
+            )
+        };
+        entry.skipped = Some(Warning::file(source, why));
     }
 }
 

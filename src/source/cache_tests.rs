@@ -1,5 +1,5 @@
 use super::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 fn svc(name: &str, port: u16) -> String {
@@ -178,4 +178,89 @@ fn a_parallel_load_reports_what_the_cache_reports() {
     assert!(err.contains("0003.yaml") && err.contains("0040.yaml"), "{err}");
     write(40, &svc("s40", 80));
     assert_eq!(both(&mut cache, d).unwrap().loaded.model.services.len(), 300);
+}
+
+/// Reads on another thread, failing (not hanging) the test if the read blocks.
+fn read_bounded(cache: DirCache, named: Option<BTreeSet<PathBuf>>) -> (DirCache, Read) {
+    files::tests::bounded(move || {
+        let mut cache = cache;
+        let read = match named {
+            Some(names) => cache.read_paths(&names),
+            None => cache.read(),
+        };
+        (cache, read.unwrap_or_else(|e| panic!("{e}")))
+    })
+}
+
+fn warnings(r: &Read) -> Vec<String> {
+    r.loaded.warnings.iter().map(ToString::to_string).collect()
+}
+
+/// A file the reader skips never fails a read, and never takes down what it defined when it last read
+/// well; a new one is skipped as the one-pass loader skips it.
+#[test]
+fn skipped_files_keep_what_they_defined_and_hold_back_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let write = |name: &str, text: &str| std::fs::write(d.join(name), text).unwrap();
+    let big = |name: &str| format!("{}# {}\n", svc(name, 80), "x".repeat(600));
+    let port = |r: &Read, name: &str| {
+        let s = r.loaded.model.services.peek(&ObjectKey::new("a", name)).cloned();
+        s.map(|s| s.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].port)
+    };
+    write("a.yaml", &svc("a", 80));
+    write("b.yaml", &svc("b", 80));
+    write("c.yaml", &big("c"));
+    let cache = DirCache::new(vec![d.clone()]).with_max_file_bytes(500);
+    let (mut cache, r) = read_bounded(cache, None);
+    let loader = files::load_paths_capped(std::slice::from_ref(&d), 500).unwrap();
+    assert_eq!(
+        r.loaded.warnings, loader.warnings,
+        "a new oversize file: skipped as the loader skips it"
+    );
+    assert_eq!(r.loaded.model, loader.model);
+    assert_eq!((port(&r, "b"), port(&r, "c")), (Some(80), None));
+
+    // b grows past the cap: its last good objects stay, and the warning says so; a new file beside it
+    // and a FIFO do not hold the read back.
+    write("b.yaml", &big("b"));
+    write("d.yaml", &svc("d", 80));
+    files::tests::mkfifo(&d.join("e.yaml"));
+    std::os::unix::fs::symlink("/dev/zero", d.join("f.yaml")).unwrap();
+    (cache, _) = read_bounded(cache, None);
+    let (mut cache, r) = read_bounded(cache, None);
+    assert_eq!((r.changed, r.warnings_changed), (false, false), "nothing moved since");
+    assert_eq!((port(&r, "b"), port(&r, "d")), (Some(80), Some(80)));
+    let w = warnings(&r);
+    assert_eq!(w.len(), 4, "{w:?}");
+    assert!(
+        w[0].contains("b.yaml: skipped: ")
+            && w[0].ends_with("; the 1 object(s) it defined when it last read well stay in force"),
+        "{w:?}"
+    );
+    assert!(w[1].contains("c.yaml: skipped: "), "{w:?}");
+    assert!(
+        w[2].ends_with("e.yaml: skipped: it is a FIFO, not a regular file"),
+        "{w:?}"
+    );
+    assert!(
+        w[3].ends_with("f.yaml: skipped: it is a character device, not a regular file"),
+        "{w:?}"
+    );
+
+    // Named by a watcher, the FIFO is still never opened.
+    let named: BTreeSet<PathBuf> = [d.join("e.yaml")].into();
+    (cache, _) = read_bounded(cache, Some(named));
+
+    // b shrinks back: read again (its warning goes); the FIFO and the link removed: theirs go too.
+    write("b.yaml", &svc("b", 81));
+    std::fs::remove_file(d.join("e.yaml")).unwrap();
+    std::fs::remove_file(d.join("f.yaml")).unwrap();
+    let (mut cache, r) = read_bounded(cache, None);
+    assert_eq!((r.changed, r.warnings_changed), (true, true));
+    assert_eq!(port(&r, "b"), Some(81));
+    assert_eq!(warnings(&r).len(), 1, "only c.yaml is left skipped");
+    std::fs::remove_file(d.join("c.yaml")).unwrap();
+    let r = same(cache.read(), &d).unwrap();
+    assert!(r.warnings_changed && r.loaded.warnings.is_empty());
 }

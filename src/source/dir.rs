@@ -18,6 +18,10 @@
 //! Reads that fail (a file that does not parse, a duplicate object) never replace the model: the
 //! last good one stays in force and the error — file, document and field — is published beside it,
 //! so `/readyz` and `/debug/status` can show it. Nothing is published before the first complete read.
+//!
+//! A file the reader skips (over `--max-file-bytes`, or a FIFO, a device, a socket) does not fail the
+//! read: it is a warning in `/debug/status`, and what it defined when it last read well stays in force
+//! (see [`DirCache`]).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -30,9 +34,11 @@ use tracing::{debug, info, warn};
 use super::cache::{DirCache, Read};
 use super::{Debounce, SourceState};
 
-/// Watches `dir` until `shutdown` fires, publishing each read on `tx`.
+/// Watches `dir` until `shutdown` fires, publishing each read on `tx`. Files over `max_file_bytes` are
+/// skipped.
 pub async fn run(
     dir: PathBuf,
+    max_file_bytes: usize,
     debounce: Debounce,
     tx: watch::Sender<SourceState>,
     mut shutdown: watch::Receiver<bool>,
@@ -61,6 +67,7 @@ pub async fn run(
     let mut reader = Reader {
         cache: None,
         dir: dir.clone(),
+        max_file_bytes,
         pending: Pending::default(),
     };
     let first = reader.read().await;
@@ -200,6 +207,7 @@ struct Reader {
     /// `None` before the first read, and after a read panicked (the next one starts afresh).
     cache: Option<DirCache>,
     dir: PathBuf,
+    max_file_bytes: usize,
     /// What changed since the last read began.
     pending: Pending,
 }
@@ -211,7 +219,10 @@ impl Reader {
         let pending = std::mem::take(&mut self.pending);
         let (mut cache, whole) = match self.cache.take() {
             Some(cache) => (cache, pending.all),
-            None => (DirCache::new(vec![self.dir.clone()]), true),
+            None => (
+                DirCache::new(vec![self.dir.clone()]).with_max_file_bytes(self.max_file_bytes),
+                true,
+            ),
         };
         let started = Instant::now();
         let joined = tokio::task::spawn_blocking(move || {
@@ -252,16 +263,18 @@ fn publish(result: Result<Read, String>, tx: &watch::Sender<SourceState>) {
         Ok(read) => {
             let first = state.model.is_none();
             let recovered = state.error.take().is_some();
-            if !(read.changed || first) {
-                return recovered;
-            }
             let loaded = read.loaded;
-            for w in &loaded.warnings {
-                warn!(warning = %w, "config directory");
+            if read.warnings_changed || first {
+                for w in &loaded.warnings {
+                    warn!(warning = %w, "config directory");
+                }
+                state.warnings = loaded.warnings.iter().map(ToString::to_string).collect();
+            }
+            if !(read.changed || first) {
+                return recovered || read.warnings_changed;
             }
             state.model = Some(Arc::new(loaded.model));
             state.generation += 1;
-            state.warnings = loaded.warnings.iter().map(ToString::to_string).collect();
             state.files = loaded.files;
             info!(
                 generation = state.generation,
@@ -280,113 +293,5 @@ fn publish(result: Result<Read, String>, tx: &watch::Sender<SourceState>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    const NS: &str = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n";
-
-    async fn next(rx: &mut watch::Receiver<SourceState>) -> SourceState {
-        tokio::time::timeout(Duration::from_secs(10), rx.changed())
-            .await
-            .expect("state within 10 s")
-            .unwrap();
-        rx.borrow_and_update().clone()
-    }
-
-    /// A watcher on a new directory holding one Namespace: the directory, the state, and a stop switch
-    /// with the task to await.
-    fn start(quiet: Duration, max_delay: Duration) -> (tempfile::TempDir, watch::Receiver<SourceState>, Running) {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("a.yaml"), NS).unwrap();
-        let (tx, rx) = watch::channel(SourceState::default());
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(run(
-            dir.path().to_path_buf(),
-            Debounce { quiet, max_delay },
-            tx,
-            stop_rx,
-        ));
-        (dir, rx, Running { stop_tx, task })
-    }
-
-    struct Running {
-        stop_tx: watch::Sender<bool>,
-        task: tokio::task::JoinHandle<Result<(), notify::Error>>,
-    }
-
-    impl Running {
-        async fn stop(self) {
-            self.stop_tx.send(true).unwrap();
-            tokio::time::timeout(Duration::from_secs(5), self.task)
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap();
-        }
-    }
-
-    #[tokio::test]
-    async fn reads_at_start_keeps_last_good_on_error_and_coalesces_bursts() {
-        let (dir, mut rx, running) = start(Duration::from_millis(100), Duration::from_secs(2));
-
-        let first = next(&mut rx).await;
-        assert_eq!(first.generation, 1);
-        assert!(first.model.as_ref().unwrap().namespaces.len() == 1 && first.error.is_none());
-
-        // A broken file: the error is published, the model stays the last good one.
-        std::fs::write(
-            dir.path().join("b.yaml"),
-            "apiVersion: v1\nkind: Service\nmetadata: [oops\n",
-        )
-        .unwrap();
-        let broken = loop {
-            let s = next(&mut rx).await;
-            if s.error.is_some() {
-                break s;
-            }
-        };
-        assert!(broken.error.as_ref().unwrap().contains("b.yaml"), "{:?}", broken.error);
-        assert_eq!(broken.generation, 1, "a failed read never replaces the model");
-        assert!(broken.model.is_some());
-
-        // Fix it with a burst of writes: one read applies them.
-        for i in 0..5 {
-            std::fs::write(
-                dir.path().join("b.yaml"),
-                format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: b{i}}}\n"),
-            )
-            .unwrap();
-        }
-        let fixed = loop {
-            let s = next(&mut rx).await;
-            if s.error.is_none() && s.generation > 1 {
-                break s;
-            }
-        };
-        let names: Vec<String> = fixed.model.unwrap().namespaces.keys().map(|k| k.name.clone()).collect();
-        assert_eq!(names, ["a", "b4"]);
-        assert!(
-            fixed.generation <= 3,
-            "five writes in a burst were read at most twice, got generation {}",
-            fixed.generation
-        );
-
-        running.stop().await;
-    }
-
-    #[tokio::test]
-    async fn an_isolated_edit_waits_for_no_quiet_period() {
-        // A quiet period far longer than the wait below: only a leading-edge read can pass.
-        let (dir, mut rx, running) = start(Duration::from_secs(600), Duration::from_secs(600));
-        assert_eq!(next(&mut rx).await.generation, 1);
-        // Written outside and moved in: one event, so no second read is coalesced behind the first.
-        let outside = tempfile::tempdir().unwrap();
-        let tmp = outside.path().join("b.yaml");
-        std::fs::write(&tmp, "apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n").unwrap();
-        std::fs::rename(&tmp, dir.path().join("b.yaml")).unwrap();
-        let s = next(&mut rx).await;
-        assert_eq!(s.model.unwrap().namespaces.len(), 2, "{:?}", s.error);
-        running.stop().await;
-    }
-}
+#[path = "dir_tests.rs"]
+mod tests;

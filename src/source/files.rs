@@ -8,14 +8,22 @@
 //! every machine. Entries whose name starts with `.` are skipped: editor and VCS droppings, and the
 //! `..data` / `..<timestamp>` links of a mounted ConfigMap, which would otherwise yield every object
 //! twice. Symlinks are followed, each real directory at most once.
+//!
+//! Read rules, because whoever can write the directory controls what the reader meets: a file over the
+//! size cap (`--max-file-bytes`, [`DEFAULT_MAX_BYTES`] by default) or that is not a regular file (a FIFO,
+//! a device, a socket, or a link to one) is skipped with a warning naming it, and the rest loads. Such a
+//! file is never opened for what it is: opening a FIFO blocks until a writer comes (a reload stalled
+//! forever while `/readyz` said 200), `/dev/zero` never ends, and opening some devices acts on them.
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use crate::model::load::{self, Loaded, Loader};
-use crate::model::yaml;
+use crate::model::yaml::{self, ParseOptions, Warning};
+
+pub use crate::model::yaml::DEFAULT_MAX_BYTES;
 
 /// The first thing that went wrong; every variant's message names the file (and document) at fault.
 #[derive(Debug, thiserror::Error)]
@@ -32,13 +40,23 @@ const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
 /// Loads every object under `paths` (files or directories) into one model.
 pub fn load_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
+    load_paths_capped(paths, DEFAULT_MAX_BYTES)
+}
+
+/// [`load_paths`], skipping files over `max_file_bytes`.
+pub fn load_paths_capped(paths: &[PathBuf], max_file_bytes: usize) -> Result<Loaded, LoadError> {
     let files = collect_files(paths)?;
     // Parsed on every core, added in order. Every file is parsed before any object is added, so a file
     // that does not parse is reported before a duplicate between files, as the directory cache does.
     let parsed = super::par::map(&files, |path| {
-        let text = fs::read_to_string(path).map_err(|error| io_error(path, error))?;
         let name = path.display().to_string();
-        let parsed = yaml::parse(&name, &text).map_err(load::LoadError::from)?;
+        let parsed = match read_capped(path, max_file_bytes)? {
+            Contents::Bytes(bytes) => parse_bytes(path, bytes, max_file_bytes)?,
+            Contents::Skipped(why) => yaml::Parsed {
+                objects: Vec::new(),
+                warnings: vec![Warning::file(name.clone(), why)],
+            },
+        };
         Ok::<_, LoadError>((name, parsed))
     });
     let parsed = parsed.into_iter().collect::<Result<Vec<_>, _>>()?;
@@ -54,6 +72,87 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
         "loaded objects from files"
     );
     Ok(loaded)
+}
+
+/// A file's bytes, or why the reader left it alone.
+#[derive(Debug)]
+pub(crate) enum Contents {
+    Bytes(Vec<u8>),
+    /// Skipped; the words say why and name the limit.
+    Skipped(String),
+}
+
+/// Reads a file of at most `max` bytes that is a regular file; anything else is [`Contents::Skipped`]
+/// without being opened as what it is. An error is a file that went away or cannot be read.
+pub(crate) fn read_capped(path: &Path, max: usize) -> Result<Contents, LoadError> {
+    // Following links: a link to a FIFO or to /dev/zero is judged by what it points at.
+    let meta = fs::metadata(path).map_err(|e| io_error(path, e))?;
+    if let Some(skipped) = judge(&meta, max) {
+        return Ok(skipped);
+    }
+    let mut file = open_nonblocking(path).map_err(|e| io_error(path, e))?;
+    // What was opened may not be what was checked (renamed into place in between): check it again.
+    // Opening without blocking made that safe even for a FIFO.
+    let meta = file.metadata().map_err(|e| io_error(path, e))?;
+    if let Some(skipped) = judge(&meta, max) {
+        return Ok(skipped);
+    }
+    // A file still growing stops at the cap all the same.
+    let cap = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).min(max));
+    (&mut file)
+        .take(cap)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(path, e))?;
+    if bytes.len() > max {
+        return Ok(Contents::Skipped(too_large(&format!("more than {max}"), max)));
+    }
+    Ok(Contents::Bytes(bytes))
+}
+
+/// Why a file with this metadata is skipped, if it is.
+fn judge(meta: &fs::Metadata, max: usize) -> Option<Contents> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        let over = usize::try_from(meta.len()).map_or(true, |len| len > max);
+        return over.then(|| Contents::Skipped(too_large(&meta.len().to_string(), max)));
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "something other than a file"
+    };
+    Some(Contents::Skipped(format!("skipped: it is {what}, not a regular file")))
+}
+
+fn too_large(size: &str, max: usize) -> String {
+    format!("skipped: {size} bytes is over the {max}-byte limit for one file (--max-file-bytes)")
+}
+
+/// Opening a FIFO for reading blocks until a writer opens it, unless non-blocking; regular files read
+/// the same either way.
+fn open_nonblocking(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// Parses a file's bytes: `.json` files as JSON only, others YAML (or JSON, when they start like it).
+pub(crate) fn parse_bytes(path: &Path, bytes: Vec<u8>, max_file_bytes: usize) -> Result<yaml::Parsed, LoadError> {
+    let text = String::from_utf8(bytes).map_err(|e| io_error(path, io::Error::new(io::ErrorKind::InvalidData, e)))?;
+    let opts = ParseOptions {
+        json_only: path.extension().is_some_and(|e| e == "json"),
+        max_bytes: max_file_bytes,
+    };
+    Ok(yaml::parse_with(&path.display().to_string(), &text, opts).map_err(load::LoadError::from)?)
 }
 
 pub(crate) fn io_error(path: &Path, error: io::Error) -> LoadError {
@@ -130,100 +229,5 @@ pub(crate) fn has_manifest_extension(path: &Path) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn svc(name: &str) -> String {
-        format!("apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\n")
-    }
-
-    fn write(dir: &Path, rel: &str, text: &str) {
-        let path = dir.join(rel);
-        fs::create_dir_all(path.parent().expect("test paths have a parent")).unwrap();
-        fs::write(path, text).unwrap();
-    }
-
-    #[test]
-    fn directory_is_read_recursively_in_byte_order() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path();
-        write(root, "b.yaml", &svc("b"));
-        write(root, "a/z.yml", &svc("az"));
-        write(
-            root,
-            "a-b.json",
-            r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"ab"}}"#,
-        );
-        write(root, "A.yaml", &svc("upper"));
-        write(root, "notes.txt", "not yaml at all: [");
-        write(root, ".hidden.yaml", &svc("hidden"));
-        write(root, ".git/x.yaml", &svc("git"));
-        let loaded = load_paths(&[root.to_path_buf()]).unwrap();
-        let rel: Vec<_> = loaded
-            .files
-            .iter()
-            .map(|f| f.strip_prefix(root).unwrap().display().to_string())
-            .collect();
-        // Byte order: 'A' < 'a', and '-' (0x2d) sorts before '/' (0x2f).
-        assert_eq!(rel, ["A.yaml", "a-b.json", "a/z.yml", "b.yaml"]);
-        let names: Vec<_> = loaded.model.services.keys().map(|k| k.name.as_str()).collect();
-        assert_eq!(names, ["ab", "az", "b", "upper"]);
-    }
-
-    #[test]
-    fn explicit_file_is_read_whatever_its_extension() {
-        let tmp = tempfile::tempdir().unwrap();
-        write(tmp.path(), "objects.txt", &svc("web"));
-        let file = tmp.path().join("objects.txt");
-        let loaded = load_paths(&[tmp.path().to_path_buf(), file.clone()]).unwrap();
-        assert_eq!(*loaded.files, [file]);
-        assert_eq!(loaded.model.services.len(), 1);
-    }
-
-    #[test]
-    fn file_inside_a_given_directory_is_read_once() {
-        let tmp = tempfile::tempdir().unwrap();
-        write(tmp.path(), "a.yaml", &svc("web"));
-        let loaded = load_paths(&[tmp.path().to_path_buf(), tmp.path().join("a.yaml")]).unwrap();
-        assert_eq!(loaded.files.len(), 1);
-    }
-
-    #[test]
-    fn duplicate_across_files_names_both() {
-        let tmp = tempfile::tempdir().unwrap();
-        write(tmp.path(), "a.yaml", &svc("web"));
-        write(tmp.path(), "b.yaml", &format!("{}---\n{}", svc("other"), svc("web")));
-        let err = load_paths(&[tmp.path().to_path_buf()]).unwrap_err().to_string();
-        let a = tmp.path().join("a.yaml").display().to_string();
-        let b = tmp.path().join("b.yaml").display().to_string();
-        assert_eq!(
-            err,
-            format!("Service default/web is defined twice: {a} document 0 and {b} document 1")
-        );
-    }
-
-    #[test]
-    fn missing_path_is_named() {
-        let err = load_paths(&[PathBuf::from("/nonexistent/pier/x.yaml")]).unwrap_err();
-        assert!(matches!(err, LoadError::Io { .. }));
-        assert!(
-            err.to_string().starts_with("reading /nonexistent/pier/x.yaml: "),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn parse_error_names_the_file() {
-        let tmp = tempfile::tempdir().unwrap();
-        write(
-            tmp.path(),
-            "bad.yaml",
-            "apiVersion: v1\nkind: Service\nmetadata: {namespace: x}\n",
-        );
-        let err = load_paths(&[tmp.path().to_path_buf()]).unwrap_err().to_string();
-        assert!(
-            err.contains("bad.yaml: document 0 (Service): missing metadata.name"),
-            "{err}"
-        );
-    }
-}
+#[path = "files_tests.rs"]
+pub(super) mod tests;

@@ -263,3 +263,89 @@ proptest! {
         }
     }
 }
+
+/// Services `a` and `b` in one namespace, each routed to, and three EndpointSlices whose
+/// `kubernetes.io/service-name` labels are `labels` (`None`: unlabelled), added in `order`.
+fn slices_model(labels: [Option<&str>; 3], order: [usize; 3]) -> Model {
+    let mut text = String::from(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: pier}\nspec: {controllerName: pier.dev/gateway-controller}\n---\n\
+         apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: ns}\nspec: {gatewayClassName: pier, listeners: [{name: http, protocol: HTTP, port: 8080}]}\n",
+    );
+    for svc in ["a", "b"] {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Service\nmetadata: {{name: {svc}, namespace: ns}}\nspec: {{ports: [{{name: http, port: 80}}]}}\n\
+             ---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: {svc}, namespace: ns}}\n\
+             spec: {{parentRefs: [{{name: gw}}], hostnames: [{svc}.example.com], rules: [{{backendRefs: [{{name: {svc}, port: 80}}]}}]}}\n"
+        ));
+    }
+    let mut model = parse(&text);
+    let slices = slices(labels);
+    for i in order {
+        model.upsert(slices[i].clone());
+    }
+    model
+}
+
+/// The three slices, labelled.
+fn slices(labels: [Option<&str>; 3]) -> Vec<Object> {
+    let text: String = labels
+        .iter()
+        .enumerate()
+        .map(|(i, label)| {
+            let labels = label.map_or(String::new(), |s| format!(", labels: {{kubernetes.io/service-name: {s}}}"));
+            format!(
+                "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: s{i}, namespace: ns{labels}}}\n\
+                 addressType: IPv4\nports: [{{name: http, port: 8080}}]\nendpoints: [{{addresses: [10.0.0.{}]}}, {{addresses: [10.0.1.{}]}}]\n",
+                9 - i,
+                i + 1
+            )
+        })
+        .collect();
+    let parsed = pier::model::yaml::parse("slices.yaml", &text).expect("the slices parse");
+    parsed.objects.into_iter().map(|(_, o)| o).collect()
+}
+
+fn parse(text: &str) -> Model {
+    let loaded = pier::model::load::parse_texts(&[("slices.yaml".to_string(), text.to_string())]);
+    loaded.expect("the model parses").model
+}
+
+/// Finding a Service's endpoints reads "the slices of Service X" (the model's index by label), and the
+/// engine records that read: relabelling slices in place retranslates the users of the Services a slice
+/// left and joined, matching the batch translation; and endpoint order never depends on the order slices
+/// arrived in.
+#[test]
+fn endpoint_slices_follow_their_service_label_incrementally() {
+    let opts = Options::default();
+    let steps: [[Option<&str>; 3]; 5] = [
+        [Some("a"), Some("b"), Some("a")],
+        [Some("b"), Some("b"), Some("a")],
+        [Some("b"), None, Some("b")],
+        [Some("a"), Some("a"), Some("a")],
+        [None, None, None],
+    ];
+    let mut model = slices_model(steps[0], [0, 1, 2]);
+    let mut engine = Engine::with(model.clone(), opts.clone());
+    for labels in &steps[1..] {
+        let before = engine.translation();
+        // Only the slices change: everything else keeps its identity, as in a real edit.
+        for slice in slices(*labels) {
+            model.upsert(slice);
+        }
+        engine.update(model.clone());
+        assert!(
+            engine.translation() != before,
+            "{labels:?}: the engine changed no endpoints"
+        );
+        if let Some(diff) = difference(&engine, &model, &opts) {
+            panic!("after labels {labels:?}:\n{diff}");
+        }
+        let fresh = Engine::with(model.clone(), opts.clone());
+        if let Some(what) = packed_difference(&engine, &fresh) {
+            panic!("after labels {labels:?}: {what}");
+        }
+        let reordered = slices_model(*labels, [2, 0, 1]);
+        let same = pier::translate(&reordered, &opts) == pier::translate(&model, &opts);
+        assert!(same, "{labels:?}: endpoints depend on the order slices arrived in");
+    }
+}

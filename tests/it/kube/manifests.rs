@@ -170,6 +170,39 @@ fn pier(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The Deployment's `PIER_*` variables are options `pier serve` knows, and its admin settings are ones
+/// pier starts with (an admin address beyond loopback needs a token or the explicit flag).
+#[test]
+fn the_deployment_sets_only_known_options_and_an_admin_api_pier_accepts() {
+    let (_, d) = documents()
+        .into_iter()
+        .find(|(_, v)| v["kind"] == "Deployment")
+        .unwrap();
+    let env: Vec<(String, String)> = d["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["value"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let help = pier(&["serve", "--help"]);
+    for (name, _) in env.iter().filter(|(n, _)| n.starts_with("PIER_")) {
+        assert!(help.contains(name.as_str()), "{name} is not an option of pier serve");
+    }
+    let get = |name: &str| env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    let access = pier::admin::Access {
+        allowed_hosts: Vec::new(),
+        token: get("PIER_ADMIN_TOKEN_FILE").map(|_| "from the Secret".to_string()),
+        allow_unauthenticated: get("PIER_ADMIN_ALLOW_UNAUTHENTICATED").as_deref() == Some("true"),
+    };
+    let admin = get("PIER_ADMIN_ADDRESS").unwrap().parse().unwrap();
+    pier::admin::access::check_exposure(admin, &access).expect("the Deployment's pier starts");
+}
+
 #[test]
 fn serve_help_documents_every_kubernetes_option_and_crds_print() {
     let help = pier(&["serve", "--help"]);

@@ -36,7 +36,7 @@ async fn settled_rss(pid: u32) -> u64 {
 }
 
 async fn dump(admin: std::net::SocketAddr) -> String {
-    pier::testkit::http::get(admin, "pier-admin", "/debug/config_dump")
+    pier::testkit::http::get(admin, &admin.to_string(), "/debug/config_dump")
         .await
         .map(|r| r.body)
         .unwrap_or_default()

@@ -200,7 +200,7 @@ async fn status_writes_are_rate_limited_and_counted() {
         min_gap >= Duration::from_millis(240),
         "writes 250 ms apart at 4/s, closest two were {min_gap:?}"
     );
-    let metrics = pier::testkit::http::get(pier.admin, "pier-admin", "/metrics")
+    let metrics = pier::testkit::http::get(pier.admin, &pier.admin.to_string(), "/metrics")
         .await
         .unwrap()
         .body;

@@ -93,6 +93,8 @@ impl Pier {
             kubernetes: Some(settings),
             xds_security: pier::xds::transport::Security::Plaintext { insecure: false },
             xds_limits: Default::default(),
+            max_file_bytes: pier::model::yaml::DEFAULT_MAX_BYTES,
+            admin_access: pier::admin::Access::default(),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(pier::runtime::run_until(config, async move {
@@ -114,7 +116,7 @@ impl Pier {
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let r = pier::testkit::http::get(self.admin, "pier-admin", path)
+        let r = pier::testkit::http::get(self.admin, &self.admin.to_string(), path)
             .await
             .expect("admin API answers");
         (r.status, serde_json::from_str(&r.body).unwrap_or(Value::Null))
