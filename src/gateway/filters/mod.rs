@@ -257,21 +257,43 @@ fn path_modifier(p: &spec::PathChange) -> Result<PathModifier, String> {
 }
 
 /// A header modifier; Envoy refuses to touch `host` and pseudo-headers, so such a modifier is refused.
+/// Names and values are held to Gateway API's schema (a token of at most 256 characters; a value of at
+/// most 4096 bytes), which files skip: Envoy refuses a name outside the token set or a value with NUL,
+/// CR or LF, and would refuse the whole shared route configuration over it.
 fn headers(m: &spec::HeaderModifier) -> Result<ir::HeaderModifier, String> {
     let spec::HeaderModifier { add, set, remove } = m;
     let check = |name: &String| {
         if name.is_empty() || name.starts_with(':') || name.eq_ignore_ascii_case("host") {
             Err(format!("header {name:?} cannot be modified"))
+        } else if name.len() > 256 || !name.bytes().all(is_token_byte) {
+            let shown: String = name.chars().take(64).collect();
+            Err(format!(
+                "header name {shown:?} is not an HTTP token of at most 256 characters"
+            ))
         } else {
             Ok(name.clone())
         }
     };
+    let value = |name: &str, v: &String| {
+        if v.len() > 4096 || v.bytes().any(|b| matches!(b, 0 | b'\r' | b'\n')) {
+            Err(format!(
+                "header {name:?}: a value must be at most 4096 bytes, without NUL, CR or LF"
+            ))
+        } else {
+            Ok(v.clone())
+        }
+    };
     let pairs = |list: &[(String, String)]| -> Result<Vec<(String, String)>, String> {
-        list.iter().map(|(n, v)| Ok((check(n)?, v.clone()))).collect()
+        list.iter().map(|(n, v)| Ok((check(n)?, value(n, v)?))).collect()
     };
     Ok(ir::HeaderModifier {
         add: pairs(add)?,
         set: pairs(set)?,
         remove: remove.iter().map(check).collect::<Result<_, _>>()?,
     })
+}
+
+/// RFC 9110 `tchar`: the bytes of a header name.
+pub(super) fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }

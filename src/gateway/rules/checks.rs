@@ -46,6 +46,15 @@ pub(super) fn unsupported(rule: &spec::Rule) -> Option<String> {
             .iter()
             .filter(|q| q.regex)
             .map(|q| ("query parameter", q.value.as_str()));
+        let names = m.headers.iter().map(|h| ("header", &h.name));
+        for (what, name) in names.chain(m.query_params.iter().map(|q| ("query parameter", &q.name))) {
+            if name.is_empty() || name.len() > 256 || !name.bytes().all(super::super::filters::is_token_byte) {
+                let shown: String = name.chars().take(64).collect();
+                return Some(format!(
+                    "{what} name {shown:?} is not an HTTP token of at most 256 characters"
+                ));
+            }
+        }
         for (what, re) in path.into_iter().chain(headers).chain(query) {
             if let Some(why) = super::super::re2::problem(re) {
                 return Some(format!("{what} {why}"));
