@@ -15,6 +15,7 @@
 //! | [`demo`] | `pier demo --once` (built with the `demo` feature) |
 //! | [`envoy_validate`] | every IR variant accepted by `envoy --mode validate` |
 //! | [`authority_guard`] | the DynamicResolver authority guard, live in Envoy |
+//! | [`re2_size`] | pier's RE2 program-size bound never exceeds Envoy's own figure |
 //! | [`route_features_live`] | redirects, CORS, mirrors, timeouts, retries, live in Envoy |
 //! | [`layering`] | the core never reaches an edge, `gateway` never reaches `envoy`, the core does no I/O |
 //!
@@ -36,6 +37,7 @@ mod fake_apiserver;
 mod kube;
 mod kube_support;
 mod layering;
+mod re2_size;
 mod route_features_live;
 mod security_cli;
 mod serve_inputs;
