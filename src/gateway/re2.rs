@@ -11,8 +11,8 @@
 //!
 //! The costs were measured with `envoy --mode validate` (1.40): a literal costs at least one instruction
 //! per character;
-//! a class at least one, and one per maximal ASCII range (RE2 merges a letter range with its other case,
-//! so the fewer of the two counts); `x{n,m}` costs n·c + (m−n)·(c+1); a capture adds 2; an alternation
+//! a class at least one, and one per maximal range below 256 (RE2 merges an ASCII letter range with its
+//! other case, so the fewer of the two counts; its `\w`, `\d`, `\s` are ASCII); `x{n,m}` costs n·c + (m−n)·(c+1); a capture adds 2; an alternation
 //! at least its largest branch (RE2 factors common prefixes); a program at least 2 more.
 
 use regex_syntax::hir::{Class, Hir, HirKind};
@@ -36,7 +36,7 @@ pub fn problem(re: &str) -> Option<String> {
         let why = why.strip_prefix("error: ").unwrap_or(why);
         return Some(format!("regular expression {re:?} is not valid RE2 syntax: {why}"));
     }
-    let hir = regex_syntax::ParserBuilder::new().build().parse(re).ok()?;
+    let hir = parse(re)?;
     if max_repeat(&hir) > MAX_REPEAT {
         return Some(format!(
             "regular expression {re:?} repeats more than {MAX_REPEAT} times, RE2's limit"
@@ -53,8 +53,19 @@ pub fn problem(re: &str) -> Option<String> {
 
 /// A lower bound on the RE2 program size of `re` (`None` if it does not parse).
 pub fn program_size_at_least(re: &str) -> Option<usize> {
-    let hir = regex_syntax::ParserBuilder::new().build().parse(re).ok()?;
-    Some(cost(&hir).saturating_add(2))
+    Some(cost(&parse(re)?).saturating_add(2))
+}
+
+/// The pattern as RE2 reads it: Perl classes (`\w`, `\d`, `\s`) are ASCII in RE2, so it is parsed with
+/// Unicode off first; patterns that need Unicode (`\pL`) are parsed with it on.
+fn parse(re: &str) -> Option<Hir> {
+    let ascii = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build()
+        .parse(re)
+        .ok();
+    ascii.or_else(|| regex_syntax::ParserBuilder::new().build().parse(re).ok())
 }
 
 fn cost(h: &Hir) -> usize {
@@ -82,16 +93,16 @@ fn cost(h: &Hir) -> usize {
     }
 }
 
-/// At least one instruction, and at least the number of maximal ASCII ranges, with a letter range and its
-/// other case counted once when that gives fewer.
+/// At least one instruction, and at least the number of maximal ranges below 256, with an ASCII letter
+/// range and its other case counted once when that gives fewer.
 fn class_cost(ranges: impl Iterator<Item = (u32, u32)>) -> usize {
-    let mut ascii = [false; 128];
+    let mut ascii = [false; 256];
     for (lo, hi) in ranges {
-        for c in lo..=hi.min(127) {
+        for c in lo..=hi.min(255) {
             ascii[c as usize] = true;
         }
     }
-    let runs = |set: &[bool; 128]| (0..128).filter(|&i| set[i] && (i == 0 || !set[i - 1])).count();
+    let runs = |set: &[bool; 256]| (0..256).filter(|&i| set[i] && (i == 0 || !set[i - 1])).count();
     let mut folded = ascii;
     for upper in b'A'..=b'Z' {
         if ascii[usize::from(upper.to_ascii_lowercase())] {
@@ -173,7 +184,7 @@ mod tests {
             ("aaa|bbb", 6),
         ];
         for (re, envoy) in measured {
-            let hir = regex_syntax::ParserBuilder::new().build().parse(re).unwrap();
+            let hir = parse(re).unwrap();
             assert!(cost(&hir) <= envoy, "{re}: bound {} over Envoy's {envoy}", cost(&hir));
         }
         assert_eq!(program_size_at_least("/a/[a-z0-9]{1,200}/x"), Some(606), "Envoy: 608");
