@@ -9,28 +9,12 @@ const NS: &str = "apps";
 
 pub fn write(dir: &Path, n: usize) {
     std::fs::create_dir_all(dir).expect("creating DIR");
-    std::fs::write(dir.join("gateway.yaml"), gateway()).expect("writing gateway.yaml");
+    // The workload's GatewayClass and Gateway (infra/edge, admitting routes from every namespace).
+    let gateway = pier::testkit::workload::Workload::new(0).gateway();
+    std::fs::write(dir.join("gateway.yaml"), gateway).expect("writing gateway.yaml");
     for i in 0..n {
         std::fs::write(dir.join(format!("service-{i:05}.yaml")), service(i)).expect("writing a Service");
     }
-}
-
-fn gateway() -> String {
-    format!(
-        "apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {{name: pier}}
-spec: {{controllerName: pier.dev/gateway-controller}}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {{name: edge, namespace: {NS}}}
-spec:
-  gatewayClassName: pier
-  listeners:
-  - {{name: http, protocol: HTTP, port: 8080}}
-"
-    )
 }
 
 /// Service `s-i`, its slice (two ready endpoints), and route `r-i` to it on its own hostname.
@@ -56,7 +40,7 @@ apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {{name: r-{i}, namespace: {NS}}}
 spec:
-  parentRefs: [{{name: edge}}]
+  parentRefs: [{{name: edge, namespace: infra}}]
   hostnames: [h-{i}.example.com]
   rules:
   - backendRefs: [{{name: s-{i}, port: 80}}]

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn pier(args: &[&str]) -> Output {
+pub(crate) fn pier(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pier"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))

@@ -2,16 +2,10 @@
 //! the CA reused, the Gateway's SPIFFE ID), `pier bootstrap` with mTLS options (accepted by Envoy), and
 //! `pier serve` refusing plaintext xDS beyond loopback unless told otherwise.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn pier(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pier"))
-        .args(args)
-        .env("PIER_LOG", "warn")
-        .output()
-        .expect("run pier")
-}
+use crate::cli::pier;
 
 fn uri_sans(pem_path: &std::path::Path) -> Vec<String> {
     let pem = std::fs::read(pem_path).unwrap();
