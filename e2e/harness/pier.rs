@@ -126,7 +126,7 @@ impl Pier {
             .args(["--xds-client-ca", &file("ca.crt")])
             .args(&options.extra_args)
             .env(
-                "RUST_LOG",
+                "PIER_LOG",
                 std::env::var("E2E_PIER_LOG").unwrap_or_else(|_| "info".to_string()),
             )
             .stdin(Stdio::null())
