@@ -68,6 +68,10 @@ pub struct View {
     /// What is published, per Gateway.
     pub published: BTreeMap<String, GatewayOut>,
     pub generation: u64,
+    /// Objects held back because a proxy rejected them (`runtime::contain`), with Envoy's message.
+    pub quarantined: Vec<serde_json::Value>,
+    /// The newest rejection no change explained.
+    pub unexplained_rejection: Option<serde_json::Value>,
 }
 
 pub type SharedView = Arc<RwLock<View>>;
@@ -179,6 +183,8 @@ async fn status(State(s): State<AdminState>) -> Response {
         "source_error": v.source_error,
         "source_warnings": v.source_warnings,
         "check_errors": v.check_errors,
+        "quarantined": v.quarantined,
+        "unexplained_rejection": v.unexplained_rejection,
         "objects": v.statuses.values().map(AsRef::as_ref).collect::<Vec<&ObjectStatus>>(),
     }))
     .into_response()

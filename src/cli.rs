@@ -91,6 +91,13 @@ pub struct ServeArgs {
     /// ... but never later than this after the first of them (milliseconds).
     #[arg(long, env = "PIER_DEBOUNCE_MAX_MS", default_value_t = 250)]
     pub debounce_max_ms: u64,
+    /// When a proxy rejects a push, find the object responsible by publishing trials (halves of what
+    /// changed), quarantine it with a status naming Envoy's error, and publish everything else.
+    #[arg(long, env = "PIER_NACK_CONTAINMENT", default_value_t = true, action = clap::ArgAction::Set)]
+    pub nack_containment: bool,
+    /// How long a trial waits for every proxy's answer before the search is abandoned (milliseconds).
+    #[arg(long, env = "PIER_NACK_PROBE_TIMEOUT_MS", default_value_t = 10_000)]
+    pub nack_probe_timeout_ms: u64,
     #[command(flatten)]
     pub inputs: InputArgs,
     #[command(flatten)]
@@ -102,6 +109,16 @@ pub struct ServeArgs {
     pub admin: AdminArgs,
     #[command(flatten)]
     pub kube: KubeArgs,
+}
+
+impl ServeArgs {
+    pub fn containment(&self) -> crate::runtime::ContainSettings {
+        crate::runtime::ContainSettings {
+            enabled: self.nack_containment,
+            probe_timeout: std::time::Duration::from_millis(self.nack_probe_timeout_ms),
+            ..Default::default()
+        }
+    }
 }
 
 /// The Kubernetes source (`pier serve --kubernetes`).

@@ -257,6 +257,7 @@ async fn start_pier(
         xds_limits: Default::default(),
         max_file_bytes: crate::model::yaml::DEFAULT_MAX_BYTES,
         admin_access: crate::admin::Access::default(),
+        containment: crate::runtime::ContainSettings::default(),
     };
     let (stop, mut stopped) = watch::channel(false);
     let task = tokio::spawn(crate::runtime::run_until(serve, async move {

@@ -98,6 +98,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         k.status_writes_per_second = args.kube.status_writes_per_second;
         k
     });
+    let containment = args.containment();
     // clap counts PIER_KUBERNETES=false as "present", so the either-or is checked here as well.
     let config_dir = match (&kubernetes, args.config_dir) {
         (None, None) => bail!("--config-dir (PIER_CONFIG_DIR) is required unless --kubernetes is set"),
@@ -118,6 +119,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         xds_limits: args.xds.limits(),
         max_file_bytes: args.inputs.max_file_bytes,
         admin_access: admin_access(&args.admin)?,
+        containment,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

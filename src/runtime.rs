@@ -10,8 +10,11 @@
 //! starts leader election and the status writer; both sources feed the same pipeline.
 
 mod cluster;
+mod contain;
+mod contain_status;
 mod metrics;
 mod pipeline;
+pub use pipeline::ContainSettings;
 mod xds;
 pub use cluster::KubeSettings;
 
@@ -50,6 +53,8 @@ pub struct ServeConfig {
     pub max_file_bytes: usize,
     /// Who may use the admin API.
     pub admin_access: crate::admin::Access,
+    /// NACK containment (`runtime::contain`).
+    pub containment: ContainSettings,
 }
 
 /// Serves until SIGTERM or SIGINT.
@@ -128,7 +133,13 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
         statuses: statuses_tx,
         metrics: pipeline_metrics,
     };
-    let pipeline = tokio::spawn(pipeline::run(dir_rx, config.options.clone(), sinks, stop_rx.clone()));
+    let pipeline = tokio::spawn(pipeline::run(
+        dir_rx,
+        config.options.clone(),
+        sinks,
+        config.containment.clone(),
+        stop_rx.clone(),
+    ));
     let mut xds_stop = stop_rx.clone();
     let xds = tokio::spawn(crate::xds::server::serve(xds_listener, server, tls, async move {
         let _ = xds_stop.wait_for(|s| *s).await;

@@ -56,6 +56,7 @@ impl HttpRouteExtras {
     }
 }
 
+pub mod diff;
 pub mod insert;
 pub mod load;
 pub mod objects;

@@ -13,6 +13,8 @@ pub struct PipelineMetrics {
     translations: Counter,
     translation_seconds: Histogram,
     source_error: Gauge,
+    quarantined: Gauge,
+    trials: Counter,
 }
 
 impl PipelineMetrics {
@@ -21,7 +23,19 @@ impl PipelineMetrics {
             translations: Counter::default(),
             translation_seconds: Histogram::new([0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0]),
             source_error: Gauge::default(),
+            quarantined: Gauge::default(),
+            trials: Counter::default(),
         };
+        registry.register(
+            "pier_quarantined_objects",
+            "Objects held back because a proxy rejected the configuration built from them",
+            m.quarantined.clone(),
+        );
+        registry.register(
+            "pier_nack_trials",
+            "Trial configurations published to find the object a proxy rejects",
+            m.trials.clone(),
+        );
         registry.register("pier_translations", "Translations run", m.translations.clone());
         registry.register(
             "pier_translation_seconds",
@@ -38,6 +52,12 @@ impl PipelineMetrics {
     pub fn observe_translation(&self, took: Duration) {
         self.translations.inc();
         self.translation_seconds.observe(took.as_secs_f64());
+    }
+    pub fn set_quarantined(&self, n: usize) {
+        self.quarantined.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+    pub fn trial(&self) {
+        self.trials.inc();
     }
     pub fn set_source_error(&self, failing: bool) {
         self.source_error.set(i64::from(failing));

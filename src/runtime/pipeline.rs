@@ -9,11 +9,15 @@
 //! and the next model is translated from scratch by a new one: nothing it half-updated is ever served.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
 
 use tokio::sync::watch;
 use tracing::{debug, error, info};
 
+use super::contain::{Containment, Quarantined, Rejection};
+use super::contain_status;
 use super::metrics::PipelineMetrics;
 use crate::admin::SharedView;
 use crate::model::Model;
@@ -22,6 +26,7 @@ use crate::source::SourceState;
 use crate::translate::engine::check::GatewayCheck;
 use crate::translate::engine::out::GatewayOut;
 use crate::translate::engine::{Engine, StatusSet, Update};
+use crate::xds::clients::Verdict;
 use crate::xds::server::AdsServer;
 
 /// Where the stage's results go.
@@ -30,6 +35,27 @@ pub struct Sinks {
     pub view: SharedView,
     pub statuses: watch::Sender<StatusSet>,
     pub metrics: PipelineMetrics,
+}
+
+/// NACK containment settings (`runtime::contain`).
+#[derive(Debug, Clone)]
+pub struct ContainSettings {
+    pub enabled: bool,
+    /// How long a trial may wait for the proxies' verdict before the bisection is abandoned.
+    pub probe_timeout: Duration,
+    /// How long "every proxy applied it" must last before it counts: a proxy that acknowledged new
+    /// listeners asks for their routes right after.
+    pub settle: Duration,
+}
+
+impl Default for ContainSettings {
+    fn default() -> Self {
+        ContainSettings {
+            enabled: true,
+            probe_timeout: Duration::from_secs(10),
+            settle: Duration::from_millis(300),
+        }
+    }
 }
 
 /// The translator and the checks that follow its output, moved together onto the blocking thread.
@@ -45,52 +71,272 @@ struct Step {
     gateways: BTreeMap<String, GatewayOut>,
     /// Check failures of the Gateways this update changed.
     check_errors: BTreeMap<String, Vec<String>>,
-    /// All statuses, when any changed.
-    statuses: Option<StatusSet>,
+    /// All statuses (an O(1) clone); `update.statuses` says whether they changed.
+    statuses: StatusSet,
 }
 
-/// Translates every new model and publishes the Gateways whose resources pass `envoy::check`.
+/// How long proxy events are gathered before the verdict is read again: a publish to N proxies brings
+/// several events from each, and reading the verdict visits every proxy.
+const JUDGE_COALESCE: Duration = Duration::from_millis(5);
+
+/// A publish waiting for the proxies' verdict.
+struct Probe {
+    model: Model,
+    /// The snapshot cache generation the publish produced.
+    cache_generation: u64,
+    published_at: Instant,
+    trial: bool,
+    /// The verdict already acted on: `Some(true)` applied, `Some(false)` rejected.
+    acted: Option<bool>,
+}
+
+/// The stage's state between models.
+struct Stage {
+    opts: Options,
+    sinks: Sinks,
+    settings: ContainSettings,
+    engine: Option<Translator>,
+    check_errors: BTreeMap<String, Vec<String>>,
+    containment: Containment,
+    probe: Option<Probe>,
+    /// When a proxy last moved (was sent something, answered, or left).
+    quiet_since: Instant,
+    /// Statuses changed during trials and were not written.
+    statuses_stale: bool,
+    /// A proxy moved since the verdict was last read: when to read it.
+    judge_at: Option<Instant>,
+    source_generation: u64,
+}
+
+/// Translates every new model and publishes the Gateways whose resources pass `envoy::check`; with
+/// containment on, bisects what proxies reject (`runtime::contain`).
 pub async fn run(
     mut source: watch::Receiver<SourceState>,
     opts: Options,
     sinks: Sinks,
+    settings: ContainSettings,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut seen_generation = 0;
-    let mut engine = None;
-    let mut check_errors: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut events = sinks.server.clients.events();
+    let mut stage = Stage {
+        opts,
+        sinks,
+        settings,
+        engine: None,
+        check_errors: BTreeMap::new(),
+        containment: Containment::new(),
+        probe: None,
+        quiet_since: Instant::now(),
+        statuses_stale: false,
+        judge_at: None,
+        source_generation: 0,
+    };
     loop {
         let state = source.borrow_and_update().clone();
-        record_source(&state, &sinks);
-        if let Some(model) = state.model.clone().filter(|_| state.generation != seen_generation) {
-            seen_generation = state.generation;
-            let started = Instant::now();
-            let mut current = engine.take().unwrap_or_else(|| Translator {
-                engine: Engine::new(opts.clone()),
-                checks: BTreeMap::new(),
-            });
-            let step = tokio::task::spawn_blocking(move || {
-                let step = translate(&mut current, &model);
-                (current, step)
-            })
-            .await;
-            sinks.metrics.observe_translation(started.elapsed());
-            debug!(took_us = started.elapsed().as_micros() as u64, "translated and checked");
-            match step {
-                Ok((kept, step)) => {
-                    engine = Some(kept);
-                    publish(step, state.generation, &mut check_errors, &sinks);
-                }
-                Err(e) => {
-                    error!(error = %e, "translation panicked; the last good configuration stays in force and the next change is translated from scratch");
-                }
-            }
+        record_source(&state, &stage.sinks);
+        if let Some(model) = state
+            .model
+            .clone()
+            .filter(|_| state.generation != stage.source_generation)
+        {
+            stage.source_generation = state.generation;
+            stage.accept_if_applied();
+            let effective = stage.containment.set_target((*model).clone());
+            stage.publish(effective).await;
         }
-        tokio::select! {
+        let deadline = stage.deadline();
+        let woke = tokio::select! {
             _ = stop.wait_for(|s| *s) => return,
-            changed = source.changed() => if changed.is_err() { return },
+            changed = source.changed() => if changed.is_err() { return } else { Wake::Source },
+            _ = events.changed() => Wake::Proxies,
+            () = tokio::time::sleep_until(deadline) => Wake::Timer,
+        };
+        match woke {
+            // Proxies move in bursts (a push to each, an answer from each): judged once per burst.
+            Wake::Proxies => {
+                stage.quiet_since = Instant::now();
+                stage.judge_at.get_or_insert(stage.quiet_since + JUDGE_COALESCE);
+            }
+            Wake::Timer => stage.judge().await,
+            Wake::Source => {}
         }
     }
+}
+
+#[derive(PartialEq)]
+enum Wake {
+    Source,
+    Proxies,
+    Timer,
+}
+
+impl Stage {
+    /// Translates `model` and publishes it; a trial's statuses are not written.
+    async fn publish(&mut self, model: Model) {
+        let trial = self.containment.in_trial();
+        let started = Instant::now();
+        let mut current = self.engine.take().unwrap_or_else(|| Translator {
+            engine: Engine::new(self.opts.clone()),
+            checks: BTreeMap::new(),
+        });
+        let input = model.clone();
+        let step = tokio::task::spawn_blocking(move || {
+            let step = translate(&mut current, &input);
+            (current, step)
+        })
+        .await;
+        self.sinks.metrics.observe_translation(started.elapsed());
+        debug!(
+            took_us = started.elapsed().as_micros() as u64,
+            trial, "translated and checked"
+        );
+        let (kept, step) = match step {
+            Ok(done) => done,
+            Err(e) => {
+                error!(error = %e, "translation panicked; the last good configuration stays in force and the next change is translated from scratch");
+                return;
+            }
+        };
+        self.engine = Some(kept);
+        let statuses = if trial {
+            self.statuses_stale |= step.update.statuses;
+            None
+        } else {
+            let write = step.update.statuses
+                || std::mem::take(&mut self.statuses_stale)
+                || self.probe.as_ref().is_some_and(|p| p.trial);
+            write.then(|| self.overlaid(&step.statuses))
+        };
+        let generation = publish(
+            step,
+            statuses,
+            self.source_generation,
+            &mut self.check_errors,
+            &self.sinks,
+        );
+        if trial {
+            self.sinks.metrics.trial();
+        }
+        self.show_containment();
+        self.probe = self.settings.enabled.then(|| Probe {
+            model,
+            cache_generation: generation,
+            published_at: Instant::now(),
+            trial,
+            acted: None,
+        });
+    }
+
+    /// Before a new model replaces what is published: if every proxy applied it, it is the last good
+    /// model even though quiet has not lasted yet (otherwise a change right after a publish would be
+    /// bisected against an older model, trials and all).
+    fn accept_if_applied(&mut self) {
+        let Some(probe) = self.probe.as_mut().filter(|p| p.acted.is_none() && !p.trial) else {
+            return;
+        };
+        if self.sinks.server.clients.verdict(probe.cache_generation) == Verdict::Applied {
+            probe.acted = Some(true);
+            self.containment.applied(&probe.model);
+        }
+    }
+
+    /// Reads the proxies' verdict on what was published last and acts on it.
+    async fn judge(&mut self) {
+        self.judge_at = None;
+        let Some(probe) = self.probe.as_mut() else { return };
+        let now = Instant::now();
+        if probe.acted.is_some() && !probe.trial {
+            // Judged already: a later rejection could only be one no change explains.
+            return;
+        }
+        let verdict = self.sinks.server.clients.verdict(probe.cache_generation);
+        debug!(?verdict, cache_generation = probe.cache_generation, "proxies' verdict");
+        let next = match verdict {
+            Verdict::Rejected {
+                gateway,
+                type_url,
+                message,
+            } => {
+                probe.acted = Some(false);
+                let rejection = Rejection {
+                    gateway,
+                    type_url,
+                    message,
+                };
+                self.containment.rejected(&probe.model, rejection)
+            }
+            Verdict::Applied => {
+                if now < self.quiet_since.max(probe.published_at) + self.settings.settle {
+                    return;
+                }
+                probe.acted = Some(true);
+                self.containment.applied(&probe.model)
+            }
+            Verdict::Unjudged if probe.trial => self.containment.abandon(),
+            Verdict::Busy if probe.trial && now >= probe.published_at + self.settings.probe_timeout => {
+                self.containment.abandon()
+            }
+            _ => None,
+        };
+        match next {
+            Some(model) => self.publish(model).await,
+            None => self.show_containment(),
+        }
+    }
+
+    /// When to look at the verdict again without a proxy moving: once quiet has lasted, or when a
+    /// trial times out.
+    fn deadline(&self) -> tokio::time::Instant {
+        if let Some(at) = self.judge_at {
+            return tokio::time::Instant::from_std(at);
+        }
+        let far = tokio::time::Instant::now() + Duration::from_secs(3600);
+        let Some(probe) = self.probe.as_ref().filter(|p| p.acted.is_none() || p.trial) else {
+            return far;
+        };
+        let settled = self.quiet_since.max(probe.published_at) + self.settings.settle;
+        let at = if settled > Instant::now() {
+            settled
+        } else if probe.trial {
+            probe.published_at + self.settings.probe_timeout
+        } else {
+            return far;
+        };
+        tokio::time::Instant::from_std(at)
+    }
+
+    /// The engine's statuses with the quarantined objects' on top.
+    fn overlaid(&self, statuses: &StatusSet) -> StatusSet {
+        let quarantined: Vec<_> = self.containment.quarantined().collect();
+        if quarantined.is_empty() {
+            return statuses.clone();
+        }
+        contain_status::overlay(statuses, &quarantined, &self.opts.controller_name)
+    }
+
+    fn show_containment(&self) {
+        let quarantined: Vec<_> = self.containment.quarantined().map(quarantine_json).collect();
+        self.sinks.metrics.set_quarantined(quarantined.len());
+        let mut v = self.sinks.view.write().expect("view lock");
+        v.quarantined = quarantined;
+        v.unexplained_rejection = self
+            .containment
+            .unexplained()
+            .map(|r| json!({"gateway": r.gateway, "type_url": r.type_url, "message": r.message}));
+    }
+}
+
+fn quarantine_json(q: &Quarantined) -> serde_json::Value {
+    let (kind, key) = &q.id;
+    json!({
+        "kind": format!("{kind:?}"),
+        "namespace": key.namespace,
+        "name": key.name,
+        "gateway": q.rejection.gateway,
+        "type_url": q.rejection.type_url,
+        "message": q.rejection.message,
+        "previous_version_served": q.previous_served,
+    })
 }
 
 fn record_source(state: &SourceState, sinks: &Sinks) {
@@ -118,7 +364,7 @@ fn translate(t: &mut Translator, model: &Model) -> Step {
         }
     }
     let gateways = engine.gateways().map(|(k, g)| (k.to_string(), g.clone())).collect();
-    let statuses = update.statuses.then(|| engine.statuses().map().clone());
+    let statuses = engine.statuses().map().clone();
     Step {
         update,
         gateways,
@@ -127,9 +373,16 @@ fn translate(t: &mut Translator, model: &Model) -> Step {
     }
 }
 
-/// Publishes a step: a changed Gateway that failed its check keeps what it last published (and its
-/// error stays shown until a later translation of it passes).
-fn publish(step: Step, generation: u64, check_errors: &mut BTreeMap<String, Vec<String>>, sinks: &Sinks) {
+/// Publishes a step (with `statuses` to write, if any): a changed Gateway that failed its check keeps
+/// what it last published (and its error stays shown until a later translation of it passes).
+/// Returns the snapshot cache generation after the publish.
+fn publish(
+    step: Step,
+    statuses: Option<StatusSet>,
+    generation: u64,
+    check_errors: &mut BTreeMap<String, Vec<String>>,
+    sinks: &Sinks,
+) -> u64 {
     let mut v = sinks.view.write().expect("view lock");
     let mut next = step.gateways;
     for key in &step.update.gateways {
@@ -152,7 +405,7 @@ fn publish(step: Step, generation: u64, check_errors: &mut BTreeMap<String, Vec<
     } else {
         info!(generation, "translation unchanged; nothing to push");
     }
-    if let Some(statuses) = step.statuses {
+    if let Some(statuses) = statuses {
         // The status writer reads the newest statuses at its own pace; this never waits on it.
         sinks.statuses.send_replace(statuses.clone());
         v.statuses = statuses;
@@ -161,4 +414,5 @@ fn publish(step: Step, generation: u64, check_errors: &mut BTreeMap<String, Vec<
     v.check_errors = check_errors.clone();
     v.generation = generation;
     v.ready = true;
+    report.generation
 }

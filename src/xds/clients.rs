@@ -70,6 +70,46 @@ pub struct ClientInfo {
     pub mode: Mode,
     pub connected_at_unix: u64,
     pub types: BTreeMap<XdsType, TypeStatus>,
+    /// Where the stream stood after it last ran; `None` before its first response.
+    pub sync: Option<ClientSync>,
+}
+
+/// Where a proxy stands with the configuration its plan serves, type by type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeSync {
+    /// Acknowledged, nothing in flight, nothing left to send.
+    Applied,
+    /// The proxy rejected exactly what is served now (it is not sent again).
+    Rejected,
+    /// In flight or still to send.
+    Pending,
+}
+
+/// A stream's position after one turn of its loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientSync {
+    /// The snapshot cache generation the stream had seen.
+    pub generation: u64,
+    /// Listeners and routes come from the latest snapshot (`xds::plan`).
+    pub promoted: bool,
+    pub types: BTreeMap<XdsType, TypeSync>,
+}
+
+/// What the connected proxies made of the latest publish ([`Clients::verdict`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// No proxy that serves a Gateway is connected: nobody can judge.
+    Unjudged,
+    /// Some proxy is still being sent the latest configuration, or has not answered.
+    Busy,
+    /// Every proxy runs the latest configuration.
+    Applied,
+    /// A proxy rejected part of it.
+    Rejected {
+        gateway: String,
+        type_url: String,
+        message: String,
+    },
 }
 
 /// Every connected proxy.
@@ -77,6 +117,8 @@ pub struct ClientInfo {
 pub struct Clients {
     next: AtomicU64,
     streams: DashMap<ClientId, ClientInfo>,
+    /// Bumped whenever a stream's position changes or a stream ends, for whoever waits on proxies.
+    events: tokio::sync::watch::Sender<u64>,
 }
 
 impl Clients {
@@ -107,6 +149,7 @@ impl Clients {
                 mode,
                 connected_at_unix,
                 types: BTreeMap::new(),
+                sync: None,
             },
         );
         id
@@ -114,6 +157,69 @@ impl Clients {
 
     pub fn remove(&self, id: ClientId) {
         self.streams.remove(&id);
+        self.events.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Records where a stream stands after a turn of its loop.
+    pub fn synced(&self, id: ClientId, sync: ClientSync) {
+        let changed = match self.streams.get_mut(&id) {
+            Some(mut client) if client.sync.as_ref() != Some(&sync) => {
+                client.sync = Some(sync);
+                true
+            }
+            _ => false,
+        };
+        if changed {
+            self.events.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// Sees a change whenever a stream's position changes or a stream ends.
+    pub fn events(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.events.subscribe()
+    }
+
+    /// What the proxies made of the snapshot cache at `generation`: the first rejection (with Envoy's
+    /// message), or busy while any proxy has not seen it, not been sent all of it or not answered.
+    /// Applied is not final: a proxy that acknowledged new listeners asks for their routes right
+    /// after, so callers wait for it to last (`runtime::contain`).
+    pub fn verdict(&self, generation: u64) -> Verdict {
+        let (mut judged, mut busy) = (false, false);
+        // Ids in order, so the rejection reported is the same whatever the map's order.
+        let mut rejected: Option<(ClientId, Verdict)> = None;
+        for entry in self.streams.iter() {
+            let client = entry.value();
+            let Some(gateway) = client.gateway.as_deref() else {
+                continue;
+            };
+            judged = true;
+            // A position from before the publish says nothing about it.
+            let Some(sync) = client.sync.as_ref().filter(|s| s.generation >= generation) else {
+                busy = true;
+                continue;
+            };
+            for (ty, state) in &sync.types {
+                if *state == TypeSync::Rejected && rejected.as_ref().is_none_or(|(id, _)| client.id < *id) {
+                    let message = client.types.get(ty).and_then(|t| t.last_nack.as_ref());
+                    let verdict = Verdict::Rejected {
+                        gateway: gateway.to_string(),
+                        type_url: ty.type_url().to_string(),
+                        message: message.map(|n| n.message.clone()).unwrap_or_default(),
+                    };
+                    rejected = Some((client.id, verdict));
+                }
+                busy |= *state == TypeSync::Pending;
+            }
+            busy |= !sync.promoted;
+        }
+        if let Some((_, verdict)) = rejected {
+            return verdict;
+        }
+        match (judged, busy) {
+            (false, _) => Verdict::Unjudged,
+            (true, true) => Verdict::Busy,
+            (true, false) => Verdict::Applied,
+        }
     }
 
     pub fn sent(&self, id: ClientId, ty: XdsType, version: &str) {
@@ -252,5 +358,50 @@ mod tests {
         assert_eq!(json["clients"][1]["identity"], "spiffe://pier.local/ns/ns/gateway/b");
         clients.remove(a);
         assert_eq!(clients.len(), 1);
+    }
+
+    #[test]
+    fn the_verdict_reads_positions_from_the_publish_on() {
+        let clients = Clients::new();
+        assert_eq!(clients.verdict(1), Verdict::Unjudged);
+        let a = clients.register("n1", "ns/a", Some("ns/a"), Mode::Sotw, "plaintext");
+        let b = clients.register("n2", "ns/b", Some("ns/b"), Mode::Delta, "plaintext");
+        assert_eq!(clients.verdict(1), Verdict::Busy, "no position yet");
+        let sync = |generation, route| ClientSync {
+            generation,
+            promoted: true,
+            types: [(XdsType::Cluster, TypeSync::Applied), (XdsType::Route, route)].into(),
+        };
+        let events = clients.events();
+        clients.synced(a, sync(1, TypeSync::Applied));
+        clients.synced(b, sync(1, TypeSync::Applied));
+        assert!(events.has_changed().unwrap());
+        assert_eq!(clients.verdict(1), Verdict::Applied);
+        assert_eq!(clients.verdict(2), Verdict::Busy, "positions from before the publish");
+        clients.nacked(b, XdsType::Route, "v2", "bad regex");
+        clients.synced(b, sync(2, TypeSync::Rejected));
+        clients.synced(a, sync(2, TypeSync::Pending));
+        assert_eq!(
+            clients.verdict(2),
+            Verdict::Rejected {
+                gateway: "ns/b".into(),
+                type_url: XdsType::Route.type_url().into(),
+                message: "bad regex".into(),
+            }
+        );
+        clients.remove(b);
+        assert_eq!(clients.verdict(2), Verdict::Busy);
+        clients.synced(
+            a,
+            ClientSync {
+                promoted: false,
+                ..sync(2, TypeSync::Applied)
+            },
+        );
+        assert_eq!(
+            clients.verdict(2),
+            Verdict::Busy,
+            "listeners and routes not yet from the newest snapshot"
+        );
     }
 }

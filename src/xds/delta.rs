@@ -31,7 +31,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, Delt
 
 use super::XdsType;
 use super::cache::{Entries, Entry, View};
-use super::clients::Mode;
+use super::clients::{Mode, TypeSync};
 use super::plan::{Plan, Progress};
 use super::stream::{Event, Machine};
 
@@ -177,6 +177,34 @@ impl Machine for Delta {
 
     fn plan_mut(&mut self) -> &mut Plan {
         &mut self.plan
+    }
+
+    fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    fn sync(&self, ty: XdsType) -> Option<TypeSync> {
+        let st = &self.types[ty.index()];
+        if !st.subscribed {
+            return None;
+        }
+        let Some(view) = self.plan.view(ty) else {
+            return Some(TypeSync::Pending);
+        };
+        let hold_removals = self.plan.holds_removals();
+        let types = Types {
+            types: &self.types,
+            hold_removals,
+        };
+        let diff = st.diff(ty, view, hold_removals);
+        let nothing_to_send = diff.upserts.is_empty() && diff.removed.is_empty();
+        Some(if types.applied(ty, view) {
+            TypeSync::Applied
+        } else if st.nacked && !st.awaiting_ack && nothing_to_send {
+            TypeSync::Rejected
+        } else {
+            TypeSync::Pending
+        })
     }
 
     fn on_request(&mut self, req: DeltaDiscoveryRequest, events: &mut Vec<Event>) {

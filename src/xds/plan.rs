@@ -96,6 +96,15 @@ impl Plan {
         self.views[ty.index()].as_ref()
     }
 
+    /// Listeners and routes come from the latest snapshot (its clusters were acknowledged).
+    pub fn promoted(&self) -> bool {
+        match (&self.back, &self.front) {
+            (Some(back), Some(front)) => Arc::ptr_eq(back, front),
+            (None, _) => true,
+            (Some(_), None) => false,
+        }
+    }
+
     /// Delta only: while true, resources the proxy holds but the view lacks are not reported removed
     /// (the proxy's listeners may come from before this stream and still use them).
     pub fn holds_removals(&self) -> bool {

@@ -26,7 +26,7 @@ use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, Discovery
 
 use super::XdsType;
 use super::cache::View;
-use super::clients::Mode;
+use super::clients::{Mode, TypeSync};
 use super::plan::{Plan, Progress};
 use super::stream::{Event, Machine};
 
@@ -146,6 +146,29 @@ impl Machine for Sotw {
         }
         st.wildcard = wildcard;
         st.names = names;
+    }
+
+    fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    fn sync(&self, ty: XdsType) -> Option<TypeSync> {
+        let st = &self.types[ty.index()];
+        if !st.subscribed {
+            return None;
+        }
+        let Some(view) = self.plan.view(ty) else {
+            return Some(TypeSync::Pending);
+        };
+        // A proxy that asks for none of the type's resources by name has nothing to apply.
+        let wants_nothing = !st.wildcard && st.names.is_empty() && !st.awaiting_ack;
+        Some(if wants_nothing || Types(&self.types).applied(ty, view) {
+            TypeSync::Applied
+        } else if !st.awaiting_ack && st.nacked_version.as_ref() == Some(&view.version) {
+            TypeSync::Rejected
+        } else {
+            TypeSync::Pending
+        })
     }
 
     fn flush(&mut self, events: &mut Vec<Event>) -> Vec<DiscoveryResponse> {

@@ -19,7 +19,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Status, Streaming};
 use tracing::{Instrument, debug, field, info, warn};
 
-use super::clients::{ClientId, Clients, Mode};
+use super::clients::{ClientId, ClientSync, Clients, Mode, TypeSync};
 use super::metrics::XdsMetrics;
 use super::plan::{Plan, Step};
 use super::transport::{PeerInfo, Refused, XdsLimits, refuse};
@@ -64,6 +64,21 @@ pub(crate) trait Machine: Default + Send + 'static {
     fn on_request(&mut self, request: Self::Request, events: &mut Vec<Event>);
     /// Advances the plan and returns every response due now, in push order.
     fn flush(&mut self, events: &mut Vec<Event>) -> Vec<Self::Response>;
+    /// Where the proxy stands with what the plan serves for `ty`; `None` if it never asked for `ty`.
+    fn sync(&self, ty: XdsType) -> Option<TypeSync>;
+    fn plan(&self) -> &Plan;
+}
+
+/// Where a proxy stands with the latest snapshot, for [`Clients::verdict`].
+fn sync_of<M: Machine>(machine: &M, generation: u64) -> ClientSync {
+    ClientSync {
+        generation,
+        promoted: machine.plan().promoted(),
+        types: XdsType::ALL
+            .into_iter()
+            .filter_map(|ty| machine.sync(ty).map(|s| (ty, s)))
+            .collect(),
+    }
 }
 
 /// What every stream shares.
@@ -175,9 +190,11 @@ async fn run<M: Machine>(
             }
         }
         let Some(peer) = peer.as_mut() else { continue };
+        let seen = *generation.borrow_and_update();
         refresh(&shared, peer, machine.plan_mut());
         let responses = machine.flush(&mut events);
         report(&shared, peer, events.drain(..));
+        shared.clients.synced(peer.reg.id, sync_of(&machine, seen));
         for response in responses {
             if tx.send(Ok(response)).await.is_err() {
                 debug!("response stream dropped");

@@ -57,6 +57,9 @@ labels! {
         /// pier: the backendRef's target (a Backend) exists but is not accepted; the message repeats why.
         InvalidBackend,
         UnsupportedProtocol,
+        /// pier: a proxy rejected the configuration built from this object, which pier quarantined
+        /// (`runtime::contain`); the message quotes Envoy.
+        RejectedByProxy,
     }
 
     /// BackendTLSPolicy.
@@ -70,6 +73,9 @@ labels! {
         NoValidCACertificate,
         InvalidCACertificateRef,
         InvalidKind,
+        /// pier: a proxy rejected the configuration built from this object, which pier quarantined
+        /// (`runtime::contain`); the message quotes Envoy.
+        RejectedByProxy,
     }
 
     /// XBackend, the standard-group Backend, and Envoy Gateway's Backend. Upstream defines only the
@@ -97,6 +103,9 @@ labels! {
         NoValidCACertificate,
         InvalidCACertificateRef,
         InvalidClientCertificateRef,
+        /// pier: a proxy rejected the configuration built from this object, which pier quarantined
+        /// (`runtime::contain`); the message quotes Envoy.
+        RejectedByProxy,
     }
 
     /// Where a shared helper's problem lands on the object that holds the reference.

@@ -95,6 +95,7 @@ impl Pier {
             xds_limits: Default::default(),
             max_file_bytes: pier::model::yaml::DEFAULT_MAX_BYTES,
             admin_access: pier::admin::Access::default(),
+            containment: pier::runtime::ContainSettings::default(),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(pier::runtime::run_until(config, async move {
