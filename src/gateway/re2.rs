@@ -36,6 +36,11 @@ pub fn problem(re: &str) -> Option<String> {
         let why = why.strip_prefix("error: ").unwrap_or(why);
         return Some(format!("regular expression {re:?} is not valid RE2 syntax: {why}"));
     }
+    if let Some(flag) = unsupported_flag(re) {
+        return Some(format!(
+            "regular expression {re:?} is not valid RE2 syntax: RE2 has no flag `{flag}` (it has i, m, s and U)"
+        ));
+    }
     let hir = parse(re)?;
     if max_repeat(&hir) > MAX_REPEAT {
         return Some(format!(
@@ -49,6 +54,38 @@ pub fn problem(re: &str) -> Option<String> {
              more than {MAX_PROGRAM_SIZE} (use fewer or smaller bounded repetitions: `+` instead of `{{1,200}}`)"
         )
     })
+}
+
+/// A flag Rust's parser takes and RE2 does not (`x`, `R`, `u`), in a `(?flags)` or `(?flags:…)` group
+/// outside a class.
+fn unsupported_flag(re: &str) -> Option<char> {
+    let mut chars = re.chars().peekable();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '[' if !in_class => {
+                in_class = true;
+                // A `]` first (after an optional `^`) is a member, not the end.
+                chars.next_if_eq(&'^');
+                chars.next_if_eq(&']');
+            }
+            ']' if in_class => in_class = false,
+            '(' if !in_class && chars.next_if_eq(&'?').is_some() => {
+                let flags: String = chars
+                    .clone()
+                    .take_while(|c| c.is_ascii_alphabetic() || *c == '-')
+                    .collect();
+                if let Some(bad) = flags.chars().find(|f| matches!(f, 'x' | 'R' | 'u')) {
+                    return Some(bad);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A lower bound on the RE2 program size of `re` (`None` if it does not parse).

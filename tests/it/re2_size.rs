@@ -79,3 +79,26 @@ fn the_size_bound_never_exceeds_envoys_own() {
     assert_eq!(envoy_size("/a/[a-z0-9]{1,200}/x"), Some(608));
     assert!(problem("/a/[a-z0-9]{1,200}/x").is_some());
 }
+
+/// Flags: RE2 knows `i`, `m`, `s` and `U`; Rust's parser also takes `x`, `R` and `u`, which Envoy
+/// refuses. pier refuses exactly what Envoy refuses.
+#[test]
+fn flags_are_refused_as_envoy_refuses_them() {
+    if pier::testkit::envoy::skipped() {
+        return;
+    }
+    for re in ["/(?x) a b", "/(?R)a$", "/(?u)a", "/(?ix:a)", "/p(?-x)q"] {
+        assert!(
+            pier::testkit::envoy::validate(&bootstrap(re)).is_err(),
+            "{re}: Envoy accepts it"
+        );
+        assert!(problem(re).is_some(), "{re}: pier lets it through");
+    }
+    for re in ["/(?i)a", "/(?ms)^a.", "/(?U)a+", "/(?i-s:a.)b", r"/\(?x\)", "/[(?x)]"] {
+        assert!(
+            pier::testkit::envoy::validate(&bootstrap(re)).is_ok(),
+            "{re}: Envoy refuses it"
+        );
+        assert_eq!(problem(re), None, "{re}");
+    }
+}
