@@ -131,34 +131,26 @@ pub async fn run(
         judge_at: None,
         source_generation: 0,
     };
+    let enabled = stage.settings.enabled;
     loop {
-        let state = source.borrow_and_update().clone();
-        record_source(&state, &stage.sinks);
-        if let Some(model) = state
-            .model
-            .clone()
-            .filter(|_| state.generation != stage.source_generation)
-        {
-            stage.source_generation = state.generation;
-            stage.accept_if_applied();
-            let effective = stage.containment.set_target((*model).clone());
-            stage.publish(effective).await;
-        }
-        let deadline = stage.deadline();
-        let woke = tokio::select! {
-            _ = stop.wait_for(|s| *s) => return,
-            changed = source.changed() => if changed.is_err() { return } else { Wake::Source },
-            _ = events.changed() => Wake::Proxies,
-            () = tokio::time::sleep_until(deadline) => Wake::Timer,
-        };
-        match woke {
-            // Proxies move in bursts (a push to each, an answer from each): judged once per burst.
-            Wake::Proxies => {
-                stage.quiet_since = Instant::now();
-                stage.judge_at.get_or_insert(stage.quiet_since + JUDGE_COALESCE);
+        stage.read_source(&mut source).await;
+        loop {
+            let deadline = stage.deadline();
+            let woke = tokio::select! {
+                _ = stop.wait_for(|s| *s) => return,
+                changed = source.changed() => if changed.is_err() { return } else { Wake::Source },
+                _ = events.changed(), if enabled => Wake::Proxies,
+                () = tokio::time::sleep_until(deadline) => Wake::Timer,
+            };
+            match woke {
+                Wake::Source => break,
+                // Proxies move in bursts (a push to each, an answer from each): judged once per burst.
+                Wake::Proxies => {
+                    stage.quiet_since = Instant::now();
+                    stage.judge_at.get_or_insert(stage.quiet_since + JUDGE_COALESCE);
+                }
+                Wake::Timer => stage.judge().await,
             }
-            Wake::Timer => stage.judge().await,
-            Wake::Source => {}
         }
     }
 }
@@ -171,6 +163,19 @@ enum Wake {
 }
 
 impl Stage {
+    /// Takes the source's newest state, and publishes its model if it is new.
+    async fn read_source(&mut self, source: &mut watch::Receiver<SourceState>) {
+        let state = source.borrow_and_update().clone();
+        record_source(&state, &self.sinks);
+        let Some(model) = state.model.filter(|_| state.generation != self.source_generation) else {
+            return;
+        };
+        self.source_generation = state.generation;
+        self.accept_if_applied();
+        let effective = self.containment.set_target((*model).clone());
+        self.publish(effective).await;
+    }
+
     /// Translates `model` and publishes it; a trial's statuses are not written.
     async fn publish(&mut self, model: Model) {
         let trial = self.containment.in_trial();
