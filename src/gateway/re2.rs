@@ -126,7 +126,49 @@ fn cost(h: &Hir) -> usize {
         }
         HirKind::Capture(cap) => cost(&cap.sub) + 2,
         HirKind::Concat(subs) => subs.iter().map(cost).fold(0, usize::saturating_add),
-        HirKind::Alternation(subs) => subs.iter().map(cost).max().unwrap_or(0),
+        HirKind::Alternation(subs) => alternation_cost(subs),
+    }
+}
+
+/// RE2 spends no instruction on an alternation itself (`aaa|bbb` is 6), factors branches with a common
+/// leading piece (`abc|abd` is `ab[cd]`) and merges branches of one character into a class. Branches
+/// whose first literal bytes differ are never factored together, so each such group costs at least its
+/// costliest branch; branches of one character cost at least one together, and any other branch (a
+/// class, a group, an anchor first) at least the costliest of them.
+fn alternation_cost(subs: &[Hir]) -> usize {
+    let mut groups: std::collections::BTreeMap<u8, usize> = std::collections::BTreeMap::new();
+    let (mut singles, mut other) = (false, 0);
+    for sub in subs {
+        let c = cost(sub);
+        match sub.kind() {
+            HirKind::Class(_) => singles = true,
+            HirKind::Literal(l) if l.0.iter().filter(|b| *b & 0xc0 != 0x80).count() <= 1 => singles = true,
+            _ => match first_literal_byte(sub) {
+                Some(b) => {
+                    let g = groups.entry(b).or_default();
+                    *g = (*g).max(c);
+                }
+                None => other = other.max(c),
+            },
+        }
+    }
+    // A one-character branch may be factored into a longer branch's group (`a|abc` is `a(?:|bc)`).
+    let singles = usize::from(singles && groups.is_empty());
+    groups
+        .values()
+        .fold(0usize, |sum, c| sum.saturating_add(*c))
+        .saturating_add(singles)
+        .max(other)
+}
+
+fn first_literal_byte(h: &Hir) -> Option<u8> {
+    match h.kind() {
+        HirKind::Literal(l) => l.0.first().copied(),
+        HirKind::Concat(subs) => subs.first().and_then(|s| match s.kind() {
+            HirKind::Literal(l) => l.0.first().copied(),
+            _ => None,
+        }),
+        _ => None,
     }
 }
 
@@ -219,6 +261,13 @@ mod tests {
             ("(?:abc|abd)", 3),
             ("(?:foo|bar|baz)", 7),
             ("aaa|bbb", 6),
+            ("(?:ab|cd|ef|gh)", 8),
+            ("(ab|cd)", 6),
+            ("(abc|abd)", 5),
+            ("(a|b|c)", 3),
+            ("(ab|c)", 5),
+            ("(foo|bar|baz)", 9),
+            ("(a|bc|def)", 8),
         ];
         for (re, envoy) in measured {
             let hir = parse(re).unwrap();
