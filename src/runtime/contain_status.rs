@@ -167,3 +167,90 @@ fn generation(model: &Model, kind: Kind, key: &ObjectKey) -> i64 {
     };
     meta.and_then(|m| m.generation).unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::load;
+    use crate::options::Options;
+    use crate::runtime::contain::Rejection;
+
+    const GATEWAY: &str = "
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: pier}
+spec: {controllerName: pier.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ns}
+spec:
+  gatewayClassName: pier
+  listeners: [{name: http, protocol: HTTP, port: 8080}]
+";
+
+    fn route(name: &str, generation: i64) -> String {
+        format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: {name}, namespace: ns, generation: {generation}}}\nspec: {{parentRefs: [{{name: gw, sectionName: http}}]}}\n"
+        )
+    }
+
+    fn model(yaml: &str) -> Model {
+        load::parse_texts(&[("t.yaml".into(), yaml.into())])
+            .expect("loads")
+            .model
+    }
+
+    fn quarantined(name: &str, bad: Model, previous_served: bool) -> Quarantined {
+        Quarantined {
+            id: (Kind::HttpRoute, ObjectKey::new("ns", name)),
+            bad,
+            rejection: Rejection {
+                gateway: "ns/gw".into(),
+                type_url: "routes".into(),
+                message: "RE2 program size of 106 > max program size of 100".into(),
+            },
+            previous_served,
+        }
+    }
+
+    fn route_conditions(set: &StatusSet, name: &str) -> Vec<serde_json::Value> {
+        let status = set
+            .values()
+            .find(|s| s.kind == "HTTPRoute" && s.metadata.name == name)
+            .expect("a status");
+        let json = status.status_json();
+        json["parents"][0]["conditions"].as_array().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_quarantined_route_says_why_whether_or_not_an_older_version_serves() {
+        let served = model(&format!("{GATEWAY}{}", route("kept", 1)));
+        let statuses: StatusSet = crate::translate::translate(&served, &Options::default())
+            .statuses
+            .into_iter()
+            .map(|s| (s.sort_key(), Arc::new(s)))
+            .collect();
+        let bad = model(&format!("{GATEWAY}{}{}", route("kept", 2), route("new", 1)));
+        let q = [quarantined("kept", bad.clone(), true), quarantined("new", bad, false)];
+        let out = overlay(&statuses, &q.iter().collect::<Vec<_>>(), "pier.dev/gateway-controller");
+
+        let kept = route_conditions(&out, "kept");
+        let accepted = kept.iter().find(|c| c["type"] == "Accepted").expect("Accepted");
+        assert_eq!(accepted["status"], "False");
+        assert_eq!(accepted["reason"], "RejectedByProxy");
+        assert_eq!(accepted["observedGeneration"], 2, "about the version the user wrote");
+        let message = accepted["message"].as_str().unwrap();
+        assert!(message.contains("keep its last accepted version") && message.contains("RE2 program size"));
+        assert!(
+            kept.iter().any(|c| c["type"] == "ResolvedRefs"),
+            "the other conditions stay"
+        );
+
+        let new = route_conditions(&out, "new");
+        assert_eq!(new.len(), 1);
+        assert_eq!(new[0]["reason"], "RejectedByProxy");
+        assert!(new[0]["message"].as_str().unwrap().contains("it is not served"));
+        assert_eq!(out.len(), statuses.len() + 1);
+    }
+}
