@@ -60,7 +60,7 @@ fn translate(args: TranslateArgs) -> Result<()> {
         tracing::warn!("{w}");
     }
     let read = started.elapsed();
-    let opts = args.translator.options();
+    let opts = args.translator.options().map_err(anyhow::Error::msg)?;
     let translation = pier::translate(&loaded.model, &opts);
     let translated = started.elapsed();
     let doc = translation.document(args.gateway.as_deref())?;
@@ -113,7 +113,7 @@ fn serve(args: ServeArgs) -> Result<()> {
             quiet: std::time::Duration::from_millis(args.debounce_quiet_ms),
             max_delay: std::time::Duration::from_millis(args.debounce_max_ms),
         },
-        options: args.translator.options(),
+        options: args.translator.options().map_err(anyhow::Error::msg)?,
         xds_security: args.xds.security(),
         xds_limits: args.xds.limits(),
         max_file_bytes: args.inputs.max_file_bytes,

@@ -145,6 +145,27 @@ pub fn check_unix(path: &str, g: &Guardrails) -> Result<(), Refusal> {
     }
 }
 
+/// A resolver's answer for one name, judged address by address with [`check_ip`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judged {
+    pub allowed: Vec<IpAddr>,
+    pub dropped: Vec<Refusal>,
+}
+
+/// Judges every address a DNS answer gave (pier's own resolver, `--resolve-hostnames pier`): the same
+/// rules as any Backend address, operator CIDRs and embedded IPv4 included. The translator serves only
+/// `allowed`; the resolver stage counts `dropped` by rule for its metrics, with this same function.
+pub fn judge_answers(addresses: &[IpAddr], g: &Guardrails) -> Judged {
+    let mut out = Judged::default();
+    for ip in addresses {
+        match check_ip(*ip, g) {
+            Ok(()) => out.allowed.push(*ip),
+            Err(refusal) => out.dropped.push(refusal),
+        }
+    }
+    out
+}
+
 /// Parses an IP the way Envoy Gateway's schema allows (dotted quad or IPv6), for its `ip` endpoints.
 pub fn parse_ip(s: &str) -> Option<IpAddr> {
     s.parse::<Ipv4Addr>()
