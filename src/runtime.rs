@@ -12,6 +12,7 @@
 mod cluster;
 mod metrics;
 mod pipeline;
+mod resolve;
 mod xds;
 pub use cluster::KubeSettings;
 
@@ -128,7 +129,9 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
         statuses: statuses_tx,
         metrics: pipeline_metrics,
     };
-    let pipeline = tokio::spawn(pipeline::run(dir_rx, config.options.clone(), sinks, stop_rx.clone()));
+    // With `--resolve-hostnames pier`, the resolver stage sits between the source and the pipeline.
+    let model_rx = resolve::insert(dir_rx, &config.options, &mut registry, stop_rx.clone());
+    let pipeline = tokio::spawn(pipeline::run(model_rx, config.options.clone(), sinks, stop_rx.clone()));
     let mut xds_stop = stop_rx.clone();
     let xds = tokio::spawn(crate::xds::server::serve(xds_listener, server, tls, async move {
         let _ = xds_stop.wait_for(|s| *s).await;

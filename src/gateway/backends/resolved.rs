@@ -13,15 +13,15 @@
 //!
 //! Must not touch: the clock (the stage turns TTLs and the stale window into `Resolution` states).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use super::Ctx;
 use crate::gateway::conditions::{BackendCondition, BackendReason, BackendType, Condition, Status};
 use crate::gateway::policy::{self, Refusal};
 use crate::ir;
-use crate::model::{Resolution, resolution};
-use crate::options::ResolveMode;
+use crate::model::{Model, Resolution, resolution};
+use crate::options::{Options, ResolveMode};
 
 /// What pier's resolver said about one name a Backend uses, once judged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +71,45 @@ pub fn discovery(ctx: Ctx<'_>, targets: Vec<ir::DnsTarget>, reports: &mut Vec<Na
     ir::Discovery::Eds {
         endpoints: endpoints.into_values().collect(),
     }
+}
+
+/// Every hostname some Backend of `model` would resolve (lower case, no trailing dot): what the resolver
+/// stage looks up. Names the guardrails refuse are left out — pier never even asks DNS about them.
+pub fn hostnames(model: &Model, opts: &Options) -> BTreeSet<String> {
+    use crate::api::backend::BackendShape;
+    use crate::api::draft::DestinationType;
+    use crate::api::eg::EgBackendType;
+    use crate::api::xbackend::{BackendType as Type, XBackendSpec};
+    let gep = |spec: &XBackendSpec| {
+        let name = spec
+            .external_hostname
+            .as_ref()
+            .filter(|_| spec.type_ == Type::ExternalHostname);
+        name.map(|e| e.hostname.clone())
+    };
+    let mut names: Vec<String> = Vec::new();
+    names.extend(model.xbackends.values().filter_map(|b| gep(&b.spec)));
+    for b in model.backends.values() {
+        names.extend(match &b.spec {
+            BackendShape::Gep(spec) => gep(spec),
+            BackendShape::Draft(spec) => {
+                let d = &spec.destination;
+                let fqdn = d.fqdn.as_ref().filter(|_| d.type_ == DestinationType::Fqdn);
+                fqdn.map(|f| f.hostname.clone())
+            }
+        });
+    }
+    for b in model.eg_backends.values() {
+        if b.spec.type_.unwrap_or(EgBackendType::Endpoints) == EgBackendType::Endpoints {
+            let endpoints = b.spec.endpoints.iter().flatten();
+            names.extend(endpoints.filter_map(|e| e.fqdn.as_ref().map(|f| f.hostname.clone())));
+        }
+    }
+    names
+        .iter()
+        .filter(|n| policy::check_hostname(n, &opts.guardrails).is_ok())
+        .map(|n| resolution::key(n).name)
+        .collect()
 }
 
 /// `hostname`'s resolution (a recorded read, so the engine redoes this Backend when it changes), judged.

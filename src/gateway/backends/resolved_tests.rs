@@ -143,3 +143,45 @@ fn several_names_share_one_cluster_and_each_is_reported_once() {
     assert_eq!(addresses(&d), ["203.0.113.1:8443", "203.0.113.2:8443"]);
     assert_eq!(reports.len(), 2);
 }
+
+#[test]
+fn the_stage_resolves_every_hostname_shape_the_guardrails_allow() {
+    let text = r#"
+apiVersion: gateway.networking.x-k8s.io/v1alpha1
+kind: XBackend
+metadata: {name: a, namespace: ns}
+spec: {type: ExternalHostname, externalHostname: {hostname: API.Example.com.}, port: {port: 443}}
+---
+apiVersion: gateway.networking.k8s.io/v1alpha1
+kind: Backend
+metadata: {name: b, namespace: ns}
+spec: {type: ExternalHostname, externalHostname: {hostname: b.example.com}, port: {port: 443}}
+---
+apiVersion: gateway.networking.k8s.io/v1alpha1
+kind: Backend
+metadata: {name: c, namespace: ns}
+spec: {destination: {type: FQDN, fqdn: {hostname: c.example.com}}}
+---
+apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: Backend
+metadata: {name: d, namespace: ns}
+spec: {endpoints: [{fqdn: {hostname: d.example.com, port: 443}}, {fqdn: {hostname: metadata.google.internal, port: 80}}]}
+---
+apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: Backend
+metadata: {name: e, namespace: ns}
+spec: {endpoints: [{ip: {address: 203.0.113.9, port: 443}}]}
+---
+apiVersion: gateway.networking.x-k8s.io/v1alpha1
+kind: XBackend
+metadata: {name: f, namespace: ns}
+spec: {type: ExternalHostname, externalHostname: {hostname: kubernetes.default}, port: {port: 443}}
+"#;
+    let loaded = crate::model::load::parse_texts(&[("t.yaml".to_string(), text.to_string())]).unwrap();
+    let names = hostnames(&loaded.model, &pier_mode(&[]));
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        ["api.example.com", "b.example.com", "c.example.com", "d.example.com"]
+    );
+}
