@@ -46,6 +46,7 @@ mod s12_grpc_tls;
 mod s13_mirror_cors_timeouts;
 mod s14_absolute_names;
 mod s15_authenticated_xds;
+mod s16_pier_resolves_hostnames;
 
 use crate::harness::PierOptions;
 
