@@ -19,7 +19,11 @@ pub mod hickory;
 use std::net::IpAddr;
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::future::BoxFuture;
+
+use crate::model::{Model, Resolution};
+use crate::options::Options;
 
 /// What one lookup of a name gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,4 +40,29 @@ pub trait Lookup: Send + Sync + 'static {
     /// Looks up `name` (lower case, no trailing dot); never takes longer than the implementation's own
     /// bound on one lookup.
     fn lookup(&self, name: &str) -> BoxFuture<'_, Outcome>;
+}
+
+/// Looks up once, concurrently, every hostname `model`'s Backends use and puts the answers in the model
+/// (`pier translate --resolve-hostnames pier`: a one-shot picture of what `pier serve` would serve now).
+/// Lookups that fail become `Failed`; there is no earlier answer to keep.
+pub async fn resolve_once(model: &mut Model, opts: &Options) -> Result<(), String> {
+    let resolver = hickory::build(&opts.dns, opts.resolution.min_ttl)?;
+    let names = crate::gateway::backends::resolved::hostnames(model, opts);
+    let resolver = &resolver;
+    let answers: Vec<(String, Outcome)> = futures::stream::iter(names)
+        .map(|name| async move {
+            let outcome = resolver.lookup(&name).await;
+            (name, outcome)
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    for (name, outcome) in answers {
+        let r = match outcome {
+            Outcome::Answer { addresses, .. } => Resolution::Answered { addresses },
+            Outcome::Failed(error) => Resolution::Failed { error },
+        };
+        model.set_resolution(&name, std::sync::Arc::new(r));
+    }
+    Ok(())
 }
