@@ -1,5 +1,5 @@
 //! The GEP-4488 shape, shared by `XBackend` and the standard-group `Backend`: `ExternalHostname` (a
-//! STRICT_DNS cluster on hostname:port) or `EndpointSelector` (an EDS cluster fed by the EndpointSlices
+//! STRICT_DNS cluster on hostname:port, or EDS of pier's judged answers: `resolved`) or `EndpointSelector` (an EDS cluster fed by the EndpointSlices
 //! of a Service in the same namespace), with inline TLS and protocol.
 
 use super::common::{Findings, Refused, allowed_hostname, client_certificate, invalid, port, same_namespace, set_iff};

@@ -17,8 +17,10 @@
 //! whose destination is only known per request, get the same name rules as RE2 regexes that Envoy
 //! runs (`authority`); `HOSTNAME_CASES` holds both to the same answers.
 //!
-//! Limit: for hostnames Envoy resolves itself (STRICT_DNS), these rules check the *name*; a public
-//! name that resolves to a private address is the DNS-rebinding gap the GEP accepts. Every DNS cluster
+//! Limit: for hostnames Envoy resolves itself (STRICT_DNS, the default), these rules check the *name*; a
+//! public name that resolves to a private address is the DNS-rebinding gap the GEP accepts. With
+//! `--resolve-hostnames pier` the answers come back here too ([`judge_answers`], from
+//! `gateway::backends::resolved`), so the gap closes. Every DNS cluster
 //! pier emits resolves names as absolute (no search domains), so a name that passes cannot be
 //! completed into a cluster-internal one by a Pod's resolver.
 
