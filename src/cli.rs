@@ -1,6 +1,7 @@
 //! Command-line options shared by the subcommands. Every option can also come from the environment
 //! (`PIER_...`), so the same settings work in a shell, a Deployment or CI.
 
+mod resolve;
 mod xds;
 
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ use ipnet::IpNet;
 
 use crate::ir::LookupFamily;
 use crate::options::{DEFAULT_CONTROLLER_NAME, DEFAULT_SYSTEM_CA_PATH, Guardrails, Options};
+pub use resolve::ResolveArgs;
 pub use xds::{BootstrapTlsArgs, CertsArgs, DEFAULT_TRUST_DOMAIN, XdsArgs};
 
 #[derive(Debug, Parser)]
@@ -305,6 +307,8 @@ pub struct TranslatorArgs {
     /// Allow Envoy Gateway DynamicResolver Backends (an open forward proxy).
     #[arg(long, env = "PIER_ENABLE_DYNAMIC_RESOLVER")]
     pub enable_dynamic_resolver: bool,
+    #[command(flatten)]
+    pub resolve: ResolveArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -317,8 +321,9 @@ pub enum Family {
 }
 
 impl TranslatorArgs {
-    pub fn options(&self) -> Options {
-        Options {
+    /// The options these flags give; an error names the flags that contradict each other.
+    pub fn options(&self) -> Result<Options, String> {
+        Ok(Options {
             controller_name: self.controller_name.clone(),
             listener_address: self.listener_address.clone(),
             dns: crate::ir::DnsSettings {
@@ -344,6 +349,7 @@ impl TranslatorArgs {
                 allow_unix_sockets: self.allow_unix_sockets,
                 enable_dynamic_resolver: self.enable_dynamic_resolver,
             },
-        }
+            resolution: self.resolve.resolution()?,
+        })
     }
 }

@@ -30,6 +30,7 @@ pub mod gateway;
 pub mod ir;
 pub mod model;
 pub mod options;
+pub mod resolve;
 pub mod runtime;
 pub mod source;
 pub mod status;

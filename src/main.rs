@@ -59,8 +59,17 @@ fn translate(args: TranslateArgs) -> Result<()> {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
+    let opts = args.translator.options().map_err(anyhow::Error::msg)?;
+    let mut loaded = loaded;
+    if opts.resolution.mode == pier::options::ResolveMode::Pier {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the async runtime")?;
+        rt.block_on(pier::resolve::resolve_once(&mut loaded.model, &opts))
+            .map_err(anyhow::Error::msg)?;
+    }
     let read = started.elapsed();
-    let opts = args.translator.options();
     let translation = pier::translate(&loaded.model, &opts);
     let translated = started.elapsed();
     let doc = translation.document(args.gateway.as_deref())?;
@@ -114,7 +123,7 @@ fn serve(args: ServeArgs) -> Result<()> {
             quiet: std::time::Duration::from_millis(args.debounce_quiet_ms),
             max_delay: std::time::Duration::from_millis(args.debounce_max_ms),
         },
-        options: args.translator.options(),
+        options: args.translator.options().map_err(anyhow::Error::msg)?,
         xds_security: args.xds.security(),
         xds_limits: args.xds.limits(),
         max_file_bytes: args.inputs.max_file_bytes,

@@ -1,6 +1,8 @@
 //! Operator options for the translator. Only operators set these (flags / environment), never
 //! namespace users: they widen or narrow what a Backend may reach.
 
+use std::time::Duration;
+
 use ipnet::{IpNet, Ipv6Net};
 
 use crate::ir::{DnsSettings, LookupFamily};
@@ -23,6 +25,43 @@ pub struct Options {
     /// Upstream connect timeout.
     pub connect_timeout_ms: u64,
     pub guardrails: Guardrails,
+    /// Who resolves hostname Backends, and pier's resolver's bounds.
+    pub resolution: HostnameResolution,
+}
+
+/// Who resolves the hostnames of ExternalHostname / FQDN Backends (`--resolve-hostnames`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResolveMode {
+    /// Envoy does (STRICT_DNS clusters): pier checks the *name*, and Envoy connects to whatever DNS
+    /// answers, so a public name answering with a denied address (DNS rebinding) reaches it.
+    #[default]
+    Envoy,
+    /// pier does (`runtime::resolve`): every answer is judged by the address policy, denied ones are
+    /// dropped, and the rest are served to Envoy as EDS endpoints.
+    Pier,
+}
+
+/// `--resolve-hostnames` and the bounds of pier's resolver. The translator reads only `mode`; the
+/// durations are the resolver stage's (a lookup's TTL is clamped to `min_ttl..=max_ttl` before the name
+/// is looked up again; a failing name keeps its last answer for `stale_for`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostnameResolution {
+    pub mode: ResolveMode,
+    pub min_ttl: Duration,
+    pub max_ttl: Duration,
+    pub stale_for: Duration,
+}
+
+impl Default for HostnameResolution {
+    fn default() -> Self {
+        Self {
+            mode: ResolveMode::Envoy,
+            min_ttl: Duration::from_secs(5),
+            max_ttl: Duration::from_secs(300),
+            stale_for: Duration::from_secs(300),
+        }
+    }
 }
 
 /// Destination guardrails. Defaults refuse every address class a namespace user should never reach
@@ -62,6 +101,7 @@ impl Default for Options {
             system_ca_path: DEFAULT_SYSTEM_CA_PATH.to_string(),
             connect_timeout_ms: 10_000,
             guardrails: Guardrails::default(),
+            resolution: HostnameResolution::default(),
         }
     }
 }

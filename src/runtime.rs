@@ -14,6 +14,7 @@ mod contain;
 mod contain_status;
 mod metrics;
 mod pipeline;
+mod resolve;
 pub use pipeline::ContainSettings;
 mod xds;
 pub use cluster::KubeSettings;
@@ -133,8 +134,10 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
         statuses: statuses_tx,
         metrics: pipeline_metrics,
     };
+    // With `--resolve-hostnames pier`, the resolver stage sits between the source and the pipeline.
+    let model_rx = resolve::insert(dir_rx, &config.options, &mut registry, stop_rx.clone());
     let pipeline = tokio::spawn(pipeline::run(
-        dir_rx,
+        model_rx,
         config.options.clone(),
         sinks,
         config.containment.clone(),

@@ -47,6 +47,7 @@ mod s13_mirror_cors_timeouts;
 mod s14_absolute_names;
 mod s15_authenticated_xds;
 mod s16_nack_containment;
+mod s17_pier_resolves_hostnames;
 
 use crate::harness::PierOptions;
 

@@ -30,11 +30,13 @@ macro_rules! with_kind {
             Kind::Secret => { $(let $objs = &$model.secrets;)+ $body }
             Kind::ConfigMap => { $(let $objs = &$model.config_maps;)+ $body }
             Kind::Namespace => { $(let $objs = &$model.namespaces;)+ $body }
+            Kind::Resolution => { $(let $objs = &$model.resolutions;)+ $body }
         }
     };
 }
 
-/// Every kind, in the order objects are listed.
+/// Every kind users write, in the order objects are listed. Resolutions (`--resolve-hostnames pier`)
+/// are pier's own lookups, not anyone's change: they are never listed, so never quarantined.
 const KINDS: [Kind; 15] = [
     Kind::GatewayClass,
     Kind::Gateway,
@@ -107,6 +109,7 @@ impl Model {
             Kind::Secret => take(&mut self.secrets, &from.secrets, key),
             Kind::ConfigMap => take(&mut self.config_maps, &from.config_maps, key),
             Kind::Namespace => take(&mut self.namespaces, &from.namespaces, key),
+            Kind::Resolution => take(&mut self.resolutions, &from.resolutions, key),
         }
     }
 }

@@ -190,6 +190,7 @@ impl Model {
             Kind::Secret => self.secrets.remove(key).is_some(),
             Kind::ConfigMap => self.config_maps.remove(key).is_some(),
             Kind::Namespace => self.namespaces.remove(key).is_some(),
+            Kind::Resolution => self.resolutions.remove(key).is_some(),
         }
     }
 
@@ -212,6 +213,7 @@ impl Model {
             secrets: _,
             config_maps: _,
             namespaces: _,
+            resolutions: _,
             slices_by_service: _,
         } = other;
         fn extend<T: ModelKind>(dst: &mut Objects<T>, src: &Objects<T>) {
@@ -236,6 +238,7 @@ impl Model {
         extend(&mut self.secrets, &other.secrets);
         extend(&mut self.config_maps, &other.config_maps);
         extend(&mut self.namespaces, &other.namespaces);
+        extend(&mut self.resolutions, &other.resolutions);
     }
 }
 

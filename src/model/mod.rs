@@ -60,9 +60,11 @@ pub mod diff;
 pub mod insert;
 pub mod load;
 pub mod objects;
+pub mod resolution;
 pub mod yaml;
 
 pub use objects::{Kind, ModelKind, Objects};
+pub use resolution::Resolution;
 
 /// Identity of an object within its kind.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -118,6 +120,9 @@ pub struct Model {
     pub secrets: Objects<Secret>,
     pub config_maps: Objects<ConfigMap>,
     pub namespaces: Objects<Namespace>,
+    /// pier's resolver's answers, by [`resolution::key`] (only with `--resolve-hostnames pier`; filled by
+    /// the resolver stage, never by a source).
+    pub resolutions: Objects<Resolution>,
     /// EndpointSlice keys by the Service their `kubernetes.io/service-name` label names.
     slices_by_service: imbl::OrdMap<ObjectKey, imbl::OrdSet<ObjectKey>>,
 }
@@ -141,6 +146,7 @@ model_kind!(
     Secret => Secret,
     ConfigMap => ConfigMap,
     Namespace => Namespace,
+    Resolution => Resolution,
 );
 
 /// The label that ties an EndpointSlice to its Service.

@@ -35,6 +35,8 @@ pub enum Kind {
     Secret,
     ConfigMap,
     Namespace,
+    /// pier's own resolver's answer for one hostname (`model::resolution`); never read from a source.
+    Resolution,
 }
 
 impl Kind {

@@ -1,11 +1,14 @@
 //! The golden cases: where they are, their options, their documents.
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use pier::options::Options;
+use pier::model::{Model, Resolution};
+use pier::options::{Options, ResolveMode};
 use serde::Deserialize;
 
-pub const INPUTS: [&str; 2] = ["input.yaml", "options.yaml"];
+pub const INPUTS: [&str; 3] = ["input.yaml", "options.yaml", "resolutions.yaml"];
 
 /// Operator options a case may set (`options.yaml`); anything unset keeps pier's default.
 #[derive(Debug, Default, Deserialize)]
@@ -25,6 +28,8 @@ struct CaseOptions {
     dns_refresh_ms: Option<u64>,
     dns_respect_ttl: Option<bool>,
     dns_lookup_family: Option<pier::ir::LookupFamily>,
+    /// `envoy` (default) or `pier`; with `pier`, the case's `resolutions.yaml` says what each name resolved to.
+    resolve_hostnames: Option<ResolveMode>,
 }
 
 impl CaseOptions {
@@ -67,7 +72,51 @@ impl CaseOptions {
             .collect();
         g.cluster_domains = self.cluster_domains.unwrap_or_default();
         g.allowed_hostnames = self.allowed_hostnames;
+        o.resolution.mode = self.resolve_hostnames.unwrap_or_default();
         o
+    }
+}
+
+/// What pier's resolver said about one name (`resolutions.yaml`: `name: [addresses]`, `name: {stale:
+/// [addresses], error: why}`, or `name: {failed: why}`); a name not listed has not been resolved.
+#[derive(Debug, Deserialize)]
+#[serde(untagged, deny_unknown_fields)]
+enum CaseResolution {
+    Answered(Vec<IpAddr>),
+    Stale { stale: Vec<IpAddr>, error: String },
+    Failed { failed: String },
+}
+
+/// Names and what pier's resolver said about them.
+pub type Resolutions = Vec<(String, Arc<Resolution>)>;
+
+/// The case's resolutions (`resolutions.yaml`), as the resolver stage would put them in the model.
+pub fn resolutions(case: &Path) -> Resolutions {
+    let path = case.join("resolutions.yaml");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    let map: std::collections::BTreeMap<String, CaseResolution> =
+        serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    map.into_iter()
+        .map(|(name, r)| {
+            let r = match r {
+                CaseResolution::Answered(addresses) => Resolution::Answered { addresses },
+                CaseResolution::Stale { stale, error } => Resolution::Stale {
+                    addresses: stale,
+                    error,
+                },
+                CaseResolution::Failed { failed } => Resolution::Failed { error: failed },
+            };
+            (name, Arc::new(r))
+        })
+        .collect()
+}
+
+/// `model` with `resolutions` set.
+pub fn resolve(model: &mut Model, resolutions: &Resolutions) {
+    for (name, r) in resolutions {
+        model.set_resolution(name, r.clone());
     }
 }
 

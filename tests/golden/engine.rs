@@ -16,11 +16,13 @@ use pier::translate::engine::check::GatewayCheck;
 use pier::translate::engine::out::decode;
 use proptest::prelude::*;
 
-use super::cases::{cases, options};
+use super::cases::{Resolutions, cases, options, resolutions};
 
 /// Every object of every case, and each case's objects and options.
 struct Pool {
     objects: Vec<Object>,
+    /// Every case's resolutions (what pier's resolver said about a name).
+    resolutions: Resolutions,
     cases: Vec<Case>,
 }
 
@@ -28,6 +30,19 @@ struct Case {
     name: String,
     objects: Vec<usize>,
     options: Options,
+    resolutions: Resolutions,
+}
+
+impl Case {
+    /// The case's model: its objects and resolutions.
+    fn model(&self) -> Model {
+        let mut model = Model::default();
+        for &i in &self.objects {
+            model.upsert(pool().objects[i].clone());
+        }
+        super::cases::resolve(&mut model, &self.resolutions);
+        model
+    }
 }
 
 fn pool() -> &'static Pool {
@@ -35,6 +50,7 @@ fn pool() -> &'static Pool {
     POOL.get_or_init(|| {
         let mut pool = Pool {
             objects: Vec::new(),
+            resolutions: Vec::new(),
             cases: Vec::new(),
         };
         for dir in cases() {
@@ -43,10 +59,13 @@ fn pool() -> &'static Pool {
             let parsed = pier::model::yaml::parse(&name, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
             let first = pool.objects.len();
             pool.objects.extend(parsed.objects.into_iter().map(|(_, o)| o));
+            let resolved = resolutions(&dir);
+            pool.resolutions.extend(resolved.iter().cloned());
             pool.cases.push(Case {
                 name,
                 objects: (first..pool.objects.len()).collect(),
                 options: options(&dir),
+                resolutions: resolved,
             });
         }
         pool
@@ -128,10 +147,7 @@ fn packed_difference(incremental: &Engine, scratch: &Engine) -> Option<String> {
 fn engine_built_from_each_case_equals_the_batch_translation() {
     let mut failures = Vec::new();
     for case in &pool().cases {
-        let mut model = Model::default();
-        for &i in &case.objects {
-            model.upsert(pool().objects[i].clone());
-        }
+        let model = case.model();
         let engine = Engine::with(model.clone(), case.options.clone());
         if let Some(diff) = difference(&engine, &model, &case.options) {
             failures.push(format!("{}:\n{diff}", case.name));
@@ -146,10 +162,17 @@ enum Edit {
     Put(usize),
     /// Deletes the model's object at this index (modulo) of all its objects.
     Delete(usize),
+    /// Sets the pool resolution at this index (modulo), or removes that name's when it is already set
+    /// so: what the resolver stage does when an answer changes, fails, or a name is no longer used.
+    Resolve(usize),
 }
 
 fn edit() -> impl Strategy<Value = Edit> {
-    prop_oneof![3 => any::<usize>().prop_map(Edit::Put), 2 => any::<usize>().prop_map(Edit::Delete)]
+    prop_oneof![
+        3 => any::<usize>().prop_map(Edit::Put),
+        2 => any::<usize>().prop_map(Edit::Delete),
+        1 => any::<usize>().prop_map(Edit::Resolve),
+    ]
 }
 
 /// Every object of the model by kind and key.
@@ -206,6 +229,18 @@ fn apply(model: &mut Model, edit: &Edit) -> String {
             model.upsert(obj);
             what
         }
+        Edit::Resolve(i) if pool.resolutions.is_empty() => format!("resolve {i} (no resolution in any case)"),
+        Edit::Resolve(i) => {
+            let (name, r) = &pool.resolutions[i % pool.resolutions.len()];
+            let key = pier::model::resolution::key(name);
+            if model.resolutions.get(&key).is_some_and(|old| old == r) {
+                model.remove(Kind::Resolution, &key);
+                format!("unresolve {name}")
+            } else {
+                model.set_resolution(name, r.clone());
+                format!("resolve {name} to {r:?}")
+            }
+        }
         Edit::Delete(i) => {
             let all = present(model);
             if all.is_empty() {
@@ -236,10 +271,7 @@ proptest! {
     fn engine_follows_random_edits_exactly(start in any::<usize>(), edits in prop::collection::vec(edit(), 1..24)) {
         let pool = pool();
         let case = &pool.cases[start % pool.cases.len()];
-        let mut model = Model::default();
-        for &i in &case.objects {
-            model.upsert(pool.objects[i].clone());
-        }
+        let mut model = case.model();
         let opts = case.options.clone();
         let mut engine = Engine::with(model.clone(), opts.clone());
         let mut steps = vec![format!("start from {}", case.name)];
@@ -348,4 +380,38 @@ fn endpoint_slices_follow_their_service_label_incrementally() {
         let same = pier::translate(&reordered, &opts) == pier::translate(&model, &opts);
         assert!(same, "{labels:?}: endpoints depend on the order slices arrived in");
     }
+}
+
+/// In the cases where pier resolves hostnames, every change of an answer (a new answer, a lookup that
+/// fails, a name no longer resolved) retranslates exactly the Backends that use the name: after each,
+/// the engine equals the batch translation and an engine built from scratch.
+#[test]
+fn resolutions_are_followed_incrementally() {
+    let pool = pool();
+    let resolving = pool
+        .cases
+        .iter()
+        .filter(|c| c.options.resolution.mode == pier::options::ResolveMode::Pier);
+    let mut ran = 0;
+    for case in resolving {
+        let mut model = case.model();
+        let mut engine = Engine::with(model.clone(), case.options.clone());
+        let mut steps = Vec::new();
+        for i in 0..pool.resolutions.len() * 2 {
+            steps.push(apply(&mut model, &Edit::Resolve(i * 7)));
+            engine.update(model.clone());
+            if let Some(diff) = difference(&engine, &model, &case.options) {
+                panic!("{} after {}:\n{diff}", case.name, steps.join(", "));
+            }
+            let fresh = Engine::with(model.clone(), case.options.clone());
+            if let Some(what) = packed_difference(&engine, &fresh) {
+                panic!("{} after {}: {what}", case.name, steps.join(", "));
+            }
+        }
+        ran += 1;
+    }
+    assert!(
+        ran > 0 || std::env::var("CASE").is_ok(),
+        "no golden case resolves hostnames with pier"
+    );
 }

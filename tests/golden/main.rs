@@ -23,11 +23,12 @@ const OUTPUTS: [&str; 6] = ["clusters", "endpoints", "listeners", "routes", "sec
 mod cases;
 mod engine;
 
-use cases::{cases, documents, options};
+use cases::{Resolutions, cases, documents, options, resolutions};
 
-fn translate(name: &str, text: &str, opts: &Options) -> pier::Translation {
-    let loaded = pier::model::load::parse_texts(&[(name.to_string(), text.to_string())])
+fn translate(name: &str, text: &str, opts: &Options, resolved: &Resolutions) -> pier::Translation {
+    let mut loaded = pier::model::load::parse_texts(&[(name.to_string(), text.to_string())])
         .unwrap_or_else(|e| panic!("{name}: {e}"));
+    cases::resolve(&mut loaded.model, resolved);
     pier::translate(&loaded.model, opts)
 }
 
@@ -61,7 +62,8 @@ fn golden() {
         let name = case.file_name().unwrap().to_string_lossy().to_string();
         let input = std::fs::read_to_string(case.join("input.yaml")).expect("read input");
         let opts = options(&case);
-        let t = translate(&format!("testdata/{name}/input.yaml"), &input, &opts);
+        let resolved = resolutions(&case);
+        let t = translate(&format!("testdata/{name}/input.yaml"), &input, &opts, &resolved);
 
         for (gw, res) in &t.gateways {
             if let Err(errs) = pier::envoy::check(res) {
@@ -79,6 +81,7 @@ fn golden() {
             &format!("testdata/{name}/input.yaml (reversed)"),
             &reversed_docs.join("---\n"),
             &opts,
+            &resolved,
         );
         if reversed != t {
             failures.push(format!(
@@ -135,7 +138,7 @@ fn golden_envoy_validate() {
         .flat_map(|case| {
             let name = case.file_name().unwrap().to_string_lossy().to_string();
             let input = std::fs::read_to_string(case.join("input.yaml")).expect("read input");
-            let t = translate(&name, &input, &options(&case));
+            let t = translate(&name, &input, &options(&case), &resolutions(&case));
             t.gateways
                 .iter()
                 .map(|(gw, res)| {

@@ -11,6 +11,7 @@
 //! | [`security_cli`] | `pier certs`, `pier bootstrap` with mTLS, `pier serve` refusing plaintext beyond loopback |
 //! | [`kube`] | the runtime against the fake API server; the `deploy/` manifests |
 //! | [`cli`] | `pier translate` and `pier bootstrap` as a user runs them |
+//! | [`resolve_cli`] | `pier translate --resolve-hostnames pier` against a loopback DNS responder |
 //! | [`serve_inputs`] | `pier serve` against config files and admin requests an outsider controls |
 //! | [`demo`] | `pier demo --once` (built with the `demo` feature) |
 //! | [`envoy_validate`] | every IR variant accepted by `envoy --mode validate` |
@@ -38,6 +39,7 @@ mod kube;
 mod kube_support;
 mod layering;
 mod re2_size;
+mod resolve_cli;
 mod route_features_live;
 mod security_cli;
 mod serve_inputs;

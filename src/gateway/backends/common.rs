@@ -16,6 +16,8 @@ use crate::model::ObjectKey;
 pub struct Findings {
     pub notes: Vec<String>,
     pub problems: Vec<BackendProblem>,
+    /// With `--resolve-hostnames pier`: what each hostname resolved to, judged.
+    pub resolved: Vec<super::resolved::NameReport>,
 }
 
 /// Why a Backend cannot be used: usually one problem, sometimes several found together (every CA

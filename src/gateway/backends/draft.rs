@@ -16,7 +16,7 @@
 mod extensions;
 
 use super::common::{Findings, Refused, allowed_hostname, client_certificate, invalid, port, same_namespace, set_iff};
-use super::{Ctx, Evaluated, GatewayCert, PortChoice, Usable, endpoints};
+use super::{Ctx, Evaluated, GatewayCert, PortChoice, Usable, endpoints, resolved};
 use crate::api::consts::CA_CERT_KEY;
 use crate::api::draft::{
     Destination, DestinationType, DraftBackendSpec, DraftPort, DraftProtocol, DraftTls, Fqdn, ServiceBackend,
@@ -57,7 +57,7 @@ fn usable(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, found: &mut Fi
                 ("spec.destination.fqdn", fqdn.as_ref()),
                 &[("spec.destination.kubernetesService", kubernetes_service.is_some())],
             )?;
-            fqdn_choices(ctx, key, fqdn, ports, &mut usable.secrets)?
+            fqdn_choices(ctx, key, fqdn, ports, &mut usable.secrets, found)?
         }
         DestinationType::Service => {
             let svc = set_iff(
@@ -96,6 +96,7 @@ fn fqdn_choices(
     fqdn: &Fqdn,
     mut ports: Vec<Port>,
     secrets: &mut SecretSet,
+    found: &mut Findings,
 ) -> Result<Vec<PortChoice>, Refused> {
     let Fqdn {
         hostname,
@@ -122,14 +123,12 @@ fn fqdn_choices(
             })?,
         };
         let use_tls = https || tls.is_some();
-        let discovery = ir::Discovery::Dns {
-            targets: vec![ir::DnsTarget {
-                hostname: hostname.clone(),
-                port,
-                priority: 0,
-            }],
-            dns: ctx.opts.dns.clone(),
+        let target = ir::DnsTarget {
+            hostname: hostname.clone(),
+            port,
+            priority: 0,
         };
+        let discovery = resolved::discovery(ctx, vec![target], &mut found.resolved);
         let mut choice = PortChoice::plain(port, discovery, proto.upstream(use_tls), proto == Proto::Tcp);
         if use_tls {
             let (upstream, gateway_cert) = fqdn_tls(ctx, key, hostname, tls.as_ref(), secrets)?;

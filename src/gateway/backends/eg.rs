@@ -9,7 +9,7 @@
 mod tls;
 
 use super::common::{Findings, Refused, allowed_hostname, destination_not_allowed, invalid, port};
-use super::{Ctx, Evaluated, PortChoice, Usable};
+use super::{Ctx, Evaluated, PortChoice, Usable, resolved};
 use crate::api::eg::{
     APP_PROTOCOL_H2C, APP_PROTOCOL_WS, APP_PROTOCOL_WSS, EgBackendSpec, EgBackendType, EgEndpoint, EgFqdnEndpoint,
     EgIpEndpoint, EgUnixEndpoint,
@@ -22,11 +22,12 @@ use crate::model::ObjectKey;
 const UNIX_PATH_MAX: usize = 108;
 
 pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &EgBackendSpec, generation: i64) -> Evaluated {
-    let verdict = usable(ctx, key, spec);
-    Evaluated::new(generation, false, Findings::default(), verdict)
+    let mut found = Findings::default();
+    let verdict = usable(ctx, key, spec, &mut found);
+    Evaluated::new(generation, false, found, verdict)
 }
 
-fn usable(ctx: Ctx<'_>, key: &ObjectKey, spec: &EgBackendSpec) -> Result<Usable, Refused> {
+fn usable(ctx: Ctx<'_>, key: &ObjectKey, spec: &EgBackendSpec, found: &mut Findings) -> Result<Usable, Refused> {
     let EgBackendSpec {
         type_,
         endpoints,
@@ -44,7 +45,7 @@ fn usable(ctx: Ctx<'_>, key: &ObjectKey, spec: &EgBackendSpec) -> Result<Usable,
                 .as_ref()
                 .and_then(|t| t.auto_sni_from_endpoint_hostname)
                 .unwrap_or(false);
-            endpoint_discovery(ctx, endpoints, u32::from(fallback), auto_sni)?
+            endpoint_discovery(ctx, endpoints, u32::from(fallback), auto_sni, found)?
         }
     };
     let mut usable = Usable {
@@ -119,6 +120,7 @@ fn endpoint_discovery(
     eps: &[EgEndpoint],
     priority: u32,
     auto_sni: bool,
+    found: &mut Findings,
 ) -> Result<(ir::Discovery, u16), BackendProblem> {
     if eps.is_empty() {
         return Err(invalid("spec.endpoints: at least one endpoint is required"));
@@ -155,8 +157,7 @@ fn endpoint_discovery(
     }
     let port = targets[0].port;
     targets.sort();
-    let dns = ctx.opts.dns.clone();
-    Ok((ir::Discovery::Dns { targets, dns }, port))
+    Ok((resolved::discovery(ctx, targets, &mut found.resolved), port))
 }
 
 /// One endpoint at `f`, once the guardrails allow it.

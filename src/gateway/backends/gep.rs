@@ -1,9 +1,9 @@
 //! The GEP-4488 shape, shared by `XBackend` and the standard-group `Backend`: `ExternalHostname` (a
-//! STRICT_DNS cluster on hostname:port) or `EndpointSelector` (an EDS cluster fed by the EndpointSlices
+//! STRICT_DNS cluster on hostname:port, or EDS of pier's judged answers: `resolved`) or `EndpointSelector` (an EDS cluster fed by the EndpointSlices
 //! of a Service in the same namespace), with inline TLS and protocol.
 
 use super::common::{Findings, Refused, allowed_hostname, client_certificate, invalid, port, same_namespace, set_iff};
-use super::{Ctx, Evaluated, GatewayCert, PortChoice, Usable, endpoints};
+use super::{Ctx, Evaluated, GatewayCert, PortChoice, Usable, endpoints, resolved};
 use crate::api::consts::{CORE_GROUP, KIND_SERVICE};
 use crate::api::xbackend::{
     BackendPort, BackendProtocol, BackendTls, BackendTlsMode, BackendType, EndpointSelector, ExternalHostname,
@@ -46,7 +46,7 @@ fn usable(
                 ("spec.externalHostname", external_hostname.as_ref()),
                 &[("spec.endpointSelector", endpoint_selector.is_some())],
             )?;
-            external(ctx, ext, port)?
+            external(ctx, ext, port, found)?
         }
         BackendType::EndpointSelector => {
             let sel = set_iff(
@@ -70,18 +70,22 @@ fn usable(
     Ok(usable)
 }
 
-/// `ExternalHostname`: Envoy resolves the name (STRICT_DNS), once the guardrails allow it.
-fn external(ctx: Ctx<'_>, ext: &ExternalHostname, port: u16) -> Result<ir::Discovery, BackendProblem> {
+/// `ExternalHostname`: once the guardrails allow the name, Envoy resolves it (STRICT_DNS) or, with
+/// `--resolve-hostnames pier`, pier's judged answers are served as EDS (`resolved`).
+fn external(
+    ctx: Ctx<'_>,
+    ext: &ExternalHostname,
+    port: u16,
+    found: &mut Findings,
+) -> Result<ir::Discovery, BackendProblem> {
     let ExternalHostname { hostname } = ext;
     allowed_hostname(ctx, hostname, "spec.externalHostname.hostname")?;
-    Ok(ir::Discovery::Dns {
-        targets: vec![ir::DnsTarget {
-            hostname: hostname.clone(),
-            port,
-            priority: 0,
-        }],
-        dns: ctx.opts.dns.clone(),
-    })
+    let target = ir::DnsTarget {
+        hostname: hostname.clone(),
+        port,
+        priority: 0,
+    };
+    Ok(resolved::discovery(ctx, vec![target], &mut found.resolved))
 }
 
 /// `EndpointSelector`: the EndpointSlices of the Service `selectorRef` names. The GEP's inline label

@@ -28,6 +28,7 @@ mod draft;
 mod eg;
 pub mod endpoints;
 mod gep;
+pub mod resolved;
 mod service;
 pub mod verdict;
 
@@ -51,6 +52,8 @@ pub struct Evaluated {
     pub deprecated: bool,
     /// Informational notes appended to the Accepted message (e.g. endpoints skipped).
     pub notes: Vec<String>,
+    /// With `--resolve-hostnames pier`: what each of its hostnames resolved to (usable Backends only).
+    pub resolved: Vec<resolved::NameReport>,
     pub usable: Option<Usable>,
 }
 
@@ -76,6 +79,7 @@ impl Evaluated {
             problems,
             deprecated,
             notes: found.notes,
+            resolved: if usable.is_some() { found.resolved } else { Vec::new() },
             usable,
         }
     }

@@ -47,6 +47,7 @@ pub fn conditions_of(ev: &Evaluated, extra: Option<&BackendProblem>) -> Vec<Back
             g,
         ),
     });
+    out.extend(super::resolved::condition(&ev.resolved, g));
     if ev.deprecated {
         out.push(Condition::ok(
             BackendType::Deprecated,
@@ -80,7 +81,7 @@ pub fn status_of(
         BackendKind::Backend => ("gateway.networking.k8s.io/v1alpha1", "Backend"),
         BackendKind::EgBackend => {
             let mut conditions = conditions_of(ev, None);
-            conditions.retain(|c| c.type_ == BackendType::Accepted);
+            conditions.retain(|c| matches!(c.type_, BackendType::Accepted | BackendType::Resolved));
             let body = StatusBody::EgBackend { conditions };
             return Some(ObjectStatus::new(
                 "gateway.envoyproxy.io/v1alpha1",

@@ -85,6 +85,9 @@ labels! {
         ResolvedRefs,
         /// pier: set on a `Backend` written in the draft `spec.destination` shape.
         Deprecated,
+        /// pier: with `--resolve-hostnames pier`, where the Backend's hostnames resolved and which
+        /// answers the guardrails dropped.
+        Resolved,
     }
     pub enum BackendReason {
         Accepted,
@@ -97,6 +100,16 @@ labels! {
         UnresolvedRefs,
         /// pier: the Backend uses the draft `spec.destination` shape.
         DraftShape,
+        /// pier (`Resolved`): every hostname resolved and some answer is allowed.
+        Resolved,
+        /// pier (`Resolved`): a lookup failed; the name's last answer is served for a bounded time.
+        ServingStaleAnswer,
+        /// pier (`Resolved`): the answers were all refused by the guardrails, or there were none.
+        NoAllowedAddress,
+        /// pier (`Resolved`): lookups fail and no earlier answer is left to serve.
+        LookupFailed,
+        /// pier (`Resolved`): the hostname has not been looked up yet.
+        NotResolvedYet,
         RefNotPermitted,
         BackendNotFound,
         InvalidKind,

@@ -17,8 +17,10 @@
 //! whose destination is only known per request, get the same name rules as RE2 regexes that Envoy
 //! runs (`authority`); `HOSTNAME_CASES` holds both to the same answers.
 //!
-//! Limit: for hostnames Envoy resolves itself (STRICT_DNS), these rules check the *name*; a public
-//! name that resolves to a private address is the DNS-rebinding gap the GEP accepts. Every DNS cluster
+//! Limit: for hostnames Envoy resolves itself (STRICT_DNS, the default), these rules check the *name*; a
+//! public name that resolves to a private address is the DNS-rebinding gap the GEP accepts. With
+//! `--resolve-hostnames pier` the answers come back here too ([`judge_answers`], from
+//! `gateway::backends::resolved`), so the gap closes. Every DNS cluster
 //! pier emits resolves names as absolute (no search domains), so a name that passes cannot be
 //! completed into a cluster-internal one by a Pod's resolver.
 
@@ -143,6 +145,27 @@ pub fn check_unix(path: &str, g: &Guardrails) -> Result<(), Refusal> {
     } else {
         Err(refuse(Rule::UnixSocketsDisabled, path))
     }
+}
+
+/// A resolver's answer for one name, judged address by address with [`check_ip`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judged {
+    pub allowed: Vec<IpAddr>,
+    pub dropped: Vec<Refusal>,
+}
+
+/// Judges every address a DNS answer gave (pier's own resolver, `--resolve-hostnames pier`): the same
+/// rules as any Backend address, operator CIDRs and embedded IPv4 included. The translator serves only
+/// `allowed`; the resolver stage counts `dropped` by rule for its metrics, with this same function.
+pub fn judge_answers(addresses: &[IpAddr], g: &Guardrails) -> Judged {
+    let mut out = Judged::default();
+    for ip in addresses {
+        match check_ip(*ip, g) {
+            Ok(()) => out.allowed.push(*ip),
+            Err(refusal) => out.dropped.push(refusal),
+        }
+    }
+    out
 }
 
 /// Parses an IP the way Envoy Gateway's schema allows (dotted quad or IPv6), for its `ip` endpoints.

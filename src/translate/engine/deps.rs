@@ -105,6 +105,7 @@ impl Changes {
         c.diff(&old.secrets, &new.secrets);
         c.diff(&old.config_maps, &new.config_maps);
         c.diff(&old.namespaces, &new.namespaces);
+        c.diff(&old.resolutions, &new.resolutions);
         // A slice moves between Services by its label: both the Service it left and the one it joined.
         for key in c.keys.get(&Kind::EndpointSlice).cloned().unwrap_or_default() {
             for model in [old, new] {
