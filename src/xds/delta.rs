@@ -33,7 +33,7 @@ use super::XdsType;
 use super::cache::{Entries, Entry, View};
 use super::clients::{Mode, TypeSync};
 use super::plan::{Plan, Progress};
-use super::stream::{Event, Machine};
+use super::stream::{Event, Machine, type_sync};
 
 /// Per-type state of one delta stream.
 #[derive(Debug, Default)]
@@ -185,25 +185,18 @@ impl Machine for Delta {
 
     fn sync(&self, ty: XdsType) -> Option<TypeSync> {
         let st = &self.types[ty.index()];
-        if !st.subscribed {
-            return None;
-        }
-        let Some(view) = self.plan.view(ty) else {
-            return Some(TypeSync::Pending);
-        };
         let hold_removals = self.plan.holds_removals();
-        let types = Types {
-            types: &self.types,
-            hold_removals,
-        };
-        let diff = st.diff(ty, view, hold_removals);
-        let nothing_to_send = diff.upserts.is_empty() && diff.removed.is_empty();
-        Some(if types.applied(ty, view) {
-            TypeSync::Applied
-        } else if st.nacked && !st.awaiting_ack && nothing_to_send {
-            TypeSync::Rejected
-        } else {
-            TypeSync::Pending
+        type_sync(st.subscribed, self.plan.view(ty), |view| {
+            let types = Types {
+                types: &self.types,
+                hold_removals,
+            };
+            let diff = st.diff(ty, view, hold_removals);
+            let nothing_to_send = diff.upserts.is_empty() && diff.removed.is_empty();
+            (
+                types.applied(ty, view),
+                st.nacked && !st.awaiting_ack && nothing_to_send,
+            )
         })
     }
 

@@ -28,7 +28,7 @@ use super::XdsType;
 use super::cache::View;
 use super::clients::{Mode, TypeSync};
 use super::plan::{Plan, Progress};
-use super::stream::{Event, Machine};
+use super::stream::{Event, Machine, type_sync};
 
 /// Per-type state of one SotW stream.
 #[derive(Debug, Default)]
@@ -154,20 +154,14 @@ impl Machine for Sotw {
 
     fn sync(&self, ty: XdsType) -> Option<TypeSync> {
         let st = &self.types[ty.index()];
-        if !st.subscribed {
-            return None;
-        }
-        let Some(view) = self.plan.view(ty) else {
-            return Some(TypeSync::Pending);
-        };
-        // A proxy that asks for none of the type's resources by name has nothing to apply.
-        let wants_nothing = !st.wildcard && st.names.is_empty() && !st.awaiting_ack;
-        Some(if wants_nothing || Types(&self.types).applied(ty, view) {
-            TypeSync::Applied
-        } else if !st.awaiting_ack && st.nacked_version.as_ref() == Some(&view.version) {
-            TypeSync::Rejected
-        } else {
-            TypeSync::Pending
+        type_sync(st.subscribed, self.plan.view(ty), |view| {
+            // A proxy that asks for none of the type's resources by name has nothing to apply.
+            let wants_nothing = !st.wildcard && st.names.is_empty() && !st.awaiting_ack;
+            let applied = wants_nothing || Types(&self.types).applied(ty, view);
+            (
+                applied,
+                !st.awaiting_ack && st.nacked_version.as_ref() == Some(&view.version),
+            )
         })
     }
 

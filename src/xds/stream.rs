@@ -69,6 +69,26 @@ pub(crate) trait Machine: Default + Send + 'static {
     fn plan(&self) -> &Plan;
 }
 
+/// [`Machine::sync`] for a type the proxy asked for (`subscribed`), given the plan's view of it and the
+/// mode's own reading of that view: `(applied, rejected)`.
+pub(crate) fn type_sync(
+    subscribed: bool,
+    view: Option<&Arc<super::cache::View>>,
+    read: impl FnOnce(&super::cache::View) -> (bool, bool),
+) -> Option<TypeSync> {
+    if !subscribed {
+        return None;
+    }
+    let Some(view) = view else {
+        return Some(TypeSync::Pending);
+    };
+    Some(match read(view) {
+        (true, _) => TypeSync::Applied,
+        (false, true) => TypeSync::Rejected,
+        (false, false) => TypeSync::Pending,
+    })
+}
+
 /// Where a proxy stands with the latest snapshot, for [`Clients::verdict`].
 fn sync_of<M: Machine>(machine: &M, generation: u64) -> ClientSync {
     ClientSync {
