@@ -17,6 +17,12 @@ pub fn process(model: &Model, opts: &Options) -> (BTreeSet<String>, Vec<ObjectSt
             continue;
         }
         let g = class.metadata.generation.unwrap_or(0);
+        let accepted = class.spec.parameters_ref.is_none();
+        let supported_features = if accepted {
+            super::features::supported()
+        } else {
+            Vec::new()
+        };
         let accepted = if let Some(p) = &class.spec.parameters_ref {
             Condition::fail(
                 ClassType::Accepted,
@@ -42,6 +48,7 @@ pub fn process(model: &Model, opts: &Options) -> (BTreeSet<String>, Vec<ObjectSt
             key,
             StatusBody::GatewayClass {
                 conditions: vec![accepted],
+                supported_features,
             },
         ));
     }

@@ -19,6 +19,7 @@ pub mod backends;
 pub mod classes;
 pub mod conditions;
 pub mod duration;
+pub mod features;
 pub mod filters;
 pub mod frontend;
 pub mod gateways;

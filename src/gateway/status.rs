@@ -36,27 +36,22 @@ pub struct StatusMeta {
 pub enum StatusBody {
     GatewayClass {
         conditions: Vec<ClassCondition>,
+        /// Only on an accepted class (`gateway::features`).
+        #[serde(rename = "supportedFeatures", skip_serializing_if = "Vec::is_empty")]
+        supported_features: Vec<super::features::SupportedFeature>,
     },
     Gateway {
         conditions: Vec<GatewayCondition>,
         listeners: Vec<ListenerStatus>,
     },
     /// HTTPRoute and GRPCRoute.
-    Route {
-        parents: Vec<RouteParentStatus>,
-    },
+    Route { parents: Vec<RouteParentStatus> },
     /// BackendTLSPolicy.
-    Policy {
-        ancestors: Vec<PolicyAncestorStatus>,
-    },
+    Policy { ancestors: Vec<PolicyAncestorStatus> },
     /// XBackend and the standard-group Backend: one entry per Gateway that uses it.
-    Backend {
-        parents: Vec<BackendParentStatus>,
-    },
+    Backend { parents: Vec<BackendParentStatus> },
     /// Envoy Gateway's Backend: plain conditions, reported whether used or not.
-    EgBackend {
-        conditions: Vec<BackendCondition>,
-    },
+    EgBackend { conditions: Vec<BackendCondition> },
 }
 
 /// `status.listeners[]` of a Gateway.
