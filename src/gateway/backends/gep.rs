@@ -3,7 +3,7 @@
 //! of a Service in the same namespace), with inline TLS and protocol.
 
 use super::common::{Findings, Refused, allowed_hostname, client_certificate, invalid, port, same_namespace, set_iff};
-use super::{Ctx, Evaluated, GatewayCert, PortChoice, Usable, endpoints, resolved};
+use super::{Ctx, Deprecation, Evaluated, GatewayCert, PortChoice, Usable, endpoints, resolved};
 use crate::api::consts::{CORE_GROUP, KIND_SERVICE};
 use crate::api::xbackend::{
     BackendPort, BackendProtocol, BackendTls, BackendTlsMode, BackendType, EndpointSelector, ExternalHostname,
@@ -18,7 +18,30 @@ use crate::model::ObjectKey;
 pub fn evaluate(ctx: Ctx<'_>, owner_kind: &str, key: &ObjectKey, spec: &XBackendSpec, generation: i64) -> Evaluated {
     let mut found = Findings::default();
     let verdict = usable(ctx, owner_kind, key, spec, &mut found);
-    Evaluated::new(generation, false, found, verdict)
+    // Said even when the Backend is refused for something else: the shape is the user's to fix either way.
+    let deprecated = (spec.port.port.is_some() && spec.port.number.is_none()).then_some(Deprecation::PortPortShape);
+    Evaluated::new(generation, deprecated, found, verdict)
+}
+
+/// `spec.port`: `{number}` (v1.7) or `{port, name}` (v1.6.0); exactly one of `number` and `port`, and
+/// `name` only beside `port` (v1.7 removed it). Returns the port and whether it is the v1.7 shape.
+fn port_of(p: &BackendPort) -> Result<(u16, bool), BackendProblem> {
+    let BackendPort {
+        number,
+        port: old,
+        name,
+    } = p;
+    match (number, old) {
+        (Some(_), Some(_)) => Err(invalid(
+            "spec.port: set number (Gateway API v1.7) or port (v1.6.0), not both",
+        )),
+        (None, None) => Err(invalid("spec.port.number: must be set")),
+        (Some(_), None) if name.is_some() => Err(invalid(
+            "spec.port.name: not part of the v1.7 shape; remove it (only the v1.6.0 shape, spec.port.port, had a name)",
+        )),
+        (Some(n), None) => Ok((port(*n, "spec.port.number")?, true)),
+        (None, Some(n)) => Ok((port(*n, "spec.port.port")?, false)),
+    }
 }
 
 fn usable(
@@ -30,13 +53,13 @@ fn usable(
 ) -> Result<Usable, Refused> {
     let XBackendSpec {
         type_,
-        port: BackendPort { name: _, port: number },
+        port,
         external_hostname,
         endpoint_selector,
         protocol,
         tls,
     } = spec;
-    let port = port(*number, "spec.port.port")?;
+    let (port, v17) = port_of(port)?;
     let tls = tls.as_ref().filter(|t| t.mode != BackendTlsMode::None);
     let (protocol, tcp) = protocol_of(*protocol, tls.is_some());
     let discovery = match type_ {
@@ -57,7 +80,10 @@ fn usable(
             selected(ctx, key, sel, port, found)?
         }
     };
-    let mut usable = Usable::default();
+    let mut usable = Usable {
+        ref_port_prohibited: v17,
+        ..Usable::default()
+    };
     let mut choice = PortChoice::plain(port, discovery, protocol, tcp);
     if let Some(t) = tls {
         let owner = (owner_kind, key.namespace.as_str(), key.name.as_str());
