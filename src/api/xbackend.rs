@@ -2,9 +2,11 @@
 //! reading what v1.6.0 wrote (`spec.port.port`), and the GEP-4488 `Backend`
 //! (`gateway.networking.k8s.io/v1alpha1`) which is the same spec under the standard group.
 //!
-//! `endpointSelector.selectorRef` names a Service in the Backend's namespace; its EndpointSlices feed
-//! the cluster. The inline label `selector` of the GEP is parsed but refused by the translator: it
-//! selects Pods, and pier watches EndpointSlices, not Pods (the EndpointSelector KEP is unfinished).
+//! `endpointSelector.matchLabels` (v1.7) selects Pods in the Backend's namespace; their IPs feed the
+//! cluster. pier's `endpointSelector.selectorRef` names a Service in the Backend's namespace instead;
+//! its EndpointSlices feed the cluster.
+
+use std::collections::BTreeMap;
 
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -68,9 +70,13 @@ pub struct ExternalHostname {
     pub hostname: String,
 }
 
+/// `spec.endpointSelector`: the v1.7 inline `matchLabels` (selects Pods), pier's `selectorRef` (a
+/// Service's EndpointSlices), or the GEP text's nested `selector` (read as `matchLabels`). Exactly one.
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EndpointSelector {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_labels: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector_ref: Option<SelectorRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

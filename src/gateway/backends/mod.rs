@@ -28,6 +28,7 @@ mod draft;
 mod eg;
 pub mod endpoints;
 mod gep;
+mod pods;
 pub mod resolved;
 mod service;
 pub mod verdict;
