@@ -1,10 +1,12 @@
-//! `XBackend` exactly as Gateway API v1.6 ships it (`gateway.networking.x-k8s.io/v1alpha1`), plus the
-//! `EndpointSelector` type from the GEP text, and the GEP-4488 `Backend`
+//! `XBackend` (`gateway.networking.x-k8s.io/v1alpha1`) as the Gateway API v1.7 line ships it, still
+//! reading what v1.6.0 wrote (`spec.port.port`), and the GEP-4488 `Backend`
 //! (`gateway.networking.k8s.io/v1alpha1`) which is the same spec under the standard group.
 //!
-//! `endpointSelector.selectorRef` names a Service in the Backend's namespace; its EndpointSlices feed
-//! the cluster. The inline label `selector` of the GEP is parsed but refused by the translator: it
-//! selects Pods, and pier watches EndpointSlices, not Pods (the EndpointSelector KEP is unfinished).
+//! `endpointSelector.matchLabels` (v1.7) selects Pods in the Backend's namespace; their IPs feed the
+//! cluster. pier's `endpointSelector.selectorRef` names a Service in the Backend's namespace instead;
+//! its EndpointSlices feed the cluster.
+
+use std::collections::BTreeMap;
 
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -45,12 +47,21 @@ pub enum BackendType {
     EndpointSelector,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Eq)]
+/// `spec.port` in either shape: `{number}` (the v1.7 line) or `{port, name}` (v1.6.0, deprecated). Both
+/// are one struct so one schema admits both (a CRD version cannot change a field's shape without a
+/// conversion webhook); which one was written is judged by the translator (`gateway::backends::gep`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct BackendPort {
+    /// v1.7: the destination port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number: Option<i32>,
+    /// v1.6.0: the destination port (deprecated; write `number`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i32>,
+    /// v1.6.0 only: a port name, unused by pier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    pub port: i32,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Eq)]
@@ -59,9 +70,13 @@ pub struct ExternalHostname {
     pub hostname: String,
 }
 
+/// `spec.endpointSelector`: the v1.7 inline `matchLabels` (selects Pods), pier's `selectorRef` (a
+/// Service's EndpointSlices), or the GEP text's nested `selector` (read as `matchLabels`). Exactly one.
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EndpointSelector {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_labels: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector_ref: Option<SelectorRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

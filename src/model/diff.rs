@@ -27,6 +27,7 @@ macro_rules! with_kind {
             Kind::EgBackend => { $(let $objs = &$model.eg_backends;)+ $body }
             Kind::Service => { $(let $objs = &$model.services;)+ $body }
             Kind::EndpointSlice => { $(let $objs = &$model.endpoint_slices;)+ $body }
+            Kind::Pod => { $(let $objs = &$model.pods;)+ $body }
             Kind::Secret => { $(let $objs = &$model.secrets;)+ $body }
             Kind::ConfigMap => { $(let $objs = &$model.config_maps;)+ $body }
             Kind::Namespace => { $(let $objs = &$model.namespaces;)+ $body }
@@ -37,7 +38,7 @@ macro_rules! with_kind {
 
 /// Every kind users write, in the order objects are listed. Resolutions (`--resolve-hostnames pier`)
 /// are pier's own lookups, not anyone's change: they are never listed, so never quarantined.
-const KINDS: [Kind; 15] = [
+const KINDS: [Kind; 16] = [
     Kind::GatewayClass,
     Kind::Gateway,
     Kind::HttpRoute,
@@ -50,6 +51,7 @@ const KINDS: [Kind; 15] = [
     Kind::EgBackend,
     Kind::Service,
     Kind::EndpointSlice,
+    Kind::Pod,
     Kind::Secret,
     Kind::ConfigMap,
     Kind::Namespace,
@@ -106,6 +108,7 @@ impl Model {
                     self.remove_slice(key);
                 }
             },
+            Kind::Pod => take(&mut self.pods, &from.pods, key),
             Kind::Secret => take(&mut self.secrets, &from.secrets, key),
             Kind::ConfigMap => take(&mut self.config_maps, &from.config_maps, key),
             Kind::Namespace => take(&mut self.namespaces, &from.namespaces, key),

@@ -32,6 +32,7 @@ impl Object {
             Object::EgBackend(_) => "Backend.gateway.envoyproxy.io",
             Object::Service(_) => "Service",
             Object::EndpointSlice(_) => "EndpointSlice",
+            Object::Pod(_) => "Pod",
             Object::Secret(_) => "Secret",
             Object::ConfigMap(_) => "ConfigMap",
             Object::Namespace(_) => "Namespace",
@@ -52,6 +53,7 @@ impl Object {
             Object::EgBackend(_) => Kind::EgBackend,
             Object::Service(_) => Kind::Service,
             Object::EndpointSlice(_) => Kind::EndpointSlice,
+            Object::Pod(_) => Kind::Pod,
             Object::Secret(_) => Kind::Secret,
             Object::ConfigMap(_) => Kind::ConfigMap,
             Object::Namespace(_) => Kind::Namespace,
@@ -75,6 +77,7 @@ impl Object {
             Object::EgBackend(o) => &o.metadata,
             Object::Service(o) => &o.metadata,
             Object::EndpointSlice(o) => &o.metadata,
+            Object::Pod(o) => &o.metadata,
             Object::Secret(o) => &o.metadata,
             Object::ConfigMap(o) => &o.metadata,
             Object::Namespace(o) => &o.metadata,
@@ -120,6 +123,7 @@ impl Model {
             Object::EgBackend(o) => self.eg_backends.insert(key, Arc::new(o)).is_some(),
             Object::Service(o) => self.services.insert(key, Arc::new(o)).is_some(),
             Object::EndpointSlice(o) => self.insert_slice(key, Arc::new(o)),
+            Object::Pod(o) => self.pods.insert(key, Arc::new(*o)).is_some(),
             Object::Secret(o) => self.secrets.insert(key, Arc::new(o)).is_some(),
             Object::ConfigMap(o) => self.config_maps.insert(key, Arc::new(o)).is_some(),
             Object::Namespace(o) => self.namespaces.insert(key, Arc::new(o)).is_some(),
@@ -163,6 +167,7 @@ impl Model {
                 self.insert_slice(key, Arc::new(o));
                 true
             }
+            Object::Pod(o) => keep(&mut self.pods, key, *o),
             Object::Secret(o) => keep(&mut self.secrets, key, o),
             Object::ConfigMap(o) => keep(&mut self.config_maps, key, o),
             Object::Namespace(o) => keep(&mut self.namespaces, key, o),
@@ -187,6 +192,7 @@ impl Model {
             Kind::EgBackend => self.eg_backends.remove(key).is_some(),
             Kind::Service => self.services.remove(key).is_some(),
             Kind::EndpointSlice => self.remove_slice(key),
+            Kind::Pod => self.pods.remove(key).is_some(),
             Kind::Secret => self.secrets.remove(key).is_some(),
             Kind::ConfigMap => self.config_maps.remove(key).is_some(),
             Kind::Namespace => self.namespaces.remove(key).is_some(),
@@ -210,6 +216,7 @@ impl Model {
             eg_backends: _,
             services: _,
             endpoint_slices: _,
+            pods: _,
             secrets: _,
             config_maps: _,
             namespaces: _,
@@ -235,6 +242,7 @@ impl Model {
         for (k, v) in other.endpoint_slices.iter() {
             self.insert_slice(k.clone(), Arc::clone(v));
         }
+        extend(&mut self.pods, &other.pods);
         extend(&mut self.secrets, &other.secrets);
         extend(&mut self.config_maps, &other.config_maps);
         extend(&mut self.namespaces, &other.namespaces);

@@ -13,7 +13,7 @@ use gateway_api::apis::standard::{
     backendtlspolicies::BackendTlsPolicy, gatewayclasses::GatewayClass, gateways::Gateway, grpcroutes::GrpcRoute,
     httproutes::HttpRoute, referencegrants::ReferenceGrant,
 };
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::api::{backend::Backend, eg::EgBackend, xbackend::XBackend};
@@ -60,6 +60,7 @@ pub mod diff;
 pub mod insert;
 pub mod load;
 pub mod objects;
+pub mod pod;
 pub mod resolution;
 pub mod yaml;
 
@@ -117,6 +118,8 @@ pub struct Model {
     pub eg_backends: Objects<EgBackend>,
     pub services: Objects<Service>,
     pub endpoint_slices: Objects<EndpointSlice>,
+    /// Pods, trimmed to what EndpointSelector Backends read ([`pod::trim`]).
+    pub pods: Objects<Pod>,
     pub secrets: Objects<Secret>,
     pub config_maps: Objects<ConfigMap>,
     pub namespaces: Objects<Namespace>,
@@ -143,6 +146,7 @@ model_kind!(
     EgBackend => EgBackend,
     Service => Service,
     EndpointSlice => EndpointSlice,
+    Pod => Pod,
     Secret => Secret,
     ConfigMap => ConfigMap,
     Namespace => Namespace,
@@ -214,6 +218,8 @@ pub enum Object {
     EgBackend(EgBackend),
     Service(Service),
     EndpointSlice(EndpointSlice),
+    /// Boxed: a Pod type is large even when trimmed (its spec is inline).
+    Pod(Box<Pod>),
     Secret(Secret),
     ConfigMap(ConfigMap),
     Namespace(Namespace),

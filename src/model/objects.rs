@@ -32,6 +32,8 @@ pub enum Kind {
     EgBackend,
     Service,
     EndpointSlice,
+    /// Pods, read for XBackends of type EndpointSelector with `matchLabels` (trimmed: `model::pod`).
+    Pod,
     Secret,
     ConfigMap,
     Namespace,
@@ -54,6 +56,7 @@ impl Kind {
             "Backend.gateway.envoyproxy.io" => Kind::EgBackend,
             "Service" => Kind::Service,
             "EndpointSlice" => Kind::EndpointSlice,
+            "Pod" => Kind::Pod,
             "Secret" => Kind::Secret,
             "ConfigMap" => Kind::ConfigMap,
             "Namespace" => Kind::Namespace,

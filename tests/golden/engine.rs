@@ -74,7 +74,7 @@ fn pool() -> &'static Pool {
 
 /// Where the engine and the batch translation first differ, as a readable diff of the rendered
 /// documents.
-fn difference(engine: &Engine, model: &Model, opts: &Options) -> Option<String> {
+pub(crate) fn difference(engine: &Engine, model: &Model, opts: &Options) -> Option<String> {
     let expected = pier::translate(model, opts);
     let actual = engine.translation();
     if actual == expected {

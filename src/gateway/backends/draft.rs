@@ -33,7 +33,7 @@ type Port = (u16, Option<String>);
 pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, generation: i64) -> Evaluated {
     let mut found = Findings::default();
     let verdict = usable(ctx, key, spec, &mut found);
-    Evaluated::new(generation, true, found, verdict)
+    Evaluated::new(generation, Some(super::Deprecation::DraftShape), found, verdict)
 }
 
 fn usable(ctx: Ctx<'_>, key: &ObjectKey, spec: &DraftBackendSpec, found: &mut Findings) -> Result<Usable, Refused> {

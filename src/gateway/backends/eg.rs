@@ -24,7 +24,7 @@ const UNIX_PATH_MAX: usize = 108;
 pub fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, spec: &EgBackendSpec, generation: i64) -> Evaluated {
     let mut found = Findings::default();
     let verdict = usable(ctx, key, spec, &mut found);
-    Evaluated::new(generation, false, found, verdict)
+    Evaluated::new(generation, None, found, verdict)
 }
 
 fn usable(ctx: Ctx<'_>, key: &ObjectKey, spec: &EgBackendSpec, found: &mut Findings) -> Result<Usable, Refused> {

@@ -37,18 +37,23 @@ pub fn for_service_port(ctx: Ctx<'_>, svc: &ObjectKey, port: u16) -> Result<Foun
         notes: Vec::new(),
         service_port,
     };
-    // Loopback is refused for Services too unless the operator allowed it; denied CIDRs are for
-    // Backend destinations only (they typically list the Pod range Services legitimately use).
-    let guard = crate::options::Guardrails {
-        denied_cidrs: Vec::new(),
-        ..ctx.opts.guardrails.clone()
-    };
+    let guard = in_cluster_guard(ctx);
     let mut seen = BTreeSet::new();
     for (slice_key, slice) in ctx.model.slices_of(svc) {
         ready_endpoints(slice_key, slice, &port_name, &guard, &mut seen, &mut found.notes);
     }
     found.endpoints = seen.into_iter().collect();
     Ok(found)
+}
+
+/// The guardrails for in-cluster endpoints (EndpointSlice and Pod addresses). Loopback is refused for
+/// Services too unless the operator allowed it; denied CIDRs are for Backend destinations only (they
+/// typically list the Pod range Services legitimately use).
+pub(super) fn in_cluster_guard(ctx: Ctx<'_>) -> crate::options::Guardrails {
+    crate::options::Guardrails {
+        denied_cidrs: Vec::new(),
+        ..ctx.opts.guardrails.clone()
+    }
 }
 
 /// The Service's port numbered `port`; an ExternalName Service has none pier routes to.

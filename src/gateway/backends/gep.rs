@@ -1,9 +1,10 @@
 //! The GEP-4488 shape, shared by `XBackend` and the standard-group `Backend`: `ExternalHostname` (a
-//! STRICT_DNS cluster on hostname:port, or EDS of pier's judged answers: `resolved`) or `EndpointSelector` (an EDS cluster fed by the EndpointSlices
-//! of a Service in the same namespace), with inline TLS and protocol.
+//! STRICT_DNS cluster on hostname:port, or EDS of pier's judged answers: `resolved`) or `EndpointSelector`
+//! (an EDS cluster fed by the ready Pods `matchLabels` selects, or by the EndpointSlices of the Service
+//! `selectorRef` names, in the Backend's namespace), with inline TLS and protocol.
 
 use super::common::{Findings, Refused, allowed_hostname, client_certificate, invalid, port, same_namespace, set_iff};
-use super::{Ctx, Evaluated, GatewayCert, PortChoice, Usable, endpoints, resolved};
+use super::{Ctx, Deprecation, Evaluated, GatewayCert, PortChoice, Usable, endpoints, pods, resolved};
 use crate::api::consts::{CORE_GROUP, KIND_SERVICE};
 use crate::api::xbackend::{
     BackendPort, BackendProtocol, BackendTls, BackendTlsMode, BackendType, EndpointSelector, ExternalHostname,
@@ -18,7 +19,30 @@ use crate::model::ObjectKey;
 pub fn evaluate(ctx: Ctx<'_>, owner_kind: &str, key: &ObjectKey, spec: &XBackendSpec, generation: i64) -> Evaluated {
     let mut found = Findings::default();
     let verdict = usable(ctx, owner_kind, key, spec, &mut found);
-    Evaluated::new(generation, false, found, verdict)
+    // Said even when the Backend is refused for something else: the shape is the user's to fix either way.
+    let deprecated = (spec.port.port.is_some() && spec.port.number.is_none()).then_some(Deprecation::PortPortShape);
+    Evaluated::new(generation, deprecated, found, verdict)
+}
+
+/// `spec.port`: `{number}` (v1.7) or `{port, name}` (v1.6.0); exactly one of `number` and `port`, and
+/// `name` only beside `port` (v1.7 removed it). Returns the port and whether it is the v1.7 shape.
+fn port_of(p: &BackendPort) -> Result<(u16, bool), BackendProblem> {
+    let BackendPort {
+        number,
+        port: old,
+        name,
+    } = p;
+    match (number, old) {
+        (Some(_), Some(_)) => Err(invalid(
+            "spec.port: set number (Gateway API v1.7) or port (v1.6.0), not both",
+        )),
+        (None, None) => Err(invalid("spec.port.number: must be set")),
+        (Some(_), None) if name.is_some() => Err(invalid(
+            "spec.port.name: not part of the v1.7 shape; remove it (only the v1.6.0 shape, spec.port.port, had a name)",
+        )),
+        (Some(n), None) => Ok((port(*n, "spec.port.number")?, true)),
+        (None, Some(n)) => Ok((port(*n, "spec.port.port")?, false)),
+    }
 }
 
 fn usable(
@@ -30,13 +54,13 @@ fn usable(
 ) -> Result<Usable, Refused> {
     let XBackendSpec {
         type_,
-        port: BackendPort { name: _, port: number },
+        port,
         external_hostname,
         endpoint_selector,
         protocol,
         tls,
     } = spec;
-    let port = port(*number, "spec.port.port")?;
+    let (port, v17) = port_of(port)?;
     let tls = tls.as_ref().filter(|t| t.mode != BackendTlsMode::None);
     let (protocol, tcp) = protocol_of(*protocol, tls.is_some());
     let discovery = match type_ {
@@ -57,7 +81,10 @@ fn usable(
             selected(ctx, key, sel, port, found)?
         }
     };
-    let mut usable = Usable::default();
+    let mut usable = Usable {
+        ref_port_prohibited: v17,
+        ..Usable::default()
+    };
     let mut choice = PortChoice::plain(port, discovery, protocol, tcp);
     if let Some(t) = tls {
         let owner = (owner_kind, key.namespace.as_str(), key.name.as_str());
@@ -88,8 +115,9 @@ fn external(
     Ok(resolved::discovery(ctx, vec![target], &mut found.resolved))
 }
 
-/// `EndpointSelector`: the EndpointSlices of the Service `selectorRef` names. The GEP's inline label
-/// `selector` selects Pods, which pier does not watch.
+/// `EndpointSelector`: the ready Pods `matchLabels` selects (v1.7), or the EndpointSlices of the
+/// Service pier's `selectorRef` names. The GEP text's nested `selector` is read as `matchLabels`;
+/// `matchExpressions` are not part of the v1.7 selector and are refused.
 fn selected(
     ctx: Ctx<'_>,
     key: &ObjectKey,
@@ -97,28 +125,58 @@ fn selected(
     port: u16,
     found: &mut Findings,
 ) -> Result<ir::Discovery, BackendProblem> {
-    let EndpointSelector { selector_ref, selector } = sel;
-    let r = match (selector_ref, selector) {
-        (Some(_), Some(_)) | (None, None) => {
+    let EndpointSelector {
+        match_labels,
+        selector_ref,
+        selector,
+    } = sel;
+    let labels = match (match_labels, selector_ref, selector) {
+        (Some(m), None, None) => labels_of(m, "spec.endpointSelector.matchLabels")?,
+        (None, None, Some(s)) => {
+            if s.match_expressions.as_ref().is_some_and(|e| !e.is_empty()) {
+                return Err(Problem::accepted(
+                    BackendReason::UnsupportedValue,
+                    "spec.endpointSelector.selector.matchExpressions: the Gateway API v1.7 selector has matchLabels only; write spec.endpointSelector.matchLabels",
+                ));
+            }
+            let field = "spec.endpointSelector.selector.matchLabels";
+            let m = s
+                .match_labels
+                .as_ref()
+                .ok_or_else(|| invalid(format!("{field}: must be set")))?;
+            labels_of(m, field)?
+        }
+        (None, Some(r), None) => {
+            let svc = selected_service(key, r)?;
+            let eps = endpoints::for_service_port(ctx, &svc, port).map_err(Problem::widen)?;
+            found.notes.extend(eps.notes);
+            return Ok(ir::Discovery::Eds {
+                endpoints: eps.endpoints,
+            });
+        }
+        _ => {
             return Err(invalid(
-                "spec.endpointSelector: set exactly one of selectorRef and selector",
+                "spec.endpointSelector: set exactly one of matchLabels and selectorRef",
             ));
         }
-        (None, Some(_)) => {
-            return Err(Problem::accepted(
-                BackendReason::UnsupportedValue,
-                "spec.endpointSelector.selector: label selectors select Pods, which pier does not watch \
-                 (the EndpointSelector KEP is unfinished); use selectorRef to a Service",
-            ));
-        }
-        (Some(r), None) => r,
     };
-    let svc = selected_service(key, r)?;
-    let eps = endpoints::for_service_port(ctx, &svc, port).map_err(Problem::widen)?;
-    found.notes.extend(eps.notes);
-    Ok(ir::Discovery::Eds {
-        endpoints: eps.endpoints,
-    })
+    let endpoints = pods::selected(ctx, key, labels, port, &mut found.notes);
+    Ok(ir::Discovery::Eds { endpoints })
+}
+
+/// `matchLabels` at `field`: 1 to 64 pairs (upstream's bounds; files bypass the API server's).
+fn labels_of<'a>(
+    m: &'a std::collections::BTreeMap<String, String>,
+    field: &str,
+) -> Result<&'a std::collections::BTreeMap<String, String>, BackendProblem> {
+    if m.is_empty() || m.len() > pods::MAX_LABELS {
+        return Err(invalid(format!(
+            "{field}: must have 1 to {} entries (has {})",
+            pods::MAX_LABELS,
+            m.len()
+        )));
+    }
+    Ok(m)
 }
 
 /// The Service a `selectorRef` names: core, in the Backend's namespace.

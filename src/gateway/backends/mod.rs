@@ -28,6 +28,7 @@ mod draft;
 mod eg;
 pub mod endpoints;
 mod gep;
+mod pods;
 pub mod resolved;
 mod service;
 pub mod verdict;
@@ -48,8 +49,8 @@ pub struct Evaluated {
     pub generation: i64,
     /// Problems for the object's own status (Accepted / ResolvedRefs).
     pub problems: Vec<BackendProblem>,
-    /// Draft `spec.destination` shape.
-    pub deprecated: bool,
+    /// A shape pier still reads but upstream has left behind: `Deprecated=True` says which.
+    pub deprecated: Option<Deprecation>,
     /// Informational notes appended to the Accepted message (e.g. endpoints skipped).
     pub notes: Vec<String>,
     /// With `--resolve-hostnames pier`: what each of its hostnames resolved to (usable Backends only).
@@ -60,7 +61,12 @@ pub struct Evaluated {
 impl Evaluated {
     /// `verdict` is the Backend's usable form or what refuses it; `found` what else its evaluation found.
     /// A Backend with an `Accepted` problem is never usable.
-    fn new(generation: i64, deprecated: bool, found: Findings, verdict: Result<Usable, Refused>) -> Self {
+    fn new(
+        generation: i64,
+        deprecated: Option<Deprecation>,
+        found: Findings,
+        verdict: Result<Usable, Refused>,
+    ) -> Self {
         let mut problems = found.problems;
         let usable = match verdict {
             Ok(u) => Some(u),
@@ -85,12 +91,24 @@ impl Evaluated {
     }
 }
 
+/// Why a Backend is marked `Deprecated`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deprecation {
+    /// The draft `spec.destination` shape of the standard-group Backend.
+    DraftShape,
+    /// `spec.port.port` (Gateway API v1.6.0) instead of `spec.port.number` (the v1.7 line).
+    PortPortShape,
+}
+
 /// Everything needed to build a cluster for any port of a usable backend.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Usable {
     pub choices: Vec<PortChoice>,
     /// Envoy Gateway Backends carry ports on their endpoints: one cluster whatever the ref's port.
     pub any_port: bool,
+    /// The v1.7 shape (`spec.port.number`): the port lives on the Backend and a backendRef must not
+    /// set one.
+    pub ref_port_prohibited: bool,
     pub secrets: SecretSet,
     pub circuit_breaker: Option<ir::CircuitBreaker>,
     pub outlier_detection: Option<ir::OutlierDetection>,
@@ -318,6 +336,15 @@ impl<'a> Backends<'a> {
         };
         reached.refs.push((kind, key.clone()));
         let usable = ev.usable.as_ref().ok_or_else(|| not_accepted(&what, ev))?;
+        if let (true, Some(p)) = (usable.ref_port_prohibited, r.port) {
+            return Err(Problem::refs(
+                RouteReason::UnsupportedValue,
+                format!(
+                    "{what}: backendRef.port ({p}) must not be set; the port is the {}'s spec.port.number",
+                    r.kind
+                ),
+            ));
+        }
         let choice = select_port(usable, r.port)
             .map_err(|m| Problem::refs(RouteReason::BackendNotFound, format!("{what}: {m}")))?;
         if choice.tcp && route.kind != "TCPRoute" {

@@ -1,8 +1,8 @@
-//! A Backend's own conditions from its evaluation: `Accepted`, `ResolvedRefs` and, for the draft shape,
-//! `Deprecated`, and their `status`. The first problem of each type gives the reason; every message is
+//! A Backend's own conditions from its evaluation: `Accepted`, `ResolvedRefs` and, for the draft shape
+//! and the v1.6.0 `spec.port.port`, `Deprecated`, and their `status`. The first problem of each type gives the reason; every message is
 //! kept.
 
-use super::{Backends, Evaluated, References};
+use super::{Backends, Deprecation, Evaluated, References};
 use crate::gateway::MAX_ROUTE_PARENTS;
 use crate::gateway::conditions::{BackendCondition, BackendProblem, BackendReason, BackendType, Condition};
 use crate::gateway::status::{BackendParentStatus, ObjectStatus, ParentRef, StatusBody};
@@ -48,13 +48,20 @@ pub fn conditions_of(ev: &Evaluated, extra: Option<&BackendProblem>) -> Vec<Back
         ),
     });
     out.extend(super::resolved::condition(&ev.resolved, g));
-    if ev.deprecated {
-        out.push(Condition::ok(
+    match ev.deprecated {
+        Some(Deprecation::DraftShape) => out.push(Condition::ok(
             BackendType::Deprecated,
             BackendReason::DraftShape,
             "spec.destination is the draft Backend shape; write the GEP-4488 shape (spec.type, spec.port, spec.externalHostname, spec.tls) instead",
             g,
-        ));
+        )),
+        Some(Deprecation::PortPortShape) => out.push(Condition::ok(
+            BackendType::Deprecated,
+            BackendReason::PortPortShape,
+            "spec.port.port is the Gateway API v1.6.0 shape; write spec.port.number instead (and leave backendRef.port unset)",
+            g,
+        )),
+        None => {}
     }
     out
 }

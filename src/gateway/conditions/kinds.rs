@@ -83,7 +83,8 @@ labels! {
     pub enum BackendType {
         Accepted,
         ResolvedRefs,
-        /// pier: set on a `Backend` written in the draft `spec.destination` shape.
+        /// pier: set on a `Backend` written in the draft `spec.destination` shape, and on an XBackend or
+        /// GEP-4488 Backend whose port is the v1.6.0 `spec.port.port`.
         Deprecated,
         /// pier: with `--resolve-hostnames pier`, where the Backend's hostnames resolved and which
         /// answers the guardrails dropped.
@@ -100,6 +101,8 @@ labels! {
         UnresolvedRefs,
         /// pier: the Backend uses the draft `spec.destination` shape.
         DraftShape,
+        /// pier: the Backend's port is the v1.6.0 `spec.port.port`, not the v1.7 `spec.port.number`.
+        PortPortShape,
         /// pier (`Resolved`): every hostname resolved and some answer is allowed.
         Resolved,
         /// pier (`Resolved`): a lookup failed; the name's last answer is served for a bounded time.

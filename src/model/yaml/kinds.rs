@@ -30,6 +30,7 @@ pub(super) enum Kind {
     EgBackend,
     Service,
     EndpointSlice,
+    Pod,
     Secret,
     ConfigMap,
     Namespace,
@@ -58,6 +59,7 @@ impl Kind {
             (EG_V1ALPHA1, "Backend") => Kind::EgBackend,
             (CORE_V1, "Service") => Kind::Service,
             (DISCOVERY_V1, "EndpointSlice") => Kind::EndpointSlice,
+            (CORE_V1, "Pod") => Kind::Pod,
             (CORE_V1, "Secret") => Kind::Secret,
             (CORE_V1, "ConfigMap") => Kind::ConfigMap,
             (CORE_V1, "Namespace") => Kind::Namespace,
@@ -79,6 +81,7 @@ impl Kind {
             Kind::EgBackend => "Backend.gateway.envoyproxy.io",
             Kind::Service => "Service",
             Kind::EndpointSlice => "EndpointSlice",
+            Kind::Pod => "Pod",
             Kind::Secret => "Secret",
             Kind::ConfigMap => "ConfigMap",
             Kind::Namespace => "Namespace",
@@ -108,6 +111,8 @@ impl Kind {
             Kind::EgBackend => Object::EgBackend(typed(value, at, "")?),
             Kind::Service => Object::Service(typed(value, at, "")?),
             Kind::EndpointSlice => Object::EndpointSlice(typed(value, at, "")?),
+            // Trimmed before typing: pier reads a handful of fields, and a Pod's spec is large.
+            Kind::Pod => Object::Pod(Box::new(typed(crate::model::pod::trim(value), at, "")?)),
             Kind::Secret => {
                 let mut secret: k8s_openapi::api::core::v1::Secret = typed(value, at, "")?;
                 // kubectl semantics: stringData is write-only sugar and wins over data, so the

@@ -84,6 +84,7 @@ pub const WATCHED: &[WatchedKind] = &[
     kind("Backend.gateway.envoyproxy.io", EG,                "v1alpha1", "Backend",          "backends",           true,       true),
     kind("Service",                      "",                 "v1",       "Service",          "services",           true,       false),
     kind("EndpointSlice",                "discovery.k8s.io", "v1",       "EndpointSlice",    "endpointslices",     true,       false),
+    kind("Pod",                          "",                 "v1",       "Pod",              "pods",               true,       false),
     kind("Secret",                       "",                 "v1",       "Secret",           "secrets",            true,       false),
     kind("ConfigMap",                    "",                 "v1",       "ConfigMap",        "configmaps",         true,       false),
     kind("Namespace",                    "",                 "v1",       "Namespace",        "namespaces",         false,      false),

@@ -30,6 +30,7 @@ macro_rules! model_maps {
             eg_backends,
             services,
             endpoint_slices,
+            pods,
             secrets,
             config_maps,
             namespaces

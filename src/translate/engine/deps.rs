@@ -102,6 +102,7 @@ impl Changes {
         c.diff(&old.eg_backends, &new.eg_backends);
         c.diff(&old.services, &new.services);
         c.diff(&old.endpoint_slices, &new.endpoint_slices);
+        c.diff(&old.pods, &new.pods);
         c.diff(&old.secrets, &new.secrets);
         c.diff(&old.config_maps, &new.config_maps);
         c.diff(&old.namespaces, &new.namespaces);
