@@ -48,6 +48,7 @@ mod s14_absolute_names;
 mod s15_authenticated_xds;
 mod s16_nack_containment;
 mod s17_pier_resolves_hostnames;
+mod s18_pod_selector;
 
 use crate::harness::PierOptions;
 
