@@ -96,7 +96,7 @@ pub struct SelectorRef {
     pub namespace: Option<String>,
 }
 
-/// `GRPC` is a Go constant upstream but not in the CRD enum; pier accepts it as HTTP/2.
+/// The v1.7 line's enum (`GRPC` and `WSS` are new there; pier accepts them in either shape).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, JsonSchema, PartialEq, Eq)]
 pub enum BackendProtocol {
     #[serde(rename = "TCP")]
@@ -113,6 +113,9 @@ pub enum BackendProtocol {
     Mcp,
     #[serde(rename = "GRPC")]
     Grpc,
+    /// WebSocket over TLS.
+    #[serde(rename = "WSS")]
+    Wss,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq)]

@@ -61,6 +61,7 @@ fn usable(
         tls,
     } = spec;
     let (port, v17) = port_of(port)?;
+    validation_rules(*protocol, tls.as_ref(), v17)?;
     let tls = tls.as_ref().filter(|t| t.mode != BackendTlsMode::None);
     let (protocol, tcp) = protocol_of(*protocol, tls.is_some());
     let discovery = match type_ {
@@ -287,6 +288,39 @@ fn system_trust(
     ))
 }
 
+/// The v1.7 CRD's CEL rules, which files (and an API server with an older CRD) do not enforce:
+/// `H2C` is cleartext, `HTTP2` and `WSS` need TLS, and `clientCertificateRef` is set if and only if
+/// the mode is `ClientAndServer`. A v1.6.0-shape Backend (`spec.port.port`) may still leave the
+/// reference out under `ClientAndServer` and present the Gateway's certificate, as it could then.
+fn validation_rules(protocol: Option<BackendProtocol>, tls: Option<&BackendTls>, v17: bool) -> Result<(), Refused> {
+    let mode = tls.map(|t| t.mode);
+    let encrypted = mode.is_some_and(|m| m != BackendTlsMode::None);
+    let rule = match (protocol, encrypted) {
+        (Some(BackendProtocol::H2c), true) => {
+            Some("spec.protocol H2C is cleartext HTTP/2: spec.tls must be unset (or mode None)")
+        }
+        (Some(BackendProtocol::Http2), false) => {
+            Some("spec.protocol HTTP2 needs TLS (ALPN h2): set spec.tls, or use H2C for cleartext HTTP/2")
+        }
+        (Some(BackendProtocol::Wss), false) => Some("spec.protocol WSS is WebSocket over TLS: set spec.tls"),
+        _ => None,
+    };
+    if let Some(rule) = rule {
+        return Err(invalid(rule).into());
+    }
+    let cert = tls.and_then(|t| t.client_certificate_ref.as_ref()).is_some();
+    match (mode, cert) {
+        (Some(BackendTlsMode::ClientAndServer), false) if v17 => {
+            Err(invalid("spec.tls.clientCertificateRef: must be set if and only if mode is ClientAndServer").into())
+        }
+        (Some(BackendTlsMode::None), true) => Err(invalid(
+            "spec.tls.clientCertificateRef: must be set if and only if mode is ClientAndServer (mode is None)",
+        )
+        .into()),
+        _ => Ok(()),
+    }
+}
+
 /// Protocol → how Envoy speaks to the upstream, and whether it is TCP (unusable from HTTPRoute).
 /// `HTTP2` without TLS can only be HTTP/2 with prior knowledge (h2c). `MCP` (streamable HTTP) and
 /// `GRPC` ride on HTTP: MCP like `HTTP`, gRPC like `HTTP2`.
@@ -294,7 +328,8 @@ fn protocol_of(p: Option<BackendProtocol>, tls: bool) -> (ir::UpstreamProtocol, 
     use ir::UpstreamProtocol as U;
     match p {
         None | Some(BackendProtocol::Http) | Some(BackendProtocol::Mcp) => (U::Auto, false),
-        Some(BackendProtocol::Http11) => (U::Http1, false),
+        // A WebSocket upgrade is an HTTP/1.1 request; the route's upgrade handling carries it.
+        Some(BackendProtocol::Http11) | Some(BackendProtocol::Wss) => (U::Http1, false),
         Some(BackendProtocol::Http2) | Some(BackendProtocol::Grpc) => (if tls { U::Http2 } else { U::H2c }, false),
         Some(BackendProtocol::H2c) => (U::H2c, false),
         Some(BackendProtocol::Tcp) => (U::Auto, true),
