@@ -135,12 +135,25 @@ pub enum BackendTlsMode {
     ClientAndServer,
 }
 
-/// `status.parents` (the Go field is `Ancestors`, the JSON name `parents`).
+/// `status.ancestors` (v1.7; pier writes it). `parents`, the v1.6.0 JSON name of the same list, is still
+/// read, so objects written by older controllers load.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct BackendStatus {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ancestors: Vec<BackendStatusAncestor>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parents: Vec<BackendStatusParent>,
+}
+
+/// One Gateway's entry in `status.ancestors` (at most 32).
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BackendStatusAncestor {
+    pub controller_name: String,
+    pub ancestor_ref: ParentReference,
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq)]

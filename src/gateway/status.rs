@@ -90,6 +90,7 @@ pub struct PolicyAncestorStatus {
 #[serde(rename_all = "camelCase")]
 pub struct BackendParentStatus {
     pub controller_name: String,
+    #[serde(rename = "ancestorRef")]
     pub parent_ref: ParentRef,
     pub conditions: Vec<BackendCondition>,
 }

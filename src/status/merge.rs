@@ -25,6 +25,17 @@ pub fn merge(current: &Value, desired: &Value, controller: &str, now: &str) -> V
     let Some(desired) = desired.as_object() else {
         return Value::Object(out);
     };
+    // A Backend's list was `parents` before v1.7 and is `ancestors` now: pier's own entries under the
+    // old name go (other controllers' stay), so no stale entry of pier's survives the rename.
+    if desired.contains_key("ancestors")
+        && !desired.contains_key("parents")
+        && let Some(Value::Array(old)) = out.get_mut("parents")
+    {
+        old.retain(|e| e.get("controllerName").and_then(Value::as_str) != Some(controller));
+        if old.is_empty() {
+            out.remove("parents");
+        }
+    }
     for (field, value) in desired {
         let old = current.get(field).unwrap_or(&Value::Null);
         let merged = if let Some((_, ref_key)) = SHARED.iter().find(|(f, _)| f == field) {
@@ -222,5 +233,21 @@ mod tests {
         assert_eq!(rejected["status"], "True");
         assert!(rejected["message"].as_str().unwrap().contains("Cluster: bad cluster x"));
         assert_eq!(rejected["lastTransitionTime"], "T2");
+    }
+
+    #[test]
+    fn a_backend_status_moves_from_parents_to_ancestors_keeping_other_controllers() {
+        let gw = json!({"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "ns", "name": "gw"});
+        let current = json!({"parents": [
+            {"controllerName": "other.io/ctl", "parentRef": gw, "conditions": []},
+            {"controllerName": ME, "parentRef": gw, "conditions": [cond("Accepted", "True", Some("T1"))]},
+        ]});
+        let desired = json!({"ancestors": [{"controllerName": ME, "ancestorRef": gw, "conditions": [cond("Accepted", "True", None)]}]});
+        let merged = merge(&current, &desired, ME, "T2");
+        assert_eq!(merged["parents"].as_array().unwrap().len(), 1, "{merged}");
+        assert_eq!(merged["parents"][0]["controllerName"], "other.io/ctl");
+        assert_eq!(merged["ancestors"][0]["ancestorRef"], gw);
+        let only_ours = json!({"parents": [{"controllerName": ME, "parentRef": gw, "conditions": []}]});
+        assert!(merge(&only_ours, &desired, ME, "T2").get("parents").is_none());
     }
 }
