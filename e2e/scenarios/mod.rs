@@ -49,6 +49,7 @@ mod s15_authenticated_xds;
 mod s16_nack_containment;
 mod s17_pier_resolves_hostnames;
 mod s18_pod_selector;
+mod s19_backend_protocols_on_the_wire;
 
 use crate::harness::PierOptions;
 

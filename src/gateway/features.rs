@@ -7,13 +7,15 @@
 //! `GatewayAddressEmpty` and `GatewayInfrastructurePropagation` (pier provisions no addresses or
 //! infrastructure), `GatewayListenerSet`, the TCP/TLS/UDP route kinds and mesh (not served),
 //! `HTTPRouteDestinationPortMatching` (no test), `BackendTLSPolicyClusterTrustBundle` and
-//! `GatewayFrontendClusterTrustBundle` (not read yet); of the Backend features, `Backend` itself (its Core
-//! is `EndpointSelector` over Pods), `BackendProtocolHTTP2`, `BackendProtocolGRPC`, `BackendProtocolWSS`,
-//! `BackendProtocolMCP` and `BackendProtocolTCP` until each has its golden case and e2e scenario.
+//! `GatewayFrontendClusterTrustBundle` (not read yet); of the Backend features, `BackendProtocolGRPC` and
+//! `BackendProtocolMCP` (no e2e with that traffic yet) and `BackendProtocolTCP` (pier serves HTTP only).
 
 /// Sorted, as the API requires.
 pub const SUPPORTED: &[&str] = &[
+    "Backend",
     "BackendExternalHostname",
+    "BackendProtocolHTTP2",
+    "BackendProtocolWSS",
     "BackendTLS",
     "BackendTLSPolicy",
     "BackendTLSPolicySANValidation",
