@@ -67,7 +67,7 @@ impl Answer {
 }
 
 /// One call on a fresh HTTP/2 connection (prior knowledge, no upgrade), so every call is routed on its own.
-async fn call(addr: SocketAddr, path: &str) -> Result<Answer, String> {
+pub(super) async fn call(addr: SocketAddr, path: &str) -> Result<Answer, String> {
     call_with(addr, path, &[]).await
 }
 

@@ -7,7 +7,8 @@
 //! - `HTTP` (unset) over TLS: ALPN offers both; the upstream, which prefers `h2`, gets HTTP/2;
 //! - `H2C`: HTTP/2 with prior knowledge, in cleartext;
 //! - `WSS`: a WebSocket upgrade through Envoy reaches the upstream over TLS as an HTTP/1.1 upgrade and
-//!   echoes bytes back.
+//!   echoes bytes back;
+//! - `GRPC` over TLS: a gRPC call through a GRPCRoute reaches the upstream as HTTP/2 over TLS.
 
 use pier::testkit::http;
 use pier::testkit::lo;
@@ -17,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::harness::Mode;
 use crate::harness::manifests::*;
-use crate::harness::scene::{HOST, Scene};
+use crate::harness::scene::{CONVERGE, HOST, Scene};
 
 both_modes!(run);
 
@@ -35,6 +36,22 @@ fn backend(name: &str, upstream: &Upstream, protocol: Option<&str>, tls: bool) -
     }
     json!({"apiVersion": format!("{XBACKEND_GROUP}/v1alpha1"), "kind": "XBackend",
         "metadata": {"name": name, "namespace": NS}, "spec": spec})
+}
+
+/// The HTTPRoute's hostname (the GRPCRoute has [`HOST`]).
+const WEB: &str = "web.e2e.test";
+
+/// Polls `path` on [`WEB`] until `upstream` answers.
+async fn wait_for(scene: &Scene, path: &str, upstream: &str) {
+    let what = format!("GET {path} answered by {upstream}");
+    crate::harness::eventually(&what, CONVERGE, || async {
+        let r = http::get(scene.listener(), WEB, path).await?;
+        match r.upstream() {
+            Some(u) if u == upstream => Ok(()),
+            other => Err(format!("status {} from {other:?}", r.status)),
+        }
+    })
+    .await;
 }
 
 /// What `upstream` saw for `path`: (HTTP version, over TLS).
@@ -56,13 +73,19 @@ async fn run(mode: Mode) {
     let auto = Upstream::https("auto", lo(4), tls("auto")).await;
     let h2c = Upstream::http("h2c", lo(5)).await;
     let wss = Upstream::https("wss", lo(6), tls("wss")).await;
-    for (name, ip) in [("h2", 2), ("h11", 3), ("auto", 4), ("h2c", 5), ("wss", 6)] {
+    let grpc = Upstream::https("grpc", lo(7), tls("grpc")).await;
+    for (name, ip) in [("h2", 2), ("h11", 3), ("auto", 4), ("h2c", 5), ("wss", 6), ("grpc", 7)] {
         scene.dns.set(&format!("{name}.e2e.test"), &[lo(ip)]);
     }
     let routes: Vec<Value> = ["h2", "h11", "auto", "h2c", "wss"]
         .iter()
         .map(|n| rule(&format!("/{n}"), vec![xbackend_ref(n)]))
         .collect();
+    // HTTPRoutes and GRPCRoutes may not share a hostname: the HTTP traffic has its own.
+    let mut web_route = http_route("protocols", "gw", routes);
+    web_route["spec"]["hostnames"] = json!([WEB]);
+    let mut grpc_rt = grpc_route("grpc", "gw", vec![json!({"backendRefs": [xbackend_ref("grpc")]})]);
+    grpc_rt["spec"]["hostnames"] = json!([HOST]);
     scene.write(
         "00-gateway.yaml",
         &[
@@ -74,7 +97,9 @@ async fn run(mode: Mode) {
             backend("auto", &auto, None, true),
             backend("h2c", &h2c, Some("H2C"), false),
             backend("wss", &wss, Some("WSS"), true),
-            http_route("protocols", "gw", routes),
+            backend("grpc", &grpc, Some("GRPC"), true),
+            web_route,
+            grpc_rt,
         ],
     );
     scene.start_pier(super::loopback_allowed()).await;
@@ -86,7 +111,7 @@ async fn run(mode: Mode) {
         ("/auto", &auto, "HTTP/2.0", true),
         ("/h2c", &h2c, "HTTP/2.0", false),
     ] {
-        scene.wait_for_upstream(path, &upstream.name).await;
+        wait_for(&scene, path, &upstream.name).await;
         assert_eq!(seen(upstream, path), (version.to_string(), over_tls), "{path}");
         assert_eq!(
             upstream.plaintext_attempts(),
@@ -95,9 +120,9 @@ async fn run(mode: Mode) {
         );
     }
 
-    scene.wait_for_upstream("/wss", "wss").await;
+    wait_for(&scene, "/wss", "wss").await;
     let payload = b"bytes over a WebSocket to a WSS backend";
-    let (head, echoed) = http::upgrade_echo(scene.listener(), HOST, "/wss/socket", payload)
+    let (head, echoed) = http::upgrade_echo(scene.listener(), WEB, "/wss/socket", payload)
         .await
         .unwrap_or_else(|e| panic!("/wss/socket: {e}"));
     assert_eq!((head.status, head.upstream()), (101, Some("wss")), "{head:?}");
@@ -111,5 +136,27 @@ async fn run(mode: Mode) {
         (upgrade.version.as_str(), upgrade.tls, upgrade.header("upgrade")),
         ("HTTP/1.1", true, Some("websocket")),
         "what the WSS upstream saw"
+    );
+
+    let path = "/pkg.Svc/Method";
+    let answer = crate::harness::eventually("a gRPC call answered by the GRPC backend", CONVERGE, || async {
+        let a = super::s12_grpc::call(scene.listener(), path).await?;
+        if a.upstream() == Some("grpc") {
+            Ok(a)
+        } else {
+            Err(format!("{a:?}"))
+        }
+    })
+    .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let requests = grpc.requests();
+    let call = requests
+        .iter()
+        .find(|r| r.path == path)
+        .expect("the call reached the upstream");
+    assert_eq!(
+        (call.version.as_str(), call.tls, call.header("content-type")),
+        ("HTTP/2.0", true, Some("application/grpc")),
+        "what the GRPC upstream saw"
     );
 }

@@ -7,13 +7,14 @@
 //! `GatewayAddressEmpty` and `GatewayInfrastructurePropagation` (pier provisions no addresses or
 //! infrastructure), `GatewayListenerSet`, the TCP/TLS/UDP route kinds and mesh (not served),
 //! `HTTPRouteDestinationPortMatching` (no test), `BackendTLSPolicyClusterTrustBundle` and
-//! `GatewayFrontendClusterTrustBundle` (not read yet); of the Backend features, `BackendProtocolGRPC` and
-//! `BackendProtocolMCP` (no e2e with that traffic yet) and `BackendProtocolTCP` (pier serves HTTP only).
+//! `GatewayFrontendClusterTrustBundle` (not read yet); of the Backend features,
+//! `BackendProtocolMCP` (no e2e with MCP traffic yet) and `BackendProtocolTCP` (pier serves HTTP only).
 
 /// Sorted, as the API requires.
 pub const SUPPORTED: &[&str] = &[
     "Backend",
     "BackendExternalHostname",
+    "BackendProtocolGRPC",
     "BackendProtocolHTTP2",
     "BackendProtocolWSS",
     "BackendTLS",
