@@ -202,6 +202,9 @@ fn accept_on_listeners(
 ) -> (RouteCondition, Vec<(usize, Vec<String>)>) {
     let g = route.generation();
     let refuse = |reason, message: String| (Condition::fail(RouteType::Accepted, reason, message, g), Vec::new());
+    if let Some(why) = parent_not_accepted(scope) {
+        return refuse(RouteReason::NoMatchingParent, why);
+    }
     let selected = selected_listeners(listeners, section, port);
     if selected.is_empty() {
         return refuse(RouteReason::NoMatchingParent, no_listener(section, port));
@@ -240,6 +243,19 @@ fn accept_on_listeners(
     }
     let ok = Condition::ok(RouteType::Accepted, RouteReason::Accepted, "Route accepted", g);
     (ok, attached)
+}
+
+/// Why the parent Gateway itself is not accepted, if it is not: then no listener admits anything, and
+/// saying `NotAllowedByListeners` would send the route's owner after the wrong problem. Upstream has no
+/// reason for "parent not accepted"; `NoMatchingParent` (no usable parent) is the nearest, and what
+/// Istio reports in this case; the message names the Gateway's own problem.
+fn parent_not_accepted(scope: &Scope<'_>) -> Option<String> {
+    let gw = scope.model.gateways.get(scope.gateway)?;
+    let r = super::gateways::refusal(gw).filter(|r| r.type_ == super::conditions::GatewayType::Accepted)?;
+    Some(format!(
+        "parent Gateway {} is not accepted ({}: {}), so none of its listeners admits routes",
+        scope.gateway, r.reason, r.message
+    ))
 }
 
 fn selected_listeners(listeners: &[ListenerInfo], section: Option<&str>, port: Option<i32>) -> Vec<usize> {
