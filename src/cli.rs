@@ -295,6 +295,15 @@ pub struct TranslatorArgs {
     /// Refuse names under this cluster domain (repeatable); cluster.local is always refused.
     #[arg(long = "cluster-domain", env = "PIER_CLUSTER_DOMAINS", value_delimiter = ',')]
     pub cluster_domains: Vec<String>,
+    /// Lift the cluster-internal name rule for names under this suffix (repeatable), e.g.
+    /// `payments.svc.cluster.local`: Backends may then reach those in-cluster Services by name, bypassing
+    /// ReferenceGrant. Never on by default; see docs/backends.md for the risk.
+    #[arg(
+        long = "allow-cluster-local-suffix",
+        env = "PIER_ALLOW_CLUSTER_LOCAL_SUFFIXES",
+        value_delimiter = ','
+    )]
+    pub allow_cluster_local_suffixes: Vec<String>,
     /// Only allow these external hostnames (`api.example.com`, `*.example.com`); repeatable.
     #[arg(long = "allow-hostname", env = "PIER_ALLOW_HOSTNAMES", value_delimiter = ',')]
     pub allow_hostnames: Vec<String>,
@@ -344,6 +353,9 @@ impl TranslatorArgs {
                 denied_cidrs: self.deny_cidrs.clone(),
                 nat64_prefixes: self.nat64_prefixes.clone(),
                 cluster_domains: self.cluster_domains.clone(),
+                cluster_local_suffixes: crate::gateway::policy::cluster_local_suffixes(
+                    &self.allow_cluster_local_suffixes,
+                )?,
                 allowed_hostnames: (!self.allow_hostnames.is_empty()).then(|| self.allow_hostnames.clone()),
                 allow_loopback: self.allow_loopback,
                 allow_unix_sockets: self.allow_unix_sockets,

@@ -72,7 +72,13 @@ fn translate(args: TranslateArgs) -> Result<()> {
     let read = started.elapsed();
     let translation = pier::translate(&loaded.model, &opts);
     let translated = started.elapsed();
-    let doc = translation.document(args.gateway.as_deref())?;
+    let mut doc = translation.document(args.gateway.as_deref())?;
+    if !loaded.warnings.is_empty() {
+        // What the reader skipped or overrode (an object defined twice) is part of the answer, not only
+        // of the log: a script reading the document must see that the input was not taken as written.
+        let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+        doc["warnings"] = serde_json::json!(warnings);
+    }
     let rendered = started.elapsed();
     print(&doc, args.output)?;
     // Freeing a large configuration object by object takes longer than the process's exit; a one-shot

@@ -76,6 +76,11 @@ pub struct Guardrails {
     pub nat64_prefixes: Vec<Ipv6Net>,
     /// Cluster domains whose names are refused, beyond `cluster.local` (always refused).
     pub cluster_domains: Vec<String>,
+    /// Suffixes (`payments.svc.cluster.local`) under which the cluster-internal name rules are lifted:
+    /// the operator lets Backends name those in-cluster Services (migrating Envoy Gateway users need
+    /// it). Empty by default; only the operator sets it, never a namespace user. Lowercase, no dots at
+    /// either end (`cli` normalises and validates it).
+    pub cluster_local_suffixes: Vec<String>,
     /// When set, external hostnames must equal one of these or, for `*.example.com` entries, end with
     /// `.example.com`. `None` allows any hostname that passes the built-in rules.
     pub allowed_hostnames: Option<Vec<String>>,

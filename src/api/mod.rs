@@ -36,6 +36,8 @@ pub mod consts {
 
     /// Secret type of a certificate + key pair.
     pub const SECRET_TYPE_TLS: &str = "kubernetes.io/tls";
+    /// A Secret without a type; accepted as a keypair when it holds `tls.crt` and `tls.key`.
+    pub const SECRET_TYPE_OPAQUE: &str = "Opaque";
     /// The key holding a CA bundle in a ConfigMap or Secret.
     pub const CA_CERT_KEY: &str = "ca.crt";
     pub const TLS_CERT_KEY: &str = "tls.crt";

@@ -202,21 +202,26 @@ fn accept_on_listeners(
 ) -> (RouteCondition, Vec<(usize, Vec<String>)>) {
     let g = route.generation();
     let refuse = |reason, message: String| (Condition::fail(RouteType::Accepted, reason, message, g), Vec::new());
+    if let Some(why) = parent_not_accepted(scope) {
+        return refuse(RouteReason::NoMatchingParent, why);
+    }
     let selected = selected_listeners(listeners, section, port);
     if selected.is_empty() {
         return refuse(RouteReason::NoMatchingParent, no_listener(section, port));
     }
     let route_ns = &route.key.namespace;
     let allowed: Vec<usize> = selected
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|&i| listeners[i].attachable)
         .filter(|&i| listeners[i].kinds.iter().any(|k| k == route.kind.name()))
         .filter(|&i| namespace_allowed(scope.model, &listeners[i].allowed, route_ns, &scope.gateway.namespace))
         .collect();
     if allowed.is_empty() {
         let msg = format!(
-            "no listener of the parent admits {}s from namespace {route_ns:?}",
-            route.kind.name()
+            "no listener of the parent admits {}s from namespace {route_ns:?}{}",
+            route.kind.name(),
+            undeclared_namespace_note(scope.model, listeners, &selected, route_ns)
         );
         return refuse(RouteReason::NotAllowedByListeners, msg);
     }
@@ -240,6 +245,19 @@ fn accept_on_listeners(
     }
     let ok = Condition::ok(RouteType::Accepted, RouteReason::Accepted, "Route accepted", g);
     (ok, attached)
+}
+
+/// Why the parent Gateway itself is not accepted, if it is not: then no listener admits anything, and
+/// saying `NotAllowedByListeners` would send the route's owner after the wrong problem. Upstream has no
+/// reason for "parent not accepted"; `NoMatchingParent` (no usable parent) is the nearest, and what
+/// Istio reports in this case; the message names the Gateway's own problem.
+fn parent_not_accepted(scope: &Scope<'_>) -> Option<String> {
+    let gw = scope.model.gateways.get(scope.gateway)?;
+    let r = super::gateways::refusal(gw).filter(|r| r.type_ == super::conditions::GatewayType::Accepted)?;
+    Some(format!(
+        "parent Gateway {} is not accepted ({}: {}), so none of its listeners admits routes",
+        scope.gateway, r.reason, r.message
+    ))
 }
 
 fn selected_listeners(listeners: &[ListenerInfo], section: Option<&str>, port: Option<i32>) -> Vec<usize> {
@@ -289,14 +307,37 @@ fn namespace_allowed(model: &Model, allowed: &AllowedNamespaces, route_ns: &str,
     match allowed {
         AllowedNamespaces::All => true,
         AllowedNamespaces::Same => route_ns == gateway_ns,
-        AllowedNamespaces::Selector(sel) => model.namespaces.get(&ObjectKey::cluster(route_ns)).is_some_and(|ns| {
-            // Kubernetes labels every Namespace with its own name; a Namespace written in a file may
-            // omit the label, and selectors on it (upstream conformance uses them) must still match.
-            let mut labels = ns.metadata.labels.clone().unwrap_or_default();
+        AllowedNamespaces::Selector(sel) => {
+            // The API server labels every Namespace with its own name (and every namespaced object's
+            // Namespace exists there). A directory need not declare the Namespace, or may omit the
+            // label; a selector on it (upstream conformance uses them) must still match, so the label
+            // is implied, and an undeclared Namespace has that label only.
+            let mut labels = model
+                .namespaces
+                .get(&ObjectKey::cluster(route_ns))
+                .and_then(|ns| ns.metadata.labels.clone())
+                .unwrap_or_default();
             labels
-                .entry("kubernetes.io/metadata.name".to_string())
+                .entry(NAMESPACE_NAME_LABEL.to_string())
                 .or_insert_with(|| route_ns.to_string());
             selector::matches(sel, &labels)
-        }),
+        }
+    }
+}
+
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// When a namespace selector refused the route and its Namespace is not declared, the selector could
+/// only see the implied name label: say so, since the fix is then to declare the Namespace.
+fn undeclared_namespace_note(model: &Model, listeners: &[ListenerInfo], selected: &[usize], route_ns: &str) -> String {
+    let by_selector = selected
+        .iter()
+        .any(|&i| matches!(listeners[i].allowed, AllowedNamespaces::Selector(_)));
+    if by_selector && !model.namespaces.contains_key(&ObjectKey::cluster(route_ns)) {
+        format!(
+            " (no Namespace {route_ns:?} is declared, so the namespace selector saw only its implied label {NAMESPACE_NAME_LABEL}={route_ns}; declare the Namespace with the labels the selector expects)"
+        )
+    } else {
+        String::new()
     }
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Secret as K8sSecret;
 
 use super::conditions::{Problem, TlsProblem, TlsReason};
-use crate::api::consts::{CA_CERT_KEY, SECRET_TYPE_TLS, TLS_CERT_KEY, TLS_KEY_KEY};
+use crate::api::consts::{CA_CERT_KEY, SECRET_TYPE_OPAQUE, SECRET_TYPE_TLS, TLS_CERT_KEY, TLS_KEY_KEY};
 use crate::api::{LocalObjectReference, SecretObjectReference};
 use crate::ir;
 use crate::ir::names;
@@ -132,7 +132,7 @@ pub fn system_ca(path: &str) -> CaBundle {
     }
 }
 
-/// Resolves a reference to a `kubernetes.io/tls` Secret into an SDS certificate. The caller has
+/// Resolves a reference to a `kubernetes.io/tls` (or `Opaque`) Secret into an SDS certificate. The caller has
 /// already decided whether the (possibly cross-namespace) reference is permitted; `namespace` is
 /// where the Secret lives. A failure is a message naming the Secret and key; the caller gives it the
 /// reason its object carries (`InvalidCertificateRef` on a listener, `InvalidClientCertificateRef` for a
@@ -156,9 +156,15 @@ pub fn resolve_tls_secret(
         .secrets
         .get(&ObjectKey::new(namespace, &r.name))
         .ok_or_else(|| format!("{path} not found"))?;
-    let ty = secret.type_.as_deref().unwrap_or("Opaque");
-    if ty != SECRET_TYPE_TLS {
-        return Err(format!("{path} has type {ty:?}, want {SECRET_TYPE_TLS:?}"));
+    let ty = secret.type_.as_deref().unwrap_or(SECRET_TYPE_OPAQUE);
+    // Gateway API leaves types other than kubernetes.io/tls to implementations, and Envoy Gateway takes
+    // an Opaque Secret holding tls.crt and tls.key, which users' manifests rely on. The keys and their
+    // content are checked the same either way; other types (tokens, registry credentials) are not
+    // keypairs and stay refused.
+    if ty != SECRET_TYPE_TLS && ty != SECRET_TYPE_OPAQUE {
+        return Err(format!(
+            "{path} has type {ty:?}, want {SECRET_TYPE_TLS:?} (or {SECRET_TYPE_OPAQUE:?} with keys {TLS_CERT_KEY:?} and {TLS_KEY_KEY:?})"
+        ));
     }
     let chain = secret_string(secret, TLS_CERT_KEY).ok_or_else(|| format!("{path} has no key {TLS_CERT_KEY:?}"))?;
     let key = secret_string(secret, TLS_KEY_KEY).ok_or_else(|| format!("{path} has no key {TLS_KEY_KEY:?}"))?;

@@ -1,5 +1,10 @@
 //! Building a [`Model`] from parsed objects: each object's identity ([`Object::kind_name`],
-//! [`Object::key`]), placement into the right map, and refusal of duplicates.
+//! [`Object::key`]), placement into the right map, and what happens to duplicates.
+//!
+//! An object defined twice takes the later definition (reading order: files in byte-wise path order,
+//! documents in file order), as `kubectl apply -f DIR` would leave it, with a warning naming both
+//! places. Refusing the whole input, as pier once did, took a directory down for one stray copy, and
+//! dropping the object would lose a BackendTLSPolicy or a Secret and fail open or break a listener.
 //!
 //! `Model` stays a plain snapshot with no memory of where objects came from; [`ModelBuilder`] keeps the
 //! origins while loading so a duplicate names both places. Parsing is [`yaml`](super::yaml)'s job, I/O the
@@ -250,14 +255,23 @@ impl Model {
     }
 }
 
-/// The same kind, namespace and name defined twice.
+/// The same kind, namespace and name defined twice; the later definition (`second`) is in force.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{kind} {key} is defined twice: {first} and {second}")]
+#[error(
+    "{kind} {key} is defined twice: {first} and {second}; the later one ({second}) is used, as kubectl apply -f would leave it"
+)]
 pub struct DuplicateError {
     pub kind: &'static str,
     pub key: ObjectKey,
     pub first: DocRef,
     pub second: DocRef,
+}
+
+impl DuplicateError {
+    /// The warning a source reports, on the document whose definition is in force.
+    pub fn warning(&self) -> super::yaml::Warning {
+        super::yaml::Warning::document(&self.second, self.to_string())
+    }
 }
 
 /// Accumulates objects into a [`Model`], remembering where each came from until [`finish`](Self::finish).
@@ -272,23 +286,19 @@ impl ModelBuilder {
         Self::default()
     }
 
-    /// Adds `obj`, or refuses it (leaving the first definition in place) if its kind and key are taken.
-    /// The error is boxed because it is rare and large, and the success path should stay small.
-    pub fn insert(&mut self, doc: DocRef, obj: Object) -> Result<(), Box<DuplicateError>> {
+    /// Adds `obj`. Objects come in reading order, so one whose kind and key are taken replaces the
+    /// earlier definition; what it replaced is returned, to be reported.
+    pub fn insert(&mut self, doc: DocRef, obj: Object) -> Option<DuplicateError> {
         let kind = obj.kind_name();
         let key = obj.key();
-        if let Some(first) = self.origins.get(&(kind, key.clone())) {
-            let first = first.clone();
-            return Err(Box::new(DuplicateError {
-                kind,
-                key,
-                first,
-                second: doc,
-            }));
-        }
-        self.origins.insert((kind, key), doc);
+        let first = self.origins.insert((kind, key.clone()), doc.clone());
         self.model.upsert(obj);
-        Ok(())
+        first.map(|first| DuplicateError {
+            kind,
+            key,
+            first,
+            second: doc,
+        })
     }
 
     /// Where the object of `kind` (as [`Object::kind_name`] spells it) and `key` came from.
@@ -313,20 +323,24 @@ mod tests {
     const SVC: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n";
 
     #[test]
-    fn duplicate_across_inputs_names_both_places() {
+    fn duplicate_across_inputs_names_both_places_and_the_later_wins() {
         let mut builder = ModelBuilder::new();
         for (doc, obj) in objects("examples/a.yaml", SVC) {
-            builder.insert(doc, obj).unwrap();
+            assert!(builder.insert(doc, obj).is_none());
         }
-        let second = format!("---\n# c\n---\n{SVC}---\n{SVC}");
+        let labelled = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop, labels: {v: b}}\n";
+        let second = format!("---\n# c\n---\n{labelled}---\n{SVC}");
         let (doc, obj) = objects("examples/b.yaml", &second).remove(0);
-        let err = builder.insert(doc, obj).unwrap_err();
+        let dup = builder.insert(doc, obj).expect("a duplicate");
         assert_eq!(
-            err.to_string(),
-            "Service shop/web is defined twice: examples/a.yaml document 0 and examples/b.yaml document 1"
+            dup.to_string(),
+            "Service shop/web is defined twice: examples/a.yaml document 0 and examples/b.yaml document 1; the later one (examples/b.yaml document 1) is used, as kubectl apply -f would leave it"
         );
+        assert_eq!(dup.warning().source, "examples/b.yaml");
         let model = builder.finish();
         assert_eq!(model.services.len(), 1);
+        let svc = model.services.get(&ObjectKey::new("shop", "web")).unwrap();
+        assert_eq!(svc.metadata.labels.as_ref().unwrap()["v"], "b");
     }
 
     #[test]
@@ -353,7 +367,7 @@ metadata: {name: api}
 ";
         let mut builder = ModelBuilder::new();
         for (doc, obj) in objects("k.yaml", text) {
-            builder.insert(doc, obj).unwrap();
+            assert!(builder.insert(doc, obj).is_none());
         }
         assert_eq!(
             builder.origin("Namespace", &ObjectKey::cluster("api")),

@@ -1,13 +1,13 @@
 //! Texts in, one [`Model`] out: the pure half of loading. Each `(name, text)` pair is parsed by
-//! [`yaml`](super::yaml) and its objects go into a [`ModelBuilder`](super::insert::ModelBuilder), which
-//! refuses duplicates by naming both places. Sources read bytes from wherever they live (the directory
+//! [`yaml`](super::yaml) and its objects go into a [`ModelBuilder`](super::insert::ModelBuilder), where a
+//! duplicate takes the later definition and becomes a warning naming both places. Sources read bytes from wherever they live (the directory
 //! walk in `source::files`, a test's string) and hand the texts here, so every entry point — `pier serve`,
 //! `pier translate`, goldens, benches — builds its model the same way.
 
 use std::path::PathBuf;
 
 use super::Model;
-use super::insert::{DuplicateError, ModelBuilder};
+use super::insert::ModelBuilder;
 use super::yaml::{self, ParseError, Warning};
 
 /// A complete model, plus what the parser skipped and which inputs it read (in reading order).
@@ -24,8 +24,6 @@ pub struct Loaded {
 pub enum LoadError {
     #[error(transparent)]
     Parse(#[from] ParseError),
-    #[error(transparent)]
-    Duplicate(#[from] Box<DuplicateError>),
 }
 
 /// Builds a model from texts added one input at a time.
@@ -48,10 +46,13 @@ impl Loader {
 
     /// Adds the objects of the file `name`, parsed already (by a parallel reader).
     pub fn add_parsed(&mut self, name: &str, parsed: yaml::Parsed) -> Result<(), LoadError> {
+        let mut duplicates = Vec::new();
         for (doc, object) in parsed.objects {
-            self.builder.insert(doc, object)?;
+            duplicates.extend(self.builder.insert(doc, object).map(|d| d.warning()));
         }
+        // The file's own warnings first, then its duplicates: the order the directory cache reports.
         self.warnings.extend(parsed.warnings);
+        self.warnings.extend(duplicates);
         self.files.push(PathBuf::from(name));
         Ok(())
     }
@@ -95,7 +96,8 @@ mod tests {
         assert_eq!(loaded.model.services.len(), 1);
         assert_eq!(loaded.warnings.len(), 1);
         assert_eq!(*loaded.files, [PathBuf::from("one.yaml"), PathBuf::from("two.yaml")]);
-        let dup = parse_texts(&[("one.yaml".into(), svc("a")), ("two.yaml".into(), svc("a"))]);
-        assert!(matches!(dup, Err(LoadError::Duplicate(_))));
+        let dup = parse_texts(&[("one.yaml".into(), svc("a")), ("two.yaml".into(), svc("a"))]).unwrap();
+        assert_eq!(dup.model.services.len(), 1);
+        assert!(dup.warnings[0].message.contains("defined twice"), "{:?}", dup.warnings);
     }
 }

@@ -4,10 +4,16 @@
 //! before and putting what they define now. An object equal to the one it replaces keeps its old `Arc`
 //! ([`Model::put`]), so the translator sees exactly the objects that changed.
 //!
-//! A read either applies completely or not at all: a file that does not parse, or an object defined
-//! twice, fails the read with the same error the one-pass loader ([`files::load_paths`]) gives, naming
-//! the file, document and field (for a duplicate, both places), and the cache stays as it was. The
-//! result is the model `load_paths` would build from the same files; a test holds the two together.
+//! A read either applies completely or not at all: a file that does not parse fails the read with the
+//! same error the one-pass loader ([`files::load_paths`]) gives, naming the file, document and field,
+//! and the cache stays as it was. The result is the model `load_paths` would build from the same files;
+//! a test holds the two together.
+//!
+//! An object defined twice takes the later definition in reading order, with a warning naming both
+//! places (`model::insert`). Which definition is in force then depends on files the read may not have
+//! parsed (the cache keeps only what each file defined, not its objects), so while any object is defined
+//! more than once, and for the read that finds the first such object, every read parses every file:
+//! slower, but only until the duplicate is fixed, and never wrong.
 //!
 //! A full [`read`](DirCache::read) walks the directory and reads and hashes every file (trusting
 //! modification times would miss an edit within the clock's granularity); at 20,000 files that is
@@ -27,6 +33,9 @@ use std::sync::Arc;
 
 use super::files::{self, Contents, LoadError};
 use crate::model::insert::DuplicateError;
+
+/// An object's identity in the cache: its kind (as `Object::kind_name` spells it) and key.
+type Identity = (&'static str, ObjectKey);
 use crate::model::load::Loaded;
 use crate::model::yaml::{self, DocRef, Warning};
 use crate::model::{Kind, Model, ObjectKey};
@@ -60,9 +69,19 @@ pub struct DirCache {
     dirs: BTreeSet<PathBuf>,
     links: bool,
     warnings: Vec<Warning>,
-    /// Which document defines each object (`kind_name`, key).
-    origins: imbl::OrdMap<(&'static str, ObjectKey), DocRef>,
+    /// Which document defines each object (`kind_name`, key): the one in force.
+    origins: imbl::OrdMap<Identity, DocRef>,
+    /// Objects the last good read found defined more than once.
+    contested: BTreeSet<Identity>,
     model: Model,
+}
+
+/// What [`DirCache::apply`] made of a read.
+enum Applied {
+    Done(Box<Read>),
+    /// An object a file read now defines is also defined by a file not read now: only a read of every
+    /// file can say which definition is in force.
+    NeedsEveryFile,
 }
 
 /// What a read found.
@@ -107,17 +126,41 @@ impl DirCache {
 
     /// Reads the paths again, parsing only what changed. On error nothing changes.
     pub fn read(&mut self) -> Result<Read, LoadError> {
+        let every_file = !self.contested.is_empty();
+        match self.read_walk(every_file)? {
+            Applied::Done(read) => Ok(*read),
+            Applied::NeedsEveryFile => self.read_every_file(),
+        }
+    }
+
+    /// A full walk that parses every file, whatever its hash: all definitions of every object are then
+    /// in one read.
+    fn read_every_file(&mut self) -> Result<Read, LoadError> {
+        match self.read_walk(true)? {
+            Applied::Done(read) => Ok(*read),
+            // `apply` never asks for more than a read of every file; should it, the read fails (and the
+            // last good model stays) rather than loop or panic.
+            Applied::NeedsEveryFile => Err(LoadError::Io {
+                path: self.paths.first().cloned().unwrap_or_default(),
+                error: std::io::Error::other("a read of every file left an object's definitions undecided"),
+            }),
+        }
+    }
+
+    fn read_walk(&mut self, every_file: bool) -> Result<Applied, LoadError> {
         let walk = files::collect(&self.paths)?;
         let (list, dirs) = (walk.files, walk.dirs);
         let mut delta = Delta::default();
         let listed: BTreeSet<&PathBuf> = list.iter().collect();
         delta.removed = self.files.keys().filter(|p| !listed.contains(p)).cloned().collect();
         for path in &list {
-            self.reread(path, &mut delta)?;
+            self.reread(path, &mut delta, every_file)?;
         }
-        let read = self.apply(delta, Some(list), Some(dirs))?;
-        self.links = walk.links;
-        Ok(read)
+        let applied = self.apply(delta, Some(list), Some(dirs), every_file)?;
+        if matches!(applied, Applied::Done(_)) {
+            self.links = walk.links;
+        }
+        Ok(applied)
     }
 
     /// Reads again only the files named (by a file watcher), when that is sure to find what a full
@@ -125,7 +168,7 @@ impl DirCache {
     /// the walk entered (or one of its files, gone). Anything else — a directory created, removed or
     /// renamed, a name outside the walk — is a full [`read`](Self::read).
     pub fn read_paths(&mut self, changed: &BTreeSet<PathBuf>) -> Result<Read, LoadError> {
-        if self.paths.len() != 1 || self.dirs.is_empty() {
+        if self.paths.len() != 1 || self.dirs.is_empty() || !self.contested.is_empty() {
             return self.read();
         }
         let mut delta = Delta::default();
@@ -151,11 +194,14 @@ impl DirCache {
                             list.insert(i, path.clone());
                         }
                     }
-                    self.reread(path, &mut delta)?;
+                    self.reread(path, &mut delta, false)?;
                 }
             }
         }
-        self.apply(delta, list, None)
+        match self.apply(delta, list, None, false)? {
+            Applied::Done(read) => Ok(*read),
+            Applied::NeedsEveryFile => self.read_every_file(),
+        }
     }
 
     fn classify(&self, path: &Path) -> Named {
@@ -190,8 +236,8 @@ impl DirCache {
         }
     }
 
-    /// Reads one file; parses it if its bytes changed (or it was skipped last time).
-    fn reread(&self, path: &Path, delta: &mut Delta) -> Result<(), LoadError> {
+    /// Reads one file; parses it if its bytes changed (or it was skipped last time, or `always`).
+    fn reread(&self, path: &Path, delta: &mut Delta, always: bool) -> Result<(), LoadError> {
         delta.read += 1;
         let bytes = match files::read_capped(path, self.max_file_bytes)? {
             Contents::Bytes(bytes) => bytes,
@@ -202,7 +248,7 @@ impl DirCache {
         };
         let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
         let unchanged = |entry: &FileEntry| entry.hash == hash && entry.skipped.is_none();
-        if self.files.get(path).is_some_and(unchanged) {
+        if !always && self.files.get(path).is_some_and(unchanged) {
             return Ok(());
         }
         let parsed = files::parse_bytes(path, bytes, self.max_file_bytes)?;
@@ -211,13 +257,18 @@ impl DirCache {
     }
 
     /// Moves the model by what a read found; all or nothing.
-    /// `list` and `dirs`: the new file list and walked directories, where they may have changed.
+    /// `list` and `dirs`: the new file list and walked directories, where they may have changed;
+    /// `every_file`: every listed file was parsed, so only a skipped file's definitions were not.
     fn apply(
         &mut self,
         delta: Delta,
         list: Option<Vec<PathBuf>>,
         dirs: Option<BTreeSet<PathBuf>>,
-    ) -> Result<Read, LoadError> {
+        every_file: bool,
+    ) -> Result<Applied, LoadError> {
+        let mut delta = delta;
+        // Reading order (the watcher's names come as a set ordered otherwise): a later definition wins.
+        delta.parsed.sort_by(|a, b| by_bytes(&a.0, &b.0));
         let mut model = self.model.clone();
         let mut origins = self.origins.clone();
         // What changed or removed files defined is released first, so an object that moved between
@@ -233,23 +284,50 @@ impl DirCache {
                 stale.insert((*kind_name, key.clone()), *kind);
             }
         }
+        // The last definition of each object among the files read now: the one in force.
+        let mut last: BTreeMap<Identity, &DocRef> = BTreeMap::new();
+        for (_, _, p) in &delta.parsed {
+            for (doc, obj) in &p.objects {
+                last.insert((obj.kind_name(), obj.key()), doc);
+            }
+        }
+        let last: BTreeMap<Identity, DocRef> = last.into_iter().map(|(id, d)| (id, d.clone())).collect();
+        // The definition before the one at hand, for the warning that names both (as the loader words it).
+        let mut previous: BTreeMap<Identity, DocRef> = BTreeMap::new();
+        let mut contested = BTreeSet::new();
         let mut changed = false;
         let parsed = delta.parsed.len();
         let mut entries = Vec::with_capacity(parsed);
         for (path, hash, p) in delta.parsed {
             let mut objects = Vec::with_capacity(p.objects.len());
+            let mut warnings = p.warnings;
+            warnings_moved |= !warnings.is_empty();
             for (doc, obj) in p.objects {
                 let (kind_name, kind, key) = (obj.kind_name(), obj.kind(), obj.key());
-                if let Some(first) = origins.get(&(kind_name, key.clone())) {
-                    return Err(duplicate(kind_name, key, first.clone(), doc));
+                let id = (kind_name, key.clone());
+                // A definition from a file not parsed now: unchanged (then only a read of every file can
+                // decide), or skipped, whose stale definition a file read now replaces.
+                if let Some(kept) = origins.remove(&id) {
+                    if !every_file {
+                        return Ok(Applied::NeedsEveryFile);
+                    }
+                    previous.insert(id.clone(), kept);
                 }
-                origins.insert((kind_name, key.clone()), doc.clone());
-                stale.remove(&(kind_name, key.clone()));
+                if let Some(first) = previous.insert(id.clone(), doc.clone()) {
+                    warnings.push(duplicate(kind_name, key.clone(), first, doc.clone()).warning());
+                    warnings_moved = true;
+                    contested.insert(id.clone());
+                }
+                if last.get(&id) != Some(&doc) {
+                    // A later definition replaces this one.
+                    objects.push((doc, kind_name, kind, key));
+                    continue;
+                }
+                origins.insert(id.clone(), doc.clone());
+                stale.remove(&id);
                 changed |= model.put(obj);
                 objects.push((doc, kind_name, kind, key));
             }
-            warnings_moved |= !p.warnings.is_empty();
-            let warnings = p.warnings;
             entries.push((
                 path,
                 FileEntry {
@@ -290,8 +368,9 @@ impl DirCache {
             self.dirs = dirs;
         }
         self.origins = origins;
+        self.contested = contested;
         self.model = model;
-        Ok(Read {
+        Ok(Applied::Done(Box::new(Read {
             loaded: Loaded {
                 model: self.model.clone(),
                 warnings: self.warnings.clone(),
@@ -301,7 +380,7 @@ impl DirCache {
             warnings_changed,
             parsed,
             read: delta.read,
-        })
+        })))
     }
 
     /// Marks a file skipped, keeping what it defined when it last read well.
@@ -342,17 +421,14 @@ fn by_bytes(a: &Path, b: &Path) -> std::cmp::Ordering {
     a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes())
 }
 
-/// A duplicate, named in reading order as the one-pass loader names it.
-fn duplicate(kind: &'static str, key: ObjectKey, a: DocRef, b: DocRef) -> LoadError {
-    // Sources are paths as displayed and `DocRef` orders them byte-wise, as the directory walk does.
-    let (first, second) = if a <= b { (a, b) } else { (b, a) };
-    let e = DuplicateError {
+/// A duplicate, named in reading order as the one-pass loader names it (`second` is in force).
+fn duplicate(kind: &'static str, key: ObjectKey, first: DocRef, second: DocRef) -> DuplicateError {
+    DuplicateError {
         kind,
         key,
         first,
         second,
-    };
-    LoadError::Load(crate::model::load::LoadError::Duplicate(Box::new(e)))
+    }
 }
 
 #[cfg(test)]

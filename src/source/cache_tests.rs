@@ -63,21 +63,46 @@ fn follows_edits_as_the_loader_reads_them_and_parses_only_what_changed() {
         r.loaded.model.services.peek(&ObjectKey::new("a", "y")).unwrap()
     ));
 
-    // A duplicate across files, then a parse error: refused as the loader refuses them, and the
-    // cache stays at the last good read.
-    write("0.yaml", &svc("z", 80));
-    let e = both(&mut cache, d).unwrap_err();
-    assert!(e.contains("0.yaml") && e.contains("2.yaml"), "{e}");
+    // A duplicate across files: the later file (2.yaml) wins, as the loader decides, with a warning
+    // naming both places; while it lasts every read parses every file. Fixed, reads are cheap again.
+    write("0.yaml", &svc("z", 99));
+    let r = both(&mut cache, d).unwrap();
+    let w = warnings(&r).join("\n");
+    assert!(
+        w.contains("0.yaml document 0 and") && w.contains("2.yaml document 0; the later one"),
+        "{w}"
+    );
+    let port = |r: &Read| {
+        r.loaded
+            .model
+            .services
+            .peek(&ObjectKey::new("a", "z"))
+            .unwrap()
+            .spec
+            .clone()
+            .unwrap()
+            .ports
+            .unwrap()[0]
+            .port
+    };
+    assert_eq!(port(&r), 80);
+    let r = both(&mut cache, d).unwrap();
+    assert_eq!((r.parsed, r.changed), (4, false), "every file parsed, nothing changed");
+    // The later definition goes: the earlier one is in force again.
+    write("2.yaml", &svc("y", 80));
+    let r = both(&mut cache, d).unwrap();
+    assert_eq!((port(&r), r.warnings_changed), (99, true));
+    assert!(warnings(&r).iter().all(|w| !w.contains("twice")));
     std::fs::remove_file(d.join("0.yaml")).unwrap();
+    write("2.yaml", &format!("{}---\n{}", svc("z", 80), svc("y", 80)));
+    let r = both(&mut cache, d).unwrap();
+    assert_eq!(port(&r), 80);
+    // A parse error: refused as the loader refuses it, and the cache stays at the last good read.
     write("4.yaml", "apiVersion: v1\nkind: Service\nmetadata: [oops\n");
     assert!(both(&mut cache, d).unwrap_err().contains("4.yaml"));
     std::fs::remove_file(d.join("4.yaml")).unwrap();
     let r = both(&mut cache, d).unwrap();
-    assert_eq!(
-        (r.parsed, r.changed),
-        (0, false),
-        "the failed reads left nothing behind"
-    );
+    assert_eq!((r.parsed, r.changed), (0, false), "the failed read left nothing behind");
 
     // A removed file removes its objects.
     std::fs::remove_file(d.join("2.yaml")).unwrap();
@@ -128,11 +153,15 @@ fn reading_the_changed_names_finds_what_the_walk_finds() {
     let r = targeted(&mut cache, &["sub/f.yaml", "sub"]);
     assert!(r.changed);
 
-    // A duplicate named by the watcher is refused as the loader refuses it, and changes nothing.
-    write("a.yaml", &svc("b", 80));
-    assert!(same(cache.read_paths(&names(&["a.yaml"])), &d).is_err());
+    // A duplicate named by the watcher, in a file read before the one defining it now: the later file
+    // (b.yaml) stays in force, found by a read of every file, as the loader finds it.
+    write("a.yaml", &svc("b", 99));
+    let r = targeted(&mut cache, &["a.yaml"]);
+    assert_eq!(r.read, 4, "every file read while an object is defined twice");
+    assert!(warnings(&r).iter().any(|w| w.contains("twice")));
     std::fs::remove_file(d.join("a.yaml")).unwrap();
-    assert!(!targeted(&mut cache, &["a.yaml"]).changed);
+    let r = targeted(&mut cache, &["a.yaml"]);
+    assert!(!r.changed && r.warnings_changed);
 
     // Links: once the walk has met one, a hidden name (a ConfigMap's `..data` swap) means a walk.
     #[cfg(unix)]
@@ -166,16 +195,19 @@ fn a_parallel_load_reports_what_the_cache_reports() {
     assert_eq!((r.parsed, r.loaded.model.services.len()), (300, 300));
 
     // Two files that do not parse and a duplicate before both: every file is parsed before objects are
-    // added, so the first file that does not parse is the error, then the duplicate once it is fixed.
+    // added, so the first file that does not parse is the error; once fixed, the duplicate is a warning
+    // and the later definition wins, in the parallel loader as in the cache.
     write(250, "apiVersion: v1\nkind: Service\nmetadata: {name: [\n");
     write(260, "apiVersion: v1\nkind: Service\nmetadata: {name: [\n");
-    write(40, &svc("s3", 80));
+    write(40, &svc("s3", 81));
     let err = both(&mut cache, d).unwrap_err();
     assert!(err.contains("0250.yaml"), "{err}");
     write(250, &svc("s250", 80));
     write(260, &svc("s260", 80));
-    let err = both(&mut cache, d).unwrap_err();
-    assert!(err.contains("0003.yaml") && err.contains("0040.yaml"), "{err}");
+    let r = both(&mut cache, d).unwrap();
+    let w = warnings(&r).join("\n");
+    assert!(w.contains("0003.yaml") && w.contains("0040.yaml"), "{w}");
+    assert_eq!(r.loaded.model.services.len(), 299);
     write(40, &svc("s40", 80));
     assert_eq!(both(&mut cache, d).unwrap().loaded.model.services.len(), 300);
 }

@@ -56,17 +56,28 @@ fn file_inside_a_given_directory_is_read_once() {
 }
 
 #[test]
-fn duplicate_across_files_names_both() {
+fn duplicate_across_files_names_both_and_the_later_file_wins() {
     let tmp = tempfile::tempdir().unwrap();
-    write(tmp.path(), "a.yaml", &svc("web"));
-    write(tmp.path(), "b.yaml", &format!("{}---\n{}", svc("other"), svc("web")));
-    let err = load_paths(&[tmp.path().to_path_buf()]).unwrap_err().to_string();
+    let labelled =
+        |from: &str| format!("apiVersion: v1\nkind: Service\nmetadata: {{name: web, labels: {{from: {from}}}}}\n");
+    write(tmp.path(), "a.yaml", &labelled("a"));
+    write(tmp.path(), "b.yaml", &format!("{}---\n{}", svc("other"), labelled("b")));
+    let loaded = load_paths(&[tmp.path().to_path_buf()]).unwrap();
     let a = tmp.path().join("a.yaml").display().to_string();
     let b = tmp.path().join("b.yaml").display().to_string();
+    let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
     assert_eq!(
-        err,
-        format!("Service default/web is defined twice: {a} document 0 and {b} document 1")
+        warnings,
+        [format!(
+            "{b} document 1: Service default/web is defined twice: {a} document 0 and {b} document 1; the later one ({b} document 1) is used, as kubectl apply -f would leave it"
+        )]
     );
+    let web = loaded
+        .model
+        .services
+        .peek(&crate::model::ObjectKey::new("default", "web"))
+        .unwrap();
+    assert_eq!(web.metadata.labels.as_ref().unwrap()["from"], "b");
 }
 
 #[test]

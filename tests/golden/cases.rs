@@ -22,6 +22,8 @@ struct CaseOptions {
     denied_cidrs: Option<Vec<String>>,
     nat64_prefixes: Option<Vec<String>>,
     cluster_domains: Option<Vec<String>>,
+    /// `--allow-cluster-local-suffix`, validated as the CLI does.
+    cluster_local_suffixes: Option<Vec<String>>,
     dns_resolvers: Option<Vec<std::net::SocketAddr>>,
     allowed_hostnames: Option<Vec<String>>,
     system_ca_path: Option<String>,
@@ -71,6 +73,9 @@ impl CaseOptions {
             .map(|c| c.parse().expect("IPv6 prefix in options.yaml"))
             .collect();
         g.cluster_domains = self.cluster_domains.unwrap_or_default();
+        g.cluster_local_suffixes =
+            pier::gateway::policy::cluster_local_suffixes(&self.cluster_local_suffixes.unwrap_or_default())
+                .expect("clusterLocalSuffixes in options.yaml");
         g.allowed_hostnames = self.allowed_hostnames;
         o.resolution.mode = self.resolve_hostnames.unwrap_or_default();
         o

@@ -134,6 +134,25 @@ fn unknown_kinds_are_skipped_with_a_warning() {
 }
 
 #[test]
+fn an_object_defined_twice_takes_the_later_file_with_a_warning_in_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = |port: u16| {
+        format!("apiVersion: v1\nkind: Service\nmetadata: {{name: web}}\nspec: {{ports: [{{port: {port}}}]}}\n")
+    };
+    std::fs::write(dir.path().join("a.yaml"), svc(80)).unwrap();
+    std::fs::write(dir.path().join("b.yaml"), svc(81)).unwrap();
+    let doc = json(&pier(&["translate", "--output", "json", dir.path().to_str().unwrap()]));
+    let warnings = doc["warnings"].as_array().expect("a warnings key");
+    let w = warnings[0].as_str().unwrap();
+    assert!(
+        w.contains("Service default/web is defined twice")
+            && w.contains("a.yaml document 0 and")
+            && w.contains("b.yaml document 0; the later one"),
+        "{w}"
+    );
+}
+
+#[test]
 fn missing_path_is_a_clear_error() {
     let out = pier(&["translate", "does/not/exist.yaml"]);
     assert!(!out.status.success());

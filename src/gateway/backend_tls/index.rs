@@ -44,7 +44,9 @@ impl PartialOrd for Rank {
 }
 
 /// One policy's verdict (without `conflicted_by`, which only the index can say), its rank and the
-/// targets it contends for: every existing Service it targets.
+/// targets it contends for: every existing Service port (or whole Service) and Envoy Gateway Backend it
+/// targets, and the XBackends and GEP Backends it names (which it may not target: routes to them answer
+/// 500 rather than go out without the TLS the policy asks for).
 pub fn verdict(ctx: Ctx<'_>, key: &ObjectKey) -> Option<(PolicyVerdict, Rank, Vec<Target>)> {
     let policy = ctx.model.backend_tls_policies.get(key)?;
     let mut verdict = evaluate(ctx, key, policy);
@@ -52,31 +54,73 @@ pub fn verdict(ctx: Ctx<'_>, key: &ObjectKey) -> Option<(PolicyVerdict, Rank, Ve
     for (i, t) in policy.spec.target_refs.iter().enumerate() {
         let field = format!("spec.targetRefs[{i}]");
         let target = ObjectKey::new(&key.namespace, &t.name);
+        let section = t.section_name.as_deref();
         match (t.group.as_str(), t.kind.as_str()) {
             (CORE_GROUP, KIND_SERVICE) => {
                 verdict.targets.push((BackendKind::Service, target.clone()));
-                if ctx.model.services.contains_key(&target) {
-                    verdict.valid_targets += 1;
-                    contends.push((target, t.section_name.clone()));
-                } else {
+                let Some(svc) = ctx.model.services.get(&target) else {
                     verdict.target_problems.push(Problem::accepted(
                         Reason::TargetNotFound,
                         format!("{field}: Service {target} not found"),
                     ));
+                    continue;
+                };
+                let has_port = |name: &str| {
+                    let ports = svc.spec.as_ref().and_then(|s| s.ports.as_deref()).unwrap_or_default();
+                    ports.iter().any(|p| p.name.as_deref() == Some(name))
+                };
+                match section {
+                    Some(s) if !has_port(s) => missing_section(
+                        &mut verdict,
+                        (BackendKind::Service, target.clone(), s.to_string()),
+                        format!("{field}.sectionName: Service {target} has no port named {s:?}"),
+                    ),
+                    _ => {
+                        verdict.valid_targets += 1;
+                        contends.push((BackendKind::Service, target, t.section_name.clone()));
+                    }
                 }
             }
-            (group @ (X_GATEWAY_GROUP | GATEWAY_GROUP | EG_GROUP), kind @ (KIND_XBACKEND | KIND_BACKEND)) => {
+            (EG_GROUP, KIND_BACKEND) => {
+                verdict.targets.push((BackendKind::EgBackend, target.clone()));
+                if !ctx.model.eg_backends.contains_key(&target) {
+                    verdict.target_problems.push(Problem::accepted(
+                        Reason::TargetNotFound,
+                        format!("{field}: Backend {target} ({EG_GROUP}) not found"),
+                    ));
+                    continue;
+                }
+                match section {
+                    // An Envoy Gateway Backend's endpoints carry no names, so no section can exist.
+                    Some(s) => missing_section(
+                        &mut verdict,
+                        (BackendKind::EgBackend, target.clone(), s.to_string()),
+                        format!(
+                            "{field}.sectionName: Backend {target} ({EG_GROUP}) has no section named {s:?} (its endpoints are not named); omit sectionName"
+                        ),
+                    ),
+                    None => {
+                        verdict.valid_targets += 1;
+                        contends.push((BackendKind::EgBackend, target, None));
+                    }
+                }
+            }
+            (group @ (X_GATEWAY_GROUP | GATEWAY_GROUP), kind @ (KIND_XBACKEND | KIND_BACKEND)) => {
                 let bk = match (group, kind) {
                     (X_GATEWAY_GROUP, KIND_XBACKEND) => Some(BackendKind::XBackend),
                     (GATEWAY_GROUP, KIND_BACKEND) => Some(BackendKind::Backend),
-                    (EG_GROUP, KIND_BACKEND) => Some(BackendKind::EgBackend),
                     _ => None,
                 };
-                verdict.targets.extend(bk.map(|bk| (bk, target.clone())));
+                if let Some(bk) = bk {
+                    verdict.targets.push((bk, target.clone()));
+                    // Not a valid target, but one whose traffic must not go out without the TLS the
+                    // policy asks for: contending makes `PolicyIndex::forbidding` find it.
+                    contends.push((bk, target, None));
+                }
                 verdict.target_problems.push(Problem::accepted(
                     Reason::Invalid,
                     format!(
-                        "{field}: a BackendTLSPolicy cannot target {} {kind} ({group}); set spec.tls on the Backend itself",
+                        "{field}: a BackendTLSPolicy cannot target {} {kind} ({group}); set spec.tls on the Backend itself (until then its share of traffic answers 500)",
                         article(kind)
                     ),
                 ));
@@ -84,13 +128,22 @@ pub fn verdict(ctx: Ctx<'_>, key: &ObjectKey) -> Option<(PolicyVerdict, Rank, Ve
             (g, k) => verdict.target_problems.push(Problem::accepted(
                 Reason::Invalid,
                 format!(
-                    "{field}: target kind {}/{k} is not supported; use a core Service",
+                    "{field}: target kind {}/{k} is not supported; use a core Service or a {EG_GROUP} Backend",
                     if g.is_empty() { "core" } else { g }
                 ),
             )),
         }
     }
     Some((verdict, rank(key, policy), contends))
+}
+
+/// A targetRef whose section does not exist does not attach (`TargetNotFound`); the routes that use
+/// the target say so, since its traffic then goes out as if no policy named it.
+fn missing_section(verdict: &mut PolicyVerdict, missing: (BackendKind, ObjectKey, String), message: String) {
+    verdict
+        .target_problems
+        .push(Problem::accepted(Reason::TargetNotFound, message));
+    verdict.missing_sections.push(missing);
 }
 
 fn rank(key: &ObjectKey, p: &BackendTlsPolicy) -> Rank {
@@ -118,7 +171,20 @@ pub(super) fn update<'k>(
             targets.insert(t);
         }
         let old = index.verdicts.remove(key);
+        for (kind, target, section) in old.iter().flat_map(|v| &v.missing_sections) {
+            let id = (*kind, target.clone());
+            if let Some(set) = index.missing.get_mut(&id) {
+                set.remove(&(key.clone(), section.clone()));
+                if set.is_empty() {
+                    index.missing.remove(&id);
+                }
+            }
+        }
         if let Some((verdict, rank, contends)) = next {
+            for (kind, target, section) in &verdict.missing_sections {
+                let set = index.missing.entry((*kind, target.clone())).or_default();
+                set.insert((key.clone(), section.clone()));
+            }
             for t in &contends {
                 index.contenders.entry(t.clone()).or_default().insert(rank.clone());
                 targets.insert(t.clone());
@@ -135,7 +201,7 @@ pub(super) fn update<'k>(
         let next = set.and_then(|s| s.first()).map(|r| r.key.clone());
         involved.extend(set.into_iter().flatten().map(|r| r.key.clone()));
         if old != next {
-            changes.services.insert(t.0.clone());
+            changes.services.insert(t.1.clone());
         }
         match next {
             Some(w) => index.winners.insert(t.clone(), w),
@@ -156,35 +222,42 @@ pub(super) fn update<'k>(
     for (key, old) in before {
         settle_conflict(index, &key);
         if old.as_ref() != index.verdicts.get(&key) {
-            changed(index, &key, &mut changes);
+            changed(index, &key, old.as_ref(), &mut changes);
         }
     }
     for (key, old) in contention {
         settle_conflict(index, &key);
         if old != index.verdicts.get(&key).and_then(|v| v.conflicted_by.clone()) {
-            changed(index, &key, &mut changes);
+            changed(index, &key, None, &mut changes);
         }
     }
     changes
 }
 
-/// Policy `key`'s verdict changed: so did the policy of every Service it wins.
-fn changed(index: &PolicyIndex, key: &ObjectKey, changes: &mut IndexChanges) {
+/// Policy `key`'s verdict changed (from `old`): so did the policy of every target it wins, and what the
+/// routes to a target whose missing section it names (before or now) say.
+fn changed(index: &PolicyIndex, key: &ObjectKey, old: Option<&PolicyVerdict>, changes: &mut IndexChanges) {
     changes.policies.insert(key.clone());
     for t in index.contends.get(key).into_iter().flatten() {
         if index.winners.get(t) == Some(key) {
-            changes.services.insert(t.0.clone());
+            changes.services.insert(t.1.clone());
         }
+    }
+    let now = index.verdicts.get(key);
+    for (_, target, _) in old.into_iter().chain(now).flat_map(|v| &v.missing_sections) {
+        changes.services.insert(target.clone());
     }
 }
 
-/// `conflicted_by`: the winner of the first target (in target order) the policy loses.
+/// `conflicted_by`: the winner of the first target (in target order) the policy loses. Targets a policy
+/// may not name (XBackends, GEP Backends) are no contest: every policy naming one is `Invalid`.
 fn settle_conflict(index: &mut PolicyIndex, key: &ObjectKey) {
     let winner = index
         .contends
         .get(key)
         .into_iter()
         .flatten()
+        .filter(|t| matches!(t.0, BackendKind::Service | BackendKind::EgBackend))
         .filter_map(|t| index.winners.get(t))
         .find(|w| *w != key)
         .cloned();

@@ -5,7 +5,14 @@
 //! the remaining ports. Two policies on the same `(Service, section)` conflict; the oldest wins, then
 //! namespace/name (`order::oldest_first`), and the others are `Accepted=False/Conflicted`. The winner
 //! applies even if it is invalid — an invalid policy makes its traffic fail with a 5xx, never fall back
-//! to plaintext. Policies targeting a Backend kind are refused: the GEP gives Backends inline TLS.
+//! to plaintext.
+//!
+//! An Envoy Gateway `Backend` is a target as a Service is (Envoy Gateway supports the pairing and its
+//! users' manifests rely on it), whole only: its endpoints have no names, so a `sectionName` on it, like
+//! one naming no port of a Service, does not exist and does not attach (`TargetNotFound`); routes to
+//! that target say so. XBackends and GEP Backends may not be targeted (the GEP gives them inline TLS):
+//! such a policy is `Invalid`, and since pier cannot apply the TLS it asks for, routes to the Backend it
+//! names answer 500 for that share — never plaintext.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,8 +30,11 @@ use crate::model::ObjectKey;
 /// The tag of a recorded read of the policy applying to a Service ([`PolicyIndex::lookup`]).
 pub const POLICY_READ: &str = "policy";
 
+mod apply;
 mod index;
 mod status;
+
+pub use apply::{Applied, to_backend};
 
 pub use index::Rank;
 pub use status::{status_of, statuses};
@@ -45,10 +55,12 @@ pub struct PolicyVerdict {
     /// Every target of a kind routes can reference, found or not: the Gateways whose routes use one
     /// of them are the policy's status ancestors.
     pub targets: Vec<(BackendKind, ObjectKey)>,
+    /// Targets whose `sectionName` names nothing: (kind, target, section).
+    pub missing_sections: Vec<(BackendKind, ObjectKey, String)>,
 }
 
-/// A policy target: a Service and a port name (`None`: the whole Service).
-pub type Target = (ObjectKey, Option<String>);
+/// A policy target: a Service (or Backend) and a section, a Service port name (`None`: the whole object).
+pub type Target = (BackendKind, ObjectKey, Option<String>);
 
 #[derive(Debug, Default)]
 pub struct PolicyIndex {
@@ -59,6 +71,8 @@ pub struct PolicyIndex {
     contenders: BTreeMap<Target, BTreeSet<Rank>>,
     /// The targets each policy contends for.
     contends: BTreeMap<ObjectKey, BTreeSet<Target>>,
+    /// Per target, the policies whose `sectionName` on it names nothing, with that section.
+    missing: BTreeMap<(BackendKind, ObjectKey), BTreeSet<(ObjectKey, String)>>,
 }
 
 /// What changing some policies changed.
@@ -66,7 +80,8 @@ pub struct PolicyIndex {
 pub struct IndexChanges {
     /// Policies whose verdict changed (or that appeared or went).
     pub policies: BTreeSet<ObjectKey>,
-    /// Services whose applying policy changed: another winner, or the winner's verdict.
+    /// Targets (Services and Backends, by key) whose applying policy changed: another winner, or the
+    /// winner's verdict, or the missing sections named on them.
     pub services: BTreeSet<ObjectKey>,
 }
 
@@ -97,12 +112,41 @@ impl PolicyIndex {
 
     /// The policy that applies to `svc`'s port named `port_name`: the sectioned one first.
     pub fn lookup(&self, svc: &ObjectKey, port_name: &str) -> Option<(&ObjectKey, &PolicyVerdict)> {
-        crate::model::objects::record(|| crate::model::objects::Read::Derived(POLICY_READ, svc.clone()));
-        let sectioned = (!port_name.is_empty())
-            .then(|| self.winners.get(&(svc.clone(), Some(port_name.to_string()))))
+        self.lookup_kind(BackendKind::Service, svc, port_name)
+    }
+
+    /// The policy that applies to `key` of `kind` (section `section`, `""` for none): the sectioned
+    /// one first. For an XBackend or a GEP Backend, a policy that (invalidly) names it.
+    pub fn lookup_kind(
+        &self,
+        kind: BackendKind,
+        key: &ObjectKey,
+        section: &str,
+    ) -> Option<(&ObjectKey, &PolicyVerdict)> {
+        crate::model::objects::record(|| crate::model::objects::Read::Derived(POLICY_READ, key.clone()));
+        let sectioned = (!section.is_empty())
+            .then(|| self.winners.get(&(kind, key.clone(), Some(section.to_string()))))
             .flatten();
-        let key = sectioned.or_else(|| self.winners.get(&(svc.clone(), None)))?;
-        self.verdicts.get(key).map(|v| (key, v))
+        let winner = sectioned.or_else(|| self.winners.get(&(kind, key.clone(), None)))?;
+        self.verdicts.get(winner).map(|v| (winner, v))
+    }
+
+    /// What the routes to `key` of `kind` should say about policies whose `sectionName` on it names
+    /// nothing (their traffic goes out as if those policies did not exist).
+    pub fn missing_section_notes(&self, kind: BackendKind, key: &ObjectKey) -> Vec<String> {
+        crate::model::objects::record(|| crate::model::objects::Read::Derived(POLICY_READ, key.clone()));
+        let what = match kind {
+            BackendKind::Service => format!("Service {key} has no port named"),
+            _ => format!("{} {key} has no section named", super::backends::kind_name(kind)),
+        };
+        self.missing
+            .get(&(kind, key.clone()))
+            .into_iter()
+            .flatten()
+            .map(|(policy, section)| {
+                format!("BackendTLSPolicy {policy} (sectionName {section:?}, not applied: {what} {section:?})")
+            })
+            .collect()
     }
 
     /// Accepted / ResolvedRefs of one policy.
@@ -127,7 +171,7 @@ impl PolicyIndex {
             Condition::ok(Type::Accepted, Reason::Accepted, "Policy accepted", g)
         } else {
             let msg = format!(
-                "Policy accepted for its Service targets; ignored: {}",
+                "Policy accepted for its valid targets; ignored: {}",
                 join(&v.target_problems, Type::Accepted)
             );
             Condition::ok(Type::Accepted, Reason::Accepted, msg, g)

@@ -79,7 +79,7 @@ pub(super) fn client_certificate(
 ) -> Result<String, BackendProblem> {
     same_namespace(backend, r.namespace.as_deref(), field, "Secret")?;
     let (name, secret) = tls::resolve_tls_secret(ctx.model, &backend.namespace, r)
-        .map_err(|m| Problem::refs(BackendReason::InvalidClientCertificateRef, m))?;
+        .map_err(|m| Problem::refs(BackendReason::InvalidClientCertificateRef, format!("{field}: {m}")))?;
     secrets.insert(name.clone(), secret);
     Ok(name)
 }

@@ -361,7 +361,11 @@ impl<'a> Backends<'a> {
             BackendKind::EgBackend => names::eg_backend_cluster(r.namespace, r.name),
             _ => names::cluster(kind, r.namespace, r.name, choice.port),
         };
-        Ok(Some(target(kind, &key, name, usable, choice)))
+        let mut t = target(kind, &key, name, usable, choice);
+        match super::backend_tls::to_backend(self.policies, kind, &key, &mut t)? {
+            super::backend_tls::Applied::Serve => Ok(Some(t)),
+            super::backend_tls::Applied::FailClosed => Ok(None),
+        }
     }
 
     /// The evaluation of one Backend object (a recorded read of it, for the incremental translator).

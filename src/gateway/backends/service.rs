@@ -60,5 +60,8 @@ pub fn resolve(
     let name = names::cluster(BackendKind::Service, &key.namespace, &key.name, port);
     let mut target = super::target(BackendKind::Service, key, name, &usable, &choice);
     target.notes = notes;
+    target
+        .notes
+        .extend(policies.missing_section_notes(BackendKind::Service, key));
     Ok(Some(target))
 }

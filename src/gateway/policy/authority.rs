@@ -6,9 +6,11 @@
 //! or (with an allow-list) none of the allow regexes, is answered 403. KEEP IN SYNC with `names`: every
 //! rule there has its regexes here, and `HOSTNAME_CASES` is run through both (`names` unit tests, a real
 //! Envoy in `tests/it/authority_guard.rs`). Differences, all fail-closed: label and name lengths are not
-//! checked (such names cannot be resolved anyway), and under `allow_loopback` a bare `localhost` stays
-//! denied as a single label and `localhost.*` names stay denied by the other name rules (RE2 has no
-//! look-ahead to exempt them).
+//! checked (such names cannot be resolved anyway), under `allow_loopback` a bare `localhost` stays
+//! denied as a single label and `localhost.*` names stay denied by the other name rules, and the
+//! operator's `cluster_local_suffixes` are not exempted: names under them stay denied here (RE2 has no
+//! look-ahead to exempt any of them, and a forward proxy to in-cluster Services is not what the option
+//! is for).
 //!
 //! The host is everything before the first `:`; a port may follow. Envoy matches the whole value (RE2 full
 //! match; the anchors say so to the reader). One small regex per rule and name: Envoy refuses a regex

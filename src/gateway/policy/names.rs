@@ -84,6 +84,11 @@ fn rule_for(h: &str, g: &Guardrails) -> Option<Rule> {
     if labels.len() < 2 {
         return Some(Rule::SingleLabel);
     }
+    if operator_allowed_cluster_local(h, g) {
+        // The operator lifted the cluster-internal rules for this suffix; `cluster.local` is also under
+        // the private `local` TLD, which is part of the same exemption. The allow-list still applies.
+        return None;
+    }
     if cluster_internal(h, &labels, g) {
         return Some(Rule::ClusterLocal);
     }
@@ -106,6 +111,30 @@ fn cluster_internal(h: &str, labels: &[&str], g: &Guardrails) -> bool {
         || labels[2..labels.len().saturating_sub(1).max(2)]
             .iter()
             .any(|l| CLUSTER_INNER_LABELS.contains(l))
+}
+
+/// `h` is under a suffix the operator allowed with `--allow-cluster-local-suffix`.
+fn operator_allowed_cluster_local(h: &str, g: &Guardrails) -> bool {
+    g.cluster_local_suffixes.iter().any(|s| under(h, s))
+}
+
+/// Normalises and checks `--allow-cluster-local-suffix` values: a hostname of at least two labels (no
+/// wildcard: `*.x` and `.x` mean the same suffix, so the prefix is dropped). A bare top-level label
+/// would lift the rule for whole trees of unrelated names.
+pub fn cluster_local_suffixes(raw: &[String]) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for r in raw {
+        let s = r.trim().trim_start_matches("*.").trim_matches('.').to_ascii_lowercase();
+        if !is_rfc1123_hostname(&s) || !s.contains('.') {
+            return Err(format!(
+                "--allow-cluster-local-suffix {r:?}: want a DNS suffix of at least two labels, such as payments.svc.cluster.local"
+            ));
+        }
+        out.push(s);
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
 }
 
 fn normalized(domain: &str) -> String {
@@ -280,5 +309,27 @@ mod tests {
         // Loopback being allowed lifts the loopback rule only.
         assert_eq!(rule_of("metadata.google.internal", &g), Some(Rule::CloudMetadata));
         assert_eq!(rule_of("a.b.svc.example.org", &g), Some(Rule::ClusterLocal));
+    }
+
+    #[test]
+    fn cluster_local_suffixes_lift_the_rule_under_them_only() {
+        let g = Guardrails {
+            cluster_local_suffixes: cluster_local_suffixes(&["*.Payments.svc.cluster.local.".into()]).unwrap(),
+            ..Default::default()
+        };
+        assert_eq!(g.cluster_local_suffixes, ["payments.svc.cluster.local"]);
+        assert_eq!(rule_of("ledger.payments.svc.cluster.local", &g), None);
+        assert_eq!(rule_of("api.billing.svc.cluster.local", &g), Some(Rule::ClusterLocal));
+        assert_eq!(rule_of("ledger.payments.svc", &g), Some(Rule::ClusterLocal));
+        // The other rules still apply under the suffix.
+        assert_eq!(rule_of("10.payments.svc.cluster.local.1", &g), Some(Rule::IpLiteral));
+        assert_eq!(rule_of("*.payments.svc.cluster.local", &g), Some(Rule::Wildcard));
+        assert_eq!(
+            rule_of("api.payments.svc.cluster.local", &Guardrails::default()),
+            Some(Rule::ClusterLocal)
+        );
+        for bad in ["local", "", "*.", "a..b", "-x.y"] {
+            assert!(cluster_local_suffixes(&[bad.into()]).is_err(), "{bad:?}");
+        }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Older versions that are schema-identical for everything pier reads (v1beta1 Gateway, GatewayClass,
 //! HTTPRoute, ReferenceGrant; v1alpha3 BackendTLSPolicy) decode into the v1 types, so the translator sees
-//! one type per kind.
+//! one type per kind; v1alpha2 BackendTLSPolicy is mapped onto it (`btls_v1alpha2`).
 
 use k8s_openapi::ByteString;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -25,6 +25,8 @@ pub(super) enum Kind {
     GrpcRoute,
     ReferenceGrant,
     BackendTlsPolicy,
+    /// `v1alpha2`, Gateway API v1.0's shape or the later one (`btls_v1alpha2`).
+    BackendTlsPolicyV1alpha2,
     XBackend,
     Backend,
     EgBackend,
@@ -38,6 +40,7 @@ pub(super) enum Kind {
 
 const GW_V1: &str = "gateway.networking.k8s.io/v1";
 const GW_V1BETA1: &str = "gateway.networking.k8s.io/v1beta1";
+const GW_V1ALPHA2: &str = "gateway.networking.k8s.io/v1alpha2";
 const GW_V1ALPHA3: &str = "gateway.networking.k8s.io/v1alpha3";
 const GW_V1ALPHA1: &str = "gateway.networking.k8s.io/v1alpha1";
 const XGW_V1ALPHA1: &str = "gateway.networking.x-k8s.io/v1alpha1";
@@ -54,6 +57,7 @@ impl Kind {
             (GW_V1, "GRPCRoute") => Kind::GrpcRoute,
             (GW_V1 | GW_V1BETA1, "ReferenceGrant") => Kind::ReferenceGrant,
             (GW_V1 | GW_V1ALPHA3, "BackendTLSPolicy") => Kind::BackendTlsPolicy,
+            (GW_V1ALPHA2, "BackendTLSPolicy") => Kind::BackendTlsPolicyV1alpha2,
             (XGW_V1ALPHA1, "XBackend") => Kind::XBackend,
             (GW_V1ALPHA1, "Backend") => Kind::Backend,
             (EG_V1ALPHA1, "Backend") => Kind::EgBackend,
@@ -75,7 +79,7 @@ impl Kind {
             Kind::HttpRoute => "HTTPRoute",
             Kind::GrpcRoute => "GRPCRoute",
             Kind::ReferenceGrant => "ReferenceGrant",
-            Kind::BackendTlsPolicy => "BackendTLSPolicy",
+            Kind::BackendTlsPolicy | Kind::BackendTlsPolicyV1alpha2 => "BackendTLSPolicy",
             Kind::XBackend => "XBackend",
             Kind::Backend => "Backend",
             Kind::EgBackend => "Backend.gateway.envoyproxy.io",
@@ -106,6 +110,7 @@ impl Kind {
             Kind::GrpcRoute => Object::GrpcRoute(typed(value, at, "")?),
             Kind::ReferenceGrant => Object::ReferenceGrant(typed(value, at, "")?),
             Kind::BackendTlsPolicy => Object::BackendTlsPolicy(typed(value, at, "")?),
+            Kind::BackendTlsPolicyV1alpha2 => Object::BackendTlsPolicy(super::btls_v1alpha2::decode(value, at)?),
             Kind::XBackend => Object::XBackend(typed(value, at, "")?),
             Kind::Backend => Object::Backend(backend(value, at)?),
             Kind::EgBackend => Object::EgBackend(typed(value, at, "")?),
@@ -268,7 +273,7 @@ fn http_route_extras(value: &mut Value, at: &Location) -> Result<crate::model::H
     Ok(out)
 }
 
-fn typed<T: DeserializeOwned>(value: Value, at: &Location, prefix: &str) -> Result<T, ParseError> {
+pub(super) fn typed<T: DeserializeOwned>(value: Value, at: &Location, prefix: &str) -> Result<T, ParseError> {
     serde_path_to_error::deserialize(value).map_err(|error| {
         let inner = error.path().to_string();
         let path = match (prefix.is_empty(), inner.as_str()) {

@@ -1,0 +1,69 @@
+//! The policy side of resolving a backendRef to something other than a Service: an Envoy Gateway
+//! Backend gets the TLS of the policy that targets it (as a Service port does), and an XBackend or GEP
+//! Backend that a policy names fails closed, since the policy cannot be applied to it.
+
+use super::PolicyIndex;
+use crate::gateway::backends::{GatewayCert, Target};
+use crate::gateway::conditions::{Problem, RouteProblem, RouteReason};
+use crate::ir;
+use crate::ir::names::BackendKind;
+use crate::model::ObjectKey;
+
+/// What the policies say about a resolved non-Service target.
+pub enum Applied {
+    /// Serve the target (with the policy's TLS, if one applies).
+    Serve,
+    /// A policy governs the target but is not valid: its share answers 5xx; the policy's status says why.
+    FailClosed,
+}
+
+/// Applies the BackendTLSPolicy governing `key` of `kind` to its resolved target `t`. An `Err` is the
+/// route's problem: the target is named by a policy that may not target it, so no TLS can be applied
+/// and the share answers 500 rather than go out in plaintext.
+pub fn to_backend(
+    policies: &PolicyIndex,
+    kind: BackendKind,
+    key: &ObjectKey,
+    t: &mut Target,
+) -> Result<Applied, RouteProblem> {
+    t.notes.extend(policies.missing_section_notes(kind, key));
+    let Some((policy, verdict)) = policies.lookup_kind(kind, key, "") else {
+        return Ok(Applied::Serve);
+    };
+    if kind != BackendKind::EgBackend {
+        return Err(Problem::refs(
+            RouteReason::InvalidBackend,
+            format!(
+                "{} {key}: BackendTLSPolicy {policy} targets it, which the Backend GEP forbids, so its TLS cannot be applied; this share answers 500 rather than go out without it (move the TLS settings to the Backend's spec.tls and remove the policy's targetRef)",
+                crate::gateway::backends::kind_name(kind)
+            ),
+        ));
+    }
+    let Some(tls) = &verdict.tls else {
+        return Ok(Applied::FailClosed);
+    };
+    let own = t.cluster.tls.take();
+    let mut merged = tls.clone();
+    // The policy decides whom to trust and which name to check (as it does on a Service port); the
+    // Backend's own `spec.tls` keeps what the policy has no field for: its client certificate, TLS
+    // versions, ciphers, curves, signature algorithms and ALPN (Envoy Gateway merges them alike).
+    if let Some(own) = own {
+        merged.client_certificate = own.client_certificate;
+        merged.min_version = own.min_version;
+        merged.max_version = own.max_version;
+        merged.ciphers = own.ciphers;
+        merged.ecdh_curves = own.ecdh_curves;
+        merged.signature_algorithms = own.signature_algorithms;
+        merged.alpn = own.alpn;
+    }
+    if merged.client_certificate.is_none() {
+        t.gateway_client_cert = GatewayCert::Optional;
+    }
+    if t.cluster.protocol == ir::UpstreamProtocol::H2c {
+        // h2c is cleartext by definition; with TLS it becomes h2 over ALPN.
+        t.cluster.protocol = ir::UpstreamProtocol::Http2;
+    }
+    t.cluster.tls = Some(merged);
+    t.secrets.extend(verdict.secrets.clone());
+    Ok(Applied::Serve)
+}
