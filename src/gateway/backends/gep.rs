@@ -3,7 +3,7 @@
 //! (an EDS cluster fed by the ready Pods `matchLabels` selects, or by the EndpointSlices of the Service
 //! `selectorRef` names, in the Backend's namespace), with inline TLS and protocol.
 
-use super::common::{Findings, Refused, allowed_hostname, client_certificate, invalid, port, same_namespace, set_iff};
+use super::common::{Findings, Refused, client_certificate, invalid, port, same_namespace, set_iff};
 use super::{Ctx, Deprecation, Evaluated, GatewayCert, PortChoice, Usable, endpoints, pods, resolved};
 use crate::api::consts::{CORE_GROUP, KIND_SERVICE};
 use crate::api::xbackend::{
@@ -107,7 +107,15 @@ fn external(
     found: &mut Findings,
 ) -> Result<ir::Discovery, BackendProblem> {
     let ExternalHostname { hostname } = ext;
-    allowed_hostname(ctx, hostname, "spec.externalHostname.hostname")?;
+    // Upstream's CEL forbids `.cluster.local` here, and implementations must refuse their own cluster
+    // domains too: `--allow-cluster-local-suffix` (for migrating Envoy Gateway FQDN Backends) does not
+    // reach this kind — in-cluster destinations are `EndpointSelector`'s job.
+    let strict = crate::options::Guardrails {
+        cluster_local_suffixes: Vec::new(),
+        ..ctx.opts.guardrails.clone()
+    };
+    crate::gateway::policy::check_hostname(hostname, &strict)
+        .map_err(|r| super::common::destination_not_allowed("spec.externalHostname.hostname", r))?;
     let target = ir::DnsTarget {
         hostname: hostname.clone(),
         port,
