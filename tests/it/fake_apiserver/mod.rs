@@ -27,6 +27,7 @@ pub const RESOURCES: &[(&str, &str, &str, bool, &[&str])] = &[
     ("", "secrets", "Secret", true, &["v1"]),
     ("", "configmaps", "ConfigMap", true, &["v1"]),
     ("", "namespaces", "Namespace", false, &["v1"]),
+    ("", "pods", "Pod", true, &["v1"]),
     ("discovery.k8s.io", "endpointslices", "EndpointSlice", true, &["v1"]),
     ("coordination.k8s.io", "leases", "Lease", true, &["v1"]),
     (

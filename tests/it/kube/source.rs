@@ -350,3 +350,44 @@ async fn api_server_outage_keeps_serving_and_is_reported() {
     assert!(pier.ready().await);
     pier.stop().await;
 }
+
+/// An XBackend selecting Pods (v1.7 `endpointSelector.matchLabels`): Pods created, made ready, made
+/// unready and deleted in the API server move its endpoints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_events_move_an_endpoint_selector_backend() {
+    let api = FakeApiServer::start(&[]).await;
+    api.apply_yaml(&base_model());
+    api.apply_yaml(
+        "apiVersion: gateway.networking.x-k8s.io/v1alpha1\nkind: XBackend\nmetadata: {name: pods, namespace: default}\n\
+         spec: {type: EndpointSelector, endpointSelector: {matchLabels: {app: web}}, port: {number: 8080}}\n",
+    );
+    api.apply_yaml(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: pods, namespace: default}\n\
+         spec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: /pods}}]\n    \
+         backendRefs: [{group: gateway.networking.x-k8s.io, kind: XBackend, name: pods}]\n",
+    );
+    let pod = |name: &str, ip: &str, ready: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default, labels: {{app: web}}}}\n\
+             spec: {{containers: [{{name: app, image: example.test/app:1}}]}}\n\
+             status: {{podIP: {ip}, podIPs: [{{ip: {ip}}}], conditions: [{{type: Ready, status: \"{ready}\"}}]}}\n"
+        )
+    };
+    let pier = Pier::start(settings(&api, "a", &[]), QUIET).await;
+    pier.wait_dump("the XBackend's cluster", |d| d.contains("xbackend/default/pods/8080"))
+        .await;
+    api.apply_yaml(&pod("p1", "10.1.0.1", "False"));
+    api.apply_yaml(&pod("p2", "10.1.0.2", "True"));
+    pier.wait_dump("the ready Pod only", |d| {
+        d.contains("10.1.0.2") && !d.contains("10.1.0.1")
+    })
+    .await;
+    api.apply_yaml(&pod("p1", "10.1.0.1", "True"));
+    api.apply_yaml(&pod("p2", "10.1.0.2", "False"));
+    pier.wait_dump("readiness flipped", |d| {
+        d.contains("10.1.0.1") && !d.contains("10.1.0.2")
+    })
+    .await;
+    api.delete("", "pods", "default", "p1");
+    pier.wait_dump("the Pod deleted", |d| !d.contains("10.1.0.1")).await;
+}
