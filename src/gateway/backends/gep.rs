@@ -107,14 +107,7 @@ fn external(
     found: &mut Findings,
 ) -> Result<ir::Discovery, BackendProblem> {
     let ExternalHostname { hostname } = ext;
-    // Upstream's CEL forbids `.cluster.local` here, and implementations must refuse their own cluster
-    // domains too: `--allow-cluster-local-suffix` (for migrating Envoy Gateway FQDN Backends) does not
-    // reach this kind — in-cluster destinations are `EndpointSelector`'s job.
-    let strict = crate::options::Guardrails {
-        cluster_local_suffixes: Vec::new(),
-        ..ctx.opts.guardrails.clone()
-    };
-    crate::gateway::policy::check_hostname(hostname, &strict)
+    crate::gateway::policy::check_external_hostname(hostname, &ctx.opts.guardrails)
         .map_err(|r| super::common::destination_not_allowed("spec.externalHostname.hostname", r))?;
     let target = ir::DnsTarget {
         hostname: hostname.clone(),

@@ -35,7 +35,7 @@ pub use address::{check_ip, embedded_ipv4};
 pub use authority::{authority_allow_regexes, authority_deny_regexes};
 #[doc(hidden)]
 pub use names::HOSTNAME_CASES;
-pub use names::{check_hostname, cluster_local_suffixes, is_rfc1123_hostname};
+pub use names::{check_external_hostname, check_hostname, cluster_local_suffixes, is_rfc1123_hostname};
 
 use crate::options::Guardrails;
 

@@ -53,14 +53,25 @@ pub(super) const INTERNAL_SUFFIXES: &[&str] = &[
 
 /// Checks a hostname that Envoy will resolve (ExternalHostname, FQDN endpoints).
 pub fn check_hostname(host: &str, g: &Guardrails) -> Result<(), Refusal> {
+    check(host, g, true)
+}
+
+/// [`check_hostname`] for an XBackend's or GEP-4488 Backend's `externalHostname`, where upstream forbids
+/// cluster-local names outright: `--allow-cluster-local-suffix` (for migrating Envoy Gateway fqdn
+/// Backends) does not apply.
+pub fn check_external_hostname(host: &str, g: &Guardrails) -> Result<(), Refusal> {
+    check(host, g, false)
+}
+
+fn check(host: &str, g: &Guardrails, operator_suffixes: bool) -> Result<(), Refusal> {
     let h = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
-    match rule_for(&h, g) {
+    match rule_for(&h, g, operator_suffixes) {
         Some(rule) => Err(refuse(rule, host)),
         None => allow_listed(host, &h, g),
     }
 }
 
-fn rule_for(h: &str, g: &Guardrails) -> Option<Rule> {
+fn rule_for(h: &str, g: &Guardrails, operator_suffixes: bool) -> Option<Rule> {
     if h.contains('*') {
         return Some(Rule::Wildcard);
     }
@@ -84,7 +95,7 @@ fn rule_for(h: &str, g: &Guardrails) -> Option<Rule> {
     if labels.len() < 2 {
         return Some(Rule::SingleLabel);
     }
-    if operator_allowed_cluster_local(h, g) {
+    if operator_suffixes && operator_allowed_cluster_local(h, g) {
         // The operator lifted the cluster-internal rules for this suffix; `cluster.local` is also under
         // the private `local` TLD, which is part of the same exemption. The allow-list still applies.
         return None;
