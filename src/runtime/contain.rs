@@ -71,6 +71,8 @@ pub struct Containment {
     quarantine: BTreeMap<ObjectId, Quarantined>,
     trial: Option<Trial>,
     rounds: u32,
+    /// Bumped whenever the quarantine gains or loses an object, so statuses are rewritten then.
+    revision: u64,
     /// The newest rejection that no change explained, until the next newest model.
     unexplained: Option<Rejection>,
 }
@@ -83,6 +85,7 @@ impl Containment {
     /// The source's newest model: ends any trial, tries again every quarantined object that changed,
     /// and returns the model to publish.
     pub fn set_target(&mut self, model: Model) -> Model {
+        let before = self.quarantine.len();
         self.quarantine.retain(|id, q| {
             let same = model.same_object(&q.bad, id);
             if !same {
@@ -90,6 +93,9 @@ impl Containment {
             }
             same
         });
+        if self.quarantine.len() != before {
+            self.revision += 1;
+        }
         self.target = model;
         self.trial = None;
         self.rounds = 0;
@@ -165,6 +171,11 @@ impl Containment {
         self.quarantine.values()
     }
 
+    /// Changes whenever the set of quarantined objects does.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
     pub fn unexplained(&self) -> Option<&Rejection> {
         self.unexplained.as_ref()
     }
@@ -204,6 +215,7 @@ impl Containment {
             previous_served,
             "quarantined: a proxy rejects the configuration built from this object"
         );
+        self.revision += 1;
         self.quarantine.insert(
             id.clone(),
             Quarantined {

@@ -85,7 +85,6 @@ struct Probe {
     /// The snapshot cache generation the publish produced.
     cache_generation: u64,
     published_at: Instant,
-    trial: bool,
     /// The verdict already acted on: `Some(true)` applied, `Some(false)` rejected.
     acted: Option<bool>,
 }
@@ -103,6 +102,8 @@ struct Stage {
     quiet_since: Instant,
     /// Statuses changed during trials and were not written.
     statuses_stale: bool,
+    /// The quarantine's revision the last written statuses show.
+    quarantine_written: u64,
     /// A proxy moved since the verdict was last read: when to read it.
     judge_at: Option<Instant>,
     source_generation: u64,
@@ -128,6 +129,7 @@ pub async fn run(
         probe: None,
         quiet_since: Instant::now(),
         statuses_stale: false,
+        quarantine_written: 0,
         judge_at: None,
         source_generation: 0,
     };
@@ -155,7 +157,6 @@ pub async fn run(
     }
 }
 
-#[derive(PartialEq)]
 enum Wake {
     Source,
     Proxies,
@@ -207,9 +208,10 @@ impl Stage {
             self.statuses_stale |= step.update.statuses;
             None
         } else {
+            let quarantine = self.containment.revision();
             let write = step.update.statuses
                 || std::mem::take(&mut self.statuses_stale)
-                || self.probe.as_ref().is_some_and(|p| p.trial);
+                || quarantine != std::mem::replace(&mut self.quarantine_written, quarantine);
             write.then(|| self.overlaid(&step.statuses))
         };
         let generation = publish(
@@ -227,7 +229,6 @@ impl Stage {
             model,
             cache_generation: generation,
             published_at: Instant::now(),
-            trial,
             acted: None,
         });
     }
@@ -236,7 +237,8 @@ impl Stage {
     /// model even though quiet has not lasted yet (otherwise a change right after a publish would be
     /// bisected against an older model, trials and all).
     fn accept_if_applied(&mut self) {
-        let Some(probe) = self.probe.as_mut().filter(|p| p.acted.is_none() && !p.trial) else {
+        let in_trial = self.containment.in_trial();
+        let Some(probe) = self.probe.as_mut().filter(|p| p.acted.is_none() && !in_trial) else {
             return;
         };
         if self.sinks.server.clients.verdict(probe.cache_generation) == Verdict::Applied {
@@ -250,7 +252,8 @@ impl Stage {
         self.judge_at = None;
         let Some(probe) = self.probe.as_mut() else { return };
         let now = Instant::now();
-        if probe.acted.is_some() && !probe.trial {
+        let trial = self.containment.in_trial();
+        if probe.acted.is_some() && !trial {
             // Judged already: a later rejection could only be one no change explains.
             return;
         }
@@ -277,8 +280,8 @@ impl Stage {
                 probe.acted = Some(true);
                 self.containment.applied(&probe.model)
             }
-            Verdict::Unjudged if probe.trial => self.containment.abandon(),
-            Verdict::Busy if probe.trial && now >= probe.published_at + self.settings.probe_timeout => {
+            Verdict::Unjudged if trial => self.containment.abandon(),
+            Verdict::Busy if trial && now >= probe.published_at + self.settings.probe_timeout => {
                 self.containment.abandon()
             }
             _ => None,
@@ -296,13 +299,14 @@ impl Stage {
             return tokio::time::Instant::from_std(at);
         }
         let far = tokio::time::Instant::now() + Duration::from_secs(3600);
-        let Some(probe) = self.probe.as_ref().filter(|p| p.acted.is_none() || p.trial) else {
+        let trial = self.containment.in_trial();
+        let Some(probe) = self.probe.as_ref().filter(|p| p.acted.is_none() || trial) else {
             return far;
         };
         let settled = self.quiet_since.max(probe.published_at) + self.settings.settle;
         let at = if settled > Instant::now() {
             settled
-        } else if probe.trial {
+        } else if trial {
             probe.published_at + self.settings.probe_timeout
         } else {
             return far;
