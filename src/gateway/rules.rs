@@ -77,7 +77,7 @@ pub(super) fn rules(
     let mut out = Outcome::default();
     let mut reached = Reached::default();
     for (ri, rule) in route.rules.iter().enumerate() {
-        let filters = match rule_filters(rule) {
+        let mut filters = match rule_filters(rule) {
             Ok(f) => f,
             Err(why) => {
                 out.dropped.push(format!("Dropped Rule {ri}: {why}"));
@@ -93,6 +93,12 @@ pub(super) fn rules(
             }
         }
         let resolved = rule_backends(rule, &filters, backends, sides, &mut out, &mut reached);
+        if resolved
+            .iter()
+            .any(|(t, _, _)| t.as_ref().is_some_and(|t| t.long_lived))
+        {
+            filters.no_default_deadline();
+        }
         let action = rule_action(&filters, with_failover(resolved, sink), sides.grpc);
         let mirrors = match action {
             ir::RouteAction::Forward(_) => rule_mirrors(&filters, backends, sides, ri, &mut out, &mut reached, sink),

@@ -130,6 +130,7 @@ fn fqdn_choices(
         };
         let discovery = resolved::discovery(ctx, vec![target], &mut found.resolved);
         let mut choice = PortChoice::plain(port, discovery, proto.upstream(use_tls), proto == Proto::Tcp);
+        choice.long_lived = proto == Proto::Mcp;
         if use_tls {
             let (upstream, gateway_cert) = fqdn_tls(ctx, key, hostname, tls.as_ref(), secrets)?;
             choice.tls = Some(upstream);
@@ -202,12 +203,9 @@ fn service_choices(
         let discovery = ir::Discovery::Eds {
             endpoints: eps.endpoints,
         };
-        out.push(PortChoice::plain(
-            port,
-            discovery,
-            proto.upstream(false),
-            proto == Proto::Tcp,
-        ));
+        let mut choice = PortChoice::plain(port, discovery, proto.upstream(false), proto == Proto::Tcp);
+        choice.long_lived = proto == Proto::Mcp;
+        out.push(choice);
     }
     Ok(out)
 }
@@ -227,6 +225,8 @@ fn service_protocol_refused(i: usize, p: &str) -> BackendProblem {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Proto {
     Http,
+    /// Streamable HTTP: HTTP on the wire, with long-lived event-stream answers.
+    Mcp,
     Http11,
     Http2,
     H2c,
@@ -236,7 +236,7 @@ enum Proto {
 impl Proto {
     fn upstream(self, tls: bool) -> ir::UpstreamProtocol {
         match self {
-            Proto::Http | Proto::Tcp => ir::UpstreamProtocol::Auto,
+            Proto::Http | Proto::Mcp | Proto::Tcp => ir::UpstreamProtocol::Auto,
             Proto::Http11 => ir::UpstreamProtocol::Http1,
             Proto::Http2 if tls => ir::UpstreamProtocol::Http2,
             Proto::Http2 | Proto::H2c => ir::UpstreamProtocol::H2c,
@@ -246,7 +246,8 @@ impl Proto {
 
 fn parse_protocol(upper: &str) -> Option<Proto> {
     Some(match upper {
-        "HTTP" | "MCP" => Proto::Http,
+        "HTTP" => Proto::Http,
+        "MCP" => Proto::Mcp,
         "HTTP11" => Proto::Http11,
         "HTTP2" | "GRPC" => Proto::Http2,
         "H2C" => Proto::H2c,

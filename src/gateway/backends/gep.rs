@@ -63,6 +63,7 @@ fn usable(
     let (port, v17) = port_of(port)?;
     validation_rules(*protocol, tls.as_ref(), v17)?;
     let tls = tls.as_ref().filter(|t| t.mode != BackendTlsMode::None);
+    let mcp = *protocol == Some(BackendProtocol::Mcp);
     let (protocol, tcp) = protocol_of(*protocol, tls.is_some());
     let discovery = match type_ {
         BackendType::ExternalHostname => {
@@ -87,6 +88,7 @@ fn usable(
         ..Usable::default()
     };
     let mut choice = PortChoice::plain(port, discovery, protocol, tcp);
+    choice.long_lived = mcp;
     if let Some(t) = tls {
         let owner = (owner_kind, key.namespace.as_str(), key.name.as_str());
         let hostname = external_hostname.as_ref().map(|e| e.hostname.as_str());

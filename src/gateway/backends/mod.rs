@@ -143,6 +143,8 @@ pub struct PortChoice {
     pub gateway_client_cert: GatewayCert,
     /// `protocol: TCP`: not usable from an HTTPRoute.
     pub tcp: bool,
+    /// `protocol: MCP`: answers are event streams (SSE) that outlive Envoy's default 15 s route timeout.
+    pub long_lived: bool,
     /// Extra secrets this port needs (e.g. a BackendTLSPolicy CA for a Service port).
     pub secrets: SecretSet,
 }
@@ -157,6 +159,7 @@ impl PortChoice {
             tls: None,
             gateway_client_cert: GatewayCert::No,
             tcp,
+            long_lived: false,
             secrets: SecretSet::new(),
         }
     }
@@ -172,6 +175,8 @@ pub struct Target {
     pub notes: Vec<String>,
     /// An Envoy Gateway `fallback` Backend: used only when the rule's primary backends fail.
     pub fallback: bool,
+    /// The backend's answers are long-lived streams (MCP): the rule gets no default deadline.
+    pub long_lived: bool,
 }
 
 /// A backendRef as written in a route (defaults already applied by the caller).

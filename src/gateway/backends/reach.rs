@@ -299,6 +299,7 @@ pub(in crate::gateway) fn target(
         gateway_client_cert: c.gateway_client_cert,
         notes: Vec::new(),
         fallback: usable.fallback,
+        long_lived: c.long_lived,
     }
 }
 
@@ -318,5 +319,6 @@ pub fn aggregate(primary: &Target, members: Vec<String>) -> Target {
         gateway_client_cert: GatewayCert::No,
         notes: Vec::new(),
         fallback: false,
+        long_lived: primary.long_lived,
     }
 }

@@ -73,6 +73,16 @@ impl RuleFilters {
         self.redirect.is_some()
     }
 
+    /// For a rule whose backend answers with long-lived event streams (MCP over streamable HTTP): with
+    /// no `timeouts` written, the route timeout is disabled rather than left at Envoy's 15 s default,
+    /// which would cut every server-sent event stream after 15 s. Idle streams are still ended by the
+    /// listener's stream idle timeout; timeouts the rule writes are kept as written.
+    pub fn no_default_deadline(&mut self) {
+        if self.timeouts == ir::Timeouts::default() {
+            self.timeouts.request_ms = Some(0);
+        }
+    }
+
     /// The filters of the route entry of one match, and the redirect replacing its action, if any.
     /// `mirrors` are this rule's mirrors that resolved.
     pub fn for_match(&self, path: &ir::PathMatch, mirrors: &[ir::Mirror]) -> (ir::RouteFilters, Option<ir::Redirect>) {
