@@ -50,6 +50,7 @@ mod s16_nack_containment;
 mod s17_pier_resolves_hostnames;
 mod s18_pod_selector;
 mod s19_backend_protocols_on_the_wire;
+mod s20_mcp;
 
 use crate::harness::PierOptions;
 

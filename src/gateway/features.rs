@@ -7,8 +7,8 @@
 //! `GatewayAddressEmpty` and `GatewayInfrastructurePropagation` (pier provisions no addresses or
 //! infrastructure), `GatewayListenerSet`, the TCP/TLS/UDP route kinds and mesh (not served),
 //! `HTTPRouteDestinationPortMatching` (no test), `BackendTLSPolicyClusterTrustBundle` and
-//! `GatewayFrontendClusterTrustBundle` (not read yet); of the Backend features,
-//! `BackendProtocolMCP` (no e2e with MCP traffic yet) and `BackendProtocolTCP` (pier serves HTTP only).
+//! `GatewayFrontendClusterTrustBundle` (not read yet); of the Backend features, `BackendProtocolTCP`
+//! (pier serves HTTP only).
 
 /// Sorted, as the API requires.
 pub const SUPPORTED: &[&str] = &[
@@ -16,6 +16,7 @@ pub const SUPPORTED: &[&str] = &[
     "BackendExternalHostname",
     "BackendProtocolGRPC",
     "BackendProtocolHTTP2",
+    "BackendProtocolMCP",
     "BackendProtocolWSS",
     "BackendTLS",
     "BackendTLSPolicy",

@@ -17,6 +17,7 @@
 pub mod dns;
 pub mod envoy;
 pub mod http;
+pub mod mcp;
 pub mod pki;
 pub mod upstream;
 #[cfg(feature = "testkit")]

@@ -15,7 +15,8 @@
 //! request carrying `<key>` for [`DELAY_ONCE`] and answers later ones at once (for retries after a per-try
 //! timeout). Every request is recorded in [`Upstream::requests`] on arrival. A request asking for
 //! `Upgrade: websocket` gets `101 Switching Protocols`, after which the connection echoes every byte back:
-//! enough to prove an upgrade made it through a proxy, without WebSocket framing.
+//! enough to prove an upgrade made it through a proxy, without WebSocket framing. A path with a segment
+//! `mcp` is an MCP streamable-HTTP endpoint ([`super::mcp`]).
 
 use std::collections::HashSet;
 use std::convert::Infallible;
@@ -24,7 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -37,6 +38,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_rustls::LazyConfigAcceptor;
 
+use super::mcp::{self, Mcp};
 use super::pki::{Leaf, certificates_from_pem, pkcs8_key_from_pem, subject_cn};
 
 /// TLS settings of an upstream: its certificate and, optionally, the CA client certificates must chain to
@@ -159,6 +161,7 @@ struct State {
     plaintext_on_tls: AtomicUsize,
     /// `fail-once/<key>` and `delay-once/<key>` already acted on, as `<behaviour>/<key>`.
     once: Mutex<HashSet<String>>,
+    mcp: Mcp,
 }
 
 #[derive(Clone)]
@@ -229,6 +232,11 @@ impl Upstream {
     /// TCP connections accepted (including ones that never got to a request).
     pub fn connections(&self) -> usize {
         self.state.connections.load(Ordering::SeqCst)
+    }
+
+    /// Lets the streamed answer pending in MCP session `session` finish (see [`super::mcp`]).
+    pub fn mcp_release(&self, session: &str) {
+        self.state.mcp.release(session);
     }
 
     /// Connections to this TLS-only upstream whose first byte was not a TLS handshake record.
@@ -333,7 +341,7 @@ where
             let (parts, body) = req.into_parts();
             // Read the whole body before answering: an HTTP/2 peer (Envoy) would otherwise see the stream
             // reset under a request it is still sending (the gRPC frames of the suite's calls).
-            let body_len = body.collect().await.map(|b| b.to_bytes().len()).unwrap_or(0);
+            let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
             let host = parts.uri.authority().map(|a| a.to_string()).or_else(|| {
                 let host = parts.headers.get(hyper::header::HOST)?;
                 Some(String::from_utf8_lossy(host.as_bytes()).into_owned())
@@ -353,7 +361,7 @@ where
                 path: parts.uri.path_and_query().map(|p| p.to_string()).unwrap_or_default(),
                 host,
                 headers,
-                body_len,
+                body_len: body.len(),
                 version: format!("{:?}", parts.version),
                 tls: info.tls,
                 sni: info.sni,
@@ -373,7 +381,17 @@ where
                 .and_then(|ms| ms.parse().ok())
                 .map(|ms| Duration::from_millis(ms).min(MAX_DELAY))
                 .or_else(|| first("delay-once").then_some(DELAY_ONCE));
+            let is_mcp = path_segment(&seen.path, "mcp");
             state.requests.lock().unwrap().push(seen);
+            if is_mcp {
+                let call = mcp::Call {
+                    method: &parts.method,
+                    query: parts.uri.query(),
+                    headers: &parts.headers,
+                    body: &body,
+                };
+                return Ok(state.mcp.answer(&name, call));
+            }
             if let Some(delay) = delay {
                 tokio::time::sleep(delay).await;
             }
@@ -384,7 +402,7 @@ where
                     .header(hyper::header::CONNECTION, "upgrade")
                     .header(hyper::header::UPGRADE, "websocket")
                     .header("x-upstream", name.as_str())
-                    .body(Full::new(Bytes::new()))
+                    .body(mcp::full(Bytes::new()))
                     .expect("response");
                 return Ok(response);
             }
@@ -392,7 +410,7 @@ where
                 .status(status)
                 .header("x-upstream", name.as_str())
                 .header("content-type", "text/plain")
-                .body(Full::new(Bytes::from(format!("{name}\n"))))
+                .body(mcp::full(format!("{name}\n")))
                 .expect("response");
             Ok::<_, Infallible>(response)
         }
@@ -408,6 +426,11 @@ async fn echo(upgrade: hyper::upgrade::OnUpgrade) {
         let (mut reader, mut writer) = tokio::io::split(TokioIo::new(upgraded));
         let _ = tokio::io::copy(&mut reader, &mut writer).await;
     }
+}
+
+/// Whether the path (query left out) has the segment `word`.
+fn path_segment(path: &str, word: &str) -> bool {
+    path.split('?').next().unwrap_or("").split('/').any(|s| s == word)
 }
 
 /// The path segment after the segment `word` (query left out): `path_arg("/a/delay/500?x", "delay")` is
