@@ -11,6 +11,7 @@
 //! | [`security_cli`] | `pier certs`, `pier bootstrap` with mTLS, `pier serve` refusing plaintext beyond loopback |
 //! | [`kube`] | the runtime against the fake API server; the `deploy/` manifests |
 //! | [`cli`] | `pier translate` and `pier bootstrap` as a user runs them |
+//! | [`dashboard`] | the Grafana dashboard and `docs/operations.md` name only metrics a live `/metrics` has |
 //! | [`resolve_cli`] | `pier translate --resolve-hostnames pier` against a loopback DNS responder |
 //! | [`serve_inputs`] | `pier serve` against config files and admin requests an outsider controls |
 //! | [`demo`] | `pier demo --once` (built with the `demo` feature) |
@@ -31,6 +32,7 @@
 
 mod authority_guard;
 mod cli;
+mod dashboard;
 #[cfg(feature = "demo")]
 mod demo;
 mod envoy_validate;

@@ -71,6 +71,13 @@ pub struct Pier {
 
 impl Pier {
     pub async fn start(settings: pier::runtime::KubeSettings, quiet: Duration) -> Pier {
+        let mut options = pier::Options::default();
+        options.guardrails.allow_loopback = true;
+        Pier::start_with(settings, quiet, options).await
+    }
+
+    /// [`Pier::start`] with these translator options.
+    pub async fn start_with(settings: pier::runtime::KubeSettings, quiet: Duration, options: pier::Options) -> Pier {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PIER_LOG").unwrap_or_else(|_| "off".into()))
@@ -78,8 +85,6 @@ impl Pier {
             .try_init();
         let dir = tempfile::tempdir().unwrap();
         let address_file = dir.path().join("addr.json");
-        let mut options = pier::Options::default();
-        options.guardrails.allow_loopback = true;
         let config = pier::runtime::ServeConfig {
             config_dir: Default::default(),
             xds_address: "127.0.0.1:0".parse().unwrap(),
