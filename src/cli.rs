@@ -1,6 +1,7 @@
 //! Command-line options shared by the subcommands. Every option can also come from the environment
 //! (`PIER_...`), so the same settings work in a shell, a Deployment or CI.
 
+mod ops;
 mod resolve;
 mod xds;
 
@@ -11,6 +12,7 @@ use ipnet::IpNet;
 
 use crate::ir::LookupFamily;
 use crate::options::{DEFAULT_CONTROLLER_NAME, DEFAULT_SYSTEM_CA_PATH, Guardrails, Options};
+pub use ops::{AdminTarget, Format, ProxyStatusArgs};
 pub use resolve::ResolveArgs;
 pub use xds::{BootstrapTlsArgs, CertsArgs, DEFAULT_TRUST_DOMAIN, XdsArgs};
 
@@ -42,6 +44,9 @@ pub enum Command {
     /// Create a CA, pier's xDS server certificate and one client certificate per Gateway (mTLS xDS for
     /// self-managed setups; the layout of Kubernetes TLS Secrets).
     Certs(CertsArgs),
+    /// One line per proxy connected to a running pier: node, Gateway, ADS mode and, per type, SYNCED,
+    /// STALE (sent, not acknowledged), NACKED (with Envoy's message) or NOT_SENT, with versions.
+    ProxyStatus(ProxyStatusArgs),
 }
 
 /// `pier demo` (only with the `demo` feature, on by default).

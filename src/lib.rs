@@ -29,6 +29,7 @@ pub mod envoy;
 pub mod gateway;
 pub mod ir;
 pub mod model;
+pub mod ops;
 pub mod options;
 pub mod resolve;
 pub mod runtime;

@@ -7,7 +7,9 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 #[cfg(feature = "demo")]
 use pier::cli::DemoArgs;
-use pier::cli::{AdminArgs, BootstrapArgs, CertsArgs, Cli, Command, Output, ServeArgs, TranslateArgs};
+use pier::cli::{
+    AdminArgs, BootstrapArgs, CertsArgs, Cli, Command, Format, Output, ProxyStatusArgs, ServeArgs, TranslateArgs,
+};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -34,6 +36,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(*args),
         Command::Bootstrap(args) => bootstrap(args),
         Command::Certs(args) => certs(args),
+        Command::ProxyStatus(args) => proxy_status(args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo(args),
         Command::Crds => pier::crds::yaml().context("rendering the CRDs").and_then(|text| {
@@ -50,6 +53,29 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn proxy_status(args: ProxyStatusArgs) -> Result<()> {
+    let admin = pier::ops::admin_client::Admin::new(args.admin.address, args.admin.admin_token_file.as_deref())
+        .map_err(anyhow::Error::msg)?;
+    let doc = current_thread()?
+        .block_on(admin.get_json("/debug/clients"))
+        .map_err(anyhow::Error::msg)?;
+    let text = match args.output {
+        Format::Text => pier::ops::proxy_status::render(&doc),
+        Format::Json => format!("{}\n", serde_json::to_string_pretty(&doc)?),
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("writing output")
+}
+
+fn current_thread() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
 }
 
 fn translate(args: TranslateArgs) -> Result<()> {

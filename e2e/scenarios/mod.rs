@@ -51,6 +51,7 @@ mod s17_pier_resolves_hostnames;
 mod s18_pod_selector;
 mod s19_backend_protocols_on_the_wire;
 mod s20_mcp;
+mod s21_proxy_status;
 
 use crate::harness::PierOptions;
 

@@ -16,6 +16,8 @@
 
 pub mod dns;
 pub mod envoy;
+#[cfg(feature = "testkit")]
+pub mod grpc;
 pub mod http;
 pub mod mcp;
 pub mod pki;

@@ -85,6 +85,48 @@ pub enum TypeSync {
     Pending,
 }
 
+/// What a proxy has of what pier serves it now, for one type: CSDS's config status, `pier proxy-status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigState {
+    /// Acknowledged: the proxy runs what pier serves.
+    Synced,
+    /// Sent and not answered yet, or something newer still to send.
+    Stale,
+    /// The proxy rejected what pier serves (the message is in [`TypeStatus::last_nack`]).
+    Nacked,
+    /// Asked for and nothing sent yet.
+    NotSent,
+    /// The proxy never asked for this type (e.g. no secrets to fetch).
+    NotRequested,
+}
+
+impl ConfigState {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ConfigState::Synced => "SYNCED",
+            ConfigState::Stale => "STALE",
+            ConfigState::Nacked => "NACKED",
+            ConfigState::NotSent => "NOT_SENT",
+            ConfigState::NotRequested => "NOT_REQUESTED",
+        }
+    }
+}
+
+impl ClientInfo {
+    /// Where this proxy stands with `ty`, from the stream's last reported position.
+    pub fn state(&self, ty: XdsType) -> ConfigState {
+        let sent = self.types.get(&ty).is_some_and(|t| t.sent_version.is_some());
+        match self.sync.as_ref().map(|s| s.types.get(&ty)) {
+            None => ConfigState::NotSent,
+            Some(None) => ConfigState::NotRequested,
+            Some(Some(TypeSync::Applied)) => ConfigState::Synced,
+            Some(Some(TypeSync::Rejected)) => ConfigState::Nacked,
+            Some(Some(TypeSync::Pending)) if sent => ConfigState::Stale,
+            Some(Some(TypeSync::Pending)) => ConfigState::NotSent,
+        }
+    }
+}
+
 /// A stream's position after one turn of its loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientSync {
@@ -280,7 +322,9 @@ impl Clients {
     }
 
     /// `/debug/clients`: `{"clients": [{id, node, cluster, gateway, mode, connected_at_unix, types: {
-    /// clusters: {sent_version, acked_version, nack_count, rejecting, last_nack: {version, message}}}}]}`.
+    /// clusters: {state, sent_version, acked_version, nack_count, rejecting, last_nack: {version,
+    /// message}}}, states: {clusters: SYNCED, ...}}]}`. `states` has every type's [`ConfigState`];
+    /// `types` the ones sent or answered at least once.
     pub fn to_json(&self) -> Value {
         let clients: Vec<Value> = self
             .list()
@@ -296,6 +340,7 @@ impl Clients {
                             .map(|n| json!({"version": n.version, "message": n.message}));
                         let status = json!({
                             "type_url": ty.type_url(),
+                            "state": c.state(*ty).as_str(),
                             "sent_version": t.sent_version,
                             "acked_version": t.acked_version,
                             "nack_count": t.nack_count,
@@ -305,6 +350,10 @@ impl Clients {
                         (ty.as_str().to_string(), status)
                     })
                     .collect();
+                let states: serde_json::Map<String, Value> = XdsType::ALL
+                    .into_iter()
+                    .map(|ty| (ty.as_str().to_string(), json!(c.state(ty).as_str())))
+                    .collect();
                 json!({
                     "id": c.id,
                     "node": c.node_id,
@@ -313,6 +362,7 @@ impl Clients {
                     "identity": c.identity,
                     "mode": c.mode.as_str(),
                     "connected_at_unix": c.connected_at_unix,
+                    "states": states,
                     "types": types,
                 })
             })
@@ -322,86 +372,5 @@ impl Clients {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nacks_are_per_gateway_and_cleared_by_an_ack() {
-        let clients = Clients::new();
-        let a = clients.register("n1", "ns/a", Some("ns/a"), Mode::Sotw, "plaintext");
-        let b = clients.register(
-            "n2\nforged",
-            "ns/b",
-            Some("ns/b"),
-            Mode::Delta,
-            "spiffe://pier.local/ns/ns/gateway/b",
-        );
-        clients.sent(a, XdsType::Cluster, "v2");
-        clients.nacked(a, XdsType::Cluster, "v2", "bad cluster");
-        clients.nacked(b, XdsType::Route, "v1", "bad route\n2026-01-01 INFO forged");
-        let url = XdsType::Cluster.type_url().to_string();
-        assert_eq!(
-            clients.nacks_for_gateway("ns/a"),
-            vec![(url, "bad cluster".to_string())]
-        );
-        clients.acked(a, XdsType::Cluster, "v3");
-        assert!(clients.nacks_for_gateway("ns/a").is_empty());
-        let json = clients.to_json();
-        assert_eq!(json["clients"][0]["types"]["clusters"]["nack_count"], 1);
-        assert_eq!(json["clients"][1]["mode"], "delta");
-        // Client strings are escaped: a newline cannot start a line of its own wherever they are shown.
-        assert_eq!(json["clients"][1]["node"], r"n2\nforged");
-        assert_eq!(
-            json["clients"][1]["types"]["routes"]["last_nack"]["message"],
-            r"bad route\n2026-01-01 INFO forged"
-        );
-        assert_eq!(json["clients"][1]["identity"], "spiffe://pier.local/ns/ns/gateway/b");
-        clients.remove(a);
-        assert_eq!(clients.len(), 1);
-    }
-
-    #[test]
-    fn the_verdict_reads_positions_from_the_publish_on() {
-        let clients = Clients::new();
-        assert_eq!(clients.verdict(1), Verdict::Unjudged);
-        let a = clients.register("n1", "ns/a", Some("ns/a"), Mode::Sotw, "plaintext");
-        let b = clients.register("n2", "ns/b", Some("ns/b"), Mode::Delta, "plaintext");
-        assert_eq!(clients.verdict(1), Verdict::Busy, "no position yet");
-        let sync = |generation, route| ClientSync {
-            generation,
-            promoted: true,
-            types: [(XdsType::Cluster, TypeSync::Applied), (XdsType::Route, route)].into(),
-        };
-        let events = clients.events();
-        clients.synced(a, sync(1, TypeSync::Applied));
-        clients.synced(b, sync(1, TypeSync::Applied));
-        assert!(events.has_changed().unwrap());
-        assert_eq!(clients.verdict(1), Verdict::Applied);
-        assert_eq!(clients.verdict(2), Verdict::Busy, "positions from before the publish");
-        clients.nacked(b, XdsType::Route, "v2", "bad regex");
-        clients.synced(b, sync(2, TypeSync::Rejected));
-        clients.synced(a, sync(2, TypeSync::Pending));
-        assert_eq!(
-            clients.verdict(2),
-            Verdict::Rejected {
-                gateway: "ns/b".into(),
-                type_url: XdsType::Route.type_url().into(),
-                message: "bad regex".into(),
-            }
-        );
-        clients.remove(b);
-        assert_eq!(clients.verdict(2), Verdict::Busy);
-        clients.synced(
-            a,
-            ClientSync {
-                promoted: false,
-                ..sync(2, TypeSync::Applied)
-            },
-        );
-        assert_eq!(
-            clients.verdict(2),
-            Verdict::Busy,
-            "listeners and routes not yet from the newest snapshot"
-        );
-    }
-}
+#[path = "clients_tests.rs"]
+mod tests;

@@ -24,6 +24,7 @@
 
 pub mod cache;
 pub mod clients;
+pub mod csds;
 mod delta;
 #[cfg(any(feature = "fuzzing", feature = "testkit"))]
 #[doc(hidden)]

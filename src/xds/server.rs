@@ -1,6 +1,6 @@
 //! The tonic side: [`AdsServer`] holds what Envoy's `AggregatedDiscoveryService` (SotW and delta) serves
 //! from — each stream runs in its own task, framed by [`grpc`](super::grpc) — and [`serve`] runs it on a
-//! listener until shutdown.
+//! listener until shutdown, beside the client status service ([`csds`](super::csds)).
 //!
 //! Owns transport concerns only (TLS and the client bounds through [`transport`](super::transport),
 //! keepalive, graceful shutdown). On shutdown every stream task ends its
@@ -12,10 +12,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use envoy_types::pb::envoy::service::status::v3::client_status_discovery_service_server::ClientStatusDiscoveryServiceServer;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::csds::Csds;
 use super::grpc::AdsService;
 use super::stream::Shared;
 use super::transport::{self, TlsState, XdsLimits};
@@ -111,11 +113,14 @@ pub async fn serve(
         let _ = stop.send(true);
     };
     let max_request_bytes = server.limits.max_request_bytes;
+    let csds = ClientStatusDiscoveryServiceServer::new(Csds::new(server.clients.clone(), server.cache.clone()))
+        .max_decoding_message_size(max_request_bytes);
     let served = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
         .max_concurrent_streams(Some(server.limits.max_streams_per_connection))
         .add_service(AdsService::new(server, max_request_bytes))
+        .add_service(csds)
         .serve_with_incoming_shutdown(incoming, signal)
         .await;
     acceptor.abort();

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 const CORE: &[&str] = &["api", "model", "ir", "gateway", "envoy", "translate", "options"];
 const EDGES: &[&str] = &[
-    "source", "xds", "status", "runtime", "admin", "testkit", "demo", "cli", "crds", "certs",
+    "source", "xds", "status", "runtime", "admin", "testkit", "demo", "cli", "crds", "certs", "ops",
 ];
 /// Text that means I/O, a clock, the environment, randomness or a network/Kubernetes client.
 const FORBIDDEN: &[&str] = &[

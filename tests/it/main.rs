@@ -13,6 +13,7 @@
 //! | [`cli`] | `pier translate` and `pier bootstrap` as a user runs them |
 //! | [`dashboard`] | the Grafana dashboard and `docs/operations.md` name only metrics a live `/metrics` has |
 //! | [`resolve_cli`] | `pier translate --resolve-hostnames pier` against a loopback DNS responder |
+//! | [`proxy_status`] | CSDS on the xDS port and `pier proxy-status`, a synced and a NACKing proxy |
 //! | [`serve_inputs`] | `pier serve` against config files and admin requests an outsider controls |
 //! | [`demo`] | `pier demo --once` (built with the `demo` feature) |
 //! | [`envoy_validate`] | every IR variant accepted by `envoy --mode validate` |
@@ -40,6 +41,7 @@ mod fake_apiserver;
 mod kube;
 mod kube_support;
 mod layering;
+mod proxy_status;
 mod re2_size;
 mod resolve_cli;
 mod route_features_live;

@@ -17,6 +17,7 @@ const WAIT: Duration = Duration::from_secs(20);
 /// A running `pier serve`, killed on drop (its log printed if the test failed).
 pub struct Serve {
     pub admin: SocketAddr,
+    pub xds: SocketAddr,
     child: Child,
     log: PathBuf,
 }
@@ -53,16 +54,12 @@ impl Serve {
             .expect("spawning pier serve");
         let deadline = Instant::now() + WAIT;
         loop {
-            if let Some(addr) = std::fs::read(&address_file)
+            let addresses = std::fs::read(&address_file)
                 .ok()
-                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-                .and_then(|v| v["admin"].as_str()?.parse().ok())
-            {
-                return Ok(Serve {
-                    admin: addr,
-                    child,
-                    log,
-                });
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+            let addr = |key: &str| addresses.as_ref().and_then(|v| v[key].as_str()?.parse().ok());
+            if let (Some(admin), Some(xds)) = (addr("admin"), addr("xds")) {
+                return Ok(Serve { admin, xds, child, log });
             }
             if let Ok(Some(status)) = child.try_wait() {
                 let log = std::fs::read_to_string(&log).unwrap_or_default();
@@ -121,7 +118,7 @@ impl Drop for Serve {
     }
 }
 
-fn gateway(hostname: &str) -> String {
+pub fn gateway(hostname: &str) -> String {
     format!(
         "apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass

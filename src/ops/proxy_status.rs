@@ -1,0 +1,133 @@
+//! `pier proxy-status`: one line per connected proxy — node, Gateway, ADS mode and, per type, whether
+//! it runs what pier serves (`SYNCED`), has been sent something it has not acknowledged or has
+//! something newer to receive (`STALE`), rejected it (`NACKED`, with Envoy's message below the table),
+//! has asked and been sent nothing (`NOT_SENT`), or never asked (`-`) — with the version it runs or was
+//! sent. Read from the admin API's `/debug/clients` (`xds::clients`), so it needs no xDS credentials.
+
+use serde_json::Value;
+
+/// The columns, in the order Envoy applies the types: (`/debug/clients` key, xDS service).
+const TYPES: [(&str, &str); 5] = [
+    ("clusters", "CDS"),
+    ("endpoints", "EDS"),
+    ("listeners", "LDS"),
+    ("routes", "RDS"),
+    ("secrets", "SDS"),
+];
+/// Versions are content hashes; this many characters tell two apart.
+const VERSION_CHARS: usize = 8;
+
+/// The table (and the rejections under it) for a `/debug/clients` document.
+pub fn render(doc: &Value) -> String {
+    let clients = doc["clients"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if clients.is_empty() {
+        return "no proxy is connected\n".to_string();
+    }
+    let mut rows = vec![
+        ["NODE", "GATEWAY", "MODE"]
+            .into_iter()
+            .chain(TYPES.iter().map(|(_, s)| *s))
+            .map(str::to_string)
+            .collect::<Vec<_>>(),
+    ];
+    let mut nacks = Vec::new();
+    for c in clients {
+        let node = text(&c["node"]);
+        let mut row = vec![node.clone(), text(&c["gateway"]), text(&c["mode"])];
+        for (key, service) in TYPES {
+            let state = c["states"][key].as_str().unwrap_or("NOT_SENT");
+            let t = &c["types"][key];
+            row.push(cell(state, t));
+            if state == "NACKED" {
+                let message = t["last_nack"]["message"].as_str().unwrap_or("(no message)");
+                nacks.push(format!("{node} {service}: {message}"));
+            }
+        }
+        rows.push(row);
+    }
+    let mut out = table(&rows);
+    if !nacks.is_empty() {
+        out.push_str("\nRejected by the proxy (Envoy's message):\n");
+        for n in nacks {
+            out.push_str(&format!("  {n}\n"));
+        }
+    }
+    out
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().map_or_else(|| "-".to_string(), str::to_string)
+}
+
+/// `SYNCED abcd1234`: the state and the version it concerns (acknowledged, rejected or sent).
+fn cell(state: &str, t: &Value) -> String {
+    let version = match state {
+        "SYNCED" => t["acked_version"].as_str(),
+        "NACKED" => t["last_nack"]["version"].as_str(),
+        "STALE" => t["sent_version"].as_str(),
+        "NOT_REQUESTED" => return "-".to_string(),
+        _ => None,
+    };
+    match version {
+        Some(v) if !v.is_empty() => format!("{state} {}", v.chars().take(VERSION_CHARS).collect::<String>()),
+        _ => state.to_string(),
+    }
+}
+
+fn table(rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn one_line_per_proxy_and_rejections_below() {
+        let doc = json!({"clients": [
+            {"node": "envoy-1", "gateway": "default/gw", "mode": "delta",
+             "states": {"clusters": "SYNCED", "endpoints": "SYNCED", "listeners": "STALE",
+                        "routes": "NOT_SENT", "secrets": "NOT_REQUESTED"},
+             "types": {"clusters": {"acked_version": "0123456789abcdef"},
+                       "endpoints": {"acked_version": "fedcba9876543210"},
+                       "listeners": {"sent_version": "aaaabbbbccccdddd", "acked_version": "1111222233334444"}}},
+            {"node": "envoy-2", "gateway": "default/gw", "mode": "sotw",
+             "states": {"clusters": "SYNCED", "endpoints": "SYNCED", "listeners": "SYNCED",
+                        "routes": "NACKED", "secrets": "SYNCED"},
+             "types": {"routes": {"last_nack": {"version": "99998888", "message": "invalid regex"}}}}
+        ]});
+        let out = render(&doc);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0],
+            "NODE     GATEWAY     MODE   CDS              EDS              LDS             RDS              SDS"
+        );
+        assert_eq!(
+            lines[1],
+            "envoy-1  default/gw  delta  SYNCED 01234567  SYNCED fedcba98  STALE aaaabbbb  NOT_SENT         -"
+        );
+        assert_eq!(
+            lines[2],
+            "envoy-2  default/gw  sotw   SYNCED           SYNCED           SYNCED          NACKED 99998888  SYNCED"
+        );
+        assert_eq!(
+            &lines[4..],
+            [
+                "Rejected by the proxy (Envoy's message):",
+                "  envoy-2 RDS: invalid regex"
+            ]
+        );
+        assert_eq!(render(&json!({"clients": []})), "no proxy is connected\n");
+    }
+}
