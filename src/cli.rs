@@ -12,7 +12,7 @@ use ipnet::IpNet;
 
 use crate::ir::LookupFamily;
 use crate::options::{DEFAULT_CONTROLLER_NAME, DEFAULT_SYSTEM_CA_PATH, Guardrails, Options};
-pub use ops::{AdminTarget, Format, ProxyStatusArgs};
+pub use ops::{AdminTarget, DiffArgs, Format, ProxyStatusArgs};
 pub use resolve::ResolveArgs;
 pub use xds::{BootstrapTlsArgs, CertsArgs, DEFAULT_TRUST_DOMAIN, XdsArgs};
 
@@ -47,6 +47,10 @@ pub enum Command {
     /// One line per proxy connected to a running pier: node, Gateway, ADS mode and, per type, SYNCED,
     /// STALE (sent, not acknowledged), NACKED (with Envoy's message) or NOT_SENT, with versions.
     ProxyStatus(ProxyStatusArgs),
+    /// What a change to the manifests does to each Gateway's Envoy configuration and to every status,
+    /// flagging TLS turned off or loosened, guardrail refusals and backends turning into 500s. Exit code
+    /// 0: no change, 1: changes, 2: error.
+    Diff(DiffArgs),
 }
 
 /// `pier demo` (only with the `demo` feature, on by default).

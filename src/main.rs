@@ -8,7 +8,8 @@ use clap::Parser;
 #[cfg(feature = "demo")]
 use pier::cli::DemoArgs;
 use pier::cli::{
-    AdminArgs, BootstrapArgs, CertsArgs, Cli, Command, Format, Output, ProxyStatusArgs, ServeArgs, TranslateArgs,
+    AdminArgs, BootstrapArgs, CertsArgs, Cli, Command, DiffArgs, Format, Output, ProxyStatusArgs, ServeArgs,
+    TranslateArgs,
 };
 
 fn main() -> ExitCode {
@@ -31,7 +32,18 @@ fn main() -> ExitCode {
         .init();
     // kube and the TLS servers share rustls; pick its crypto provider once, before any is built.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    if let Command::Diff(args) = cli.command {
+        // 0 and 1 say whether anything changed (a CI gate), so an error must be neither.
+        return match diff(args) {
+            Ok(changed) => ExitCode::from(u8::from(changed)),
+            Err(e) => {
+                eprintln!("pier: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let result = match cli.command {
+        Command::Diff(_) => unreachable!("handled above"),
         Command::Translate(args) => translate(args),
         Command::Serve(args) => serve(*args),
         Command::Bootstrap(args) => bootstrap(args),
@@ -53,6 +65,42 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether anything changed.
+fn diff(args: DiffArgs) -> Result<bool> {
+    use pier::ops::diff::{self, input};
+    let (old, new) = (input::Spec::parse(&args.old), input::Spec::parse(&args.new));
+    let opts = args.translator.options().map_err(anyhow::Error::msg)?;
+    if opts.resolution.mode == pier::options::ResolveMode::Pier {
+        // Both sides would be resolved at different moments: the diff would show DNS, not the change.
+        bail!("pier diff compares translations as Envoy resolves names (--resolve-hostnames envoy)");
+    }
+    let side = |spec: &input::Spec, other: &input::Spec, label: &str| -> Result<diff::Side> {
+        let m = input::materialize(spec, other)
+            .map_err(anyhow::Error::msg)
+            .context(label.to_string())?;
+        let loaded = pier::source::files::load_paths_capped(std::slice::from_ref(&m.path), args.inputs.max_file_bytes)
+            .with_context(|| format!("reading {label} ({})", m.path.display()))?;
+        for w in &loaded.warnings {
+            tracing::warn!("{label}: {w}");
+        }
+        let mut side = diff::Side::of(&pier::translate(&loaded.model, &opts));
+        if let Some(g) = &args.gateway {
+            side.gateways.retain(|name, _| name == g);
+        }
+        Ok(side)
+    };
+    let report = diff::diff(&side(&old, &new, "OLD")?, &side(&new, &old, "NEW")?);
+    let text = match args.output {
+        Format::Text => diff::text(&report),
+        Format::Json => format!("{}\n", serde_json::to_string_pretty(&report)?),
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("writing output")?;
+    Ok(!report.is_empty())
 }
 
 fn proxy_status(args: ProxyStatusArgs) -> Result<()> {

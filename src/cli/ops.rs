@@ -1,4 +1,4 @@
-//! Options of the operator commands (`pier proxy-status`).
+//! Options of the operator commands (`pier proxy-status`, `pier diff`).
 
 use std::path::PathBuf;
 
@@ -36,4 +36,25 @@ pub struct ProxyStatusArgs {
     pub admin: AdminTarget,
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: Format,
+}
+
+/// `pier diff OLD NEW`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The configuration before: a directory or file of manifests, or git:REF[:PATH] (PATH at commit REF
+    /// of the current repository; without PATH, NEW's path).
+    #[arg(value_name = "OLD")]
+    pub old: String,
+    /// The configuration after, in the same forms.
+    #[arg(value_name = "NEW")]
+    pub new: String,
+    /// Only this Gateway (NAMESPACE/NAME); statuses are always compared whole.
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub gateway: Option<String>,
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: Format,
+    #[command(flatten)]
+    pub inputs: super::InputArgs,
+    #[command(flatten)]
+    pub translator: super::TranslatorArgs,
 }

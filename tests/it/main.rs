@@ -10,6 +10,7 @@
 //! | [`xds`] | the ADS server over loopback, SotW and delta; mTLS, authorization and client bounds |
 //! | [`security_cli`] | `pier certs`, `pier bootstrap` with mTLS, `pier serve` refusing plaintext beyond loopback |
 //! | [`kube`] | the runtime against the fake API server; the `deploy/` manifests |
+//! | [`diff`] | `pier diff`: reviewed outputs, exit codes, flags, a `git:REF` side |
 //! | [`cli`] | `pier translate` and `pier bootstrap` as a user runs them |
 //! | [`dashboard`] | the Grafana dashboard and `docs/operations.md` name only metrics a live `/metrics` has |
 //! | [`resolve_cli`] | `pier translate --resolve-hostnames pier` against a loopback DNS responder |
@@ -36,6 +37,7 @@ mod cli;
 mod dashboard;
 #[cfg(feature = "demo")]
 mod demo;
+mod diff;
 mod envoy_validate;
 mod fake_apiserver;
 mod kube;
