@@ -21,12 +21,14 @@ pub mod consts {
     pub const X_GATEWAY_GROUP: &str = "gateway.networking.x-k8s.io";
     pub const EG_GROUP: &str = "gateway.envoyproxy.io";
     pub const CORE_GROUP: &str = "";
+    pub const CERTIFICATES_GROUP: &str = "certificates.k8s.io";
 
     pub const KIND_XBACKEND: &str = "XBackend";
     pub const KIND_BACKEND: &str = "Backend";
     pub const KIND_SERVICE: &str = "Service";
     pub const KIND_SECRET: &str = "Secret";
     pub const KIND_CONFIGMAP: &str = "ConfigMap";
+    pub const KIND_CLUSTER_TRUST_BUNDLE: &str = "ClusterTrustBundle";
     pub const KIND_GATEWAY: &str = "Gateway";
     pub const KIND_GATEWAY_CLASS: &str = "GatewayClass";
     pub const KIND_HTTPROUTE: &str = "HTTPRoute";

@@ -118,7 +118,8 @@ fn resolve(model: &Model, gw: &ObjectKey, w: &Written) -> PortValidation {
             name: name.clone(),
             key: CA_CERT_KEY.to_string(),
         };
-        let outcome = tls::resolve_ca_refs(model, &ns, &[one], ("gateway", &gw.namespace, &gw.name));
+        let owner = ("gateway", gw.namespace.as_str(), gw.name.as_str());
+        let outcome = tls::resolve_ca_refs(model, &ns, &[one], owner, tls::CaKinds::Core);
         match (outcome.bundle, outcome.problems.first()) {
             (Some(b), _) => {
                 if let ir::Secret::CaBundle { pem } = b.secret {

@@ -1,136 +1,26 @@
 //! Certificate references shared by every TLS-bearing object: CA bundles (ConfigMap or Secret key
-//! `ca.crt`) and certificate/key pairs (`kubernetes.io/tls` Secrets). Each resolved reference becomes an
-//! SDS secret with a name from `ir::names`; each failure becomes a `Problem` with the upstream
+//! `ca.crt`, or a ClusterTrustBundle; see [`ca`]) and certificate/key pairs (`kubernetes.io/tls`
+//! Secrets). Each resolved reference becomes an SDS secret with a name from `ir::names`; each failure becomes a `Problem` with the upstream
 //! reason, naming the object and key. PEM is checked for framing here so a broken bundle is refused
 //! in status instead of being NACKed by every proxy. A certificate field (`tls.crt`, a CA bundle) that
 //! carries a private key is refused too, naming the object and key: served as a certificate, the key
 //! would reach every proxy and everyone who may read the config dump.
 
+pub mod ca;
 pub mod private_keys;
+
+pub use ca::{CaBundle, CaKinds, CaOutcome, CaRef, resolve_ca_refs, system_ca};
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Secret as K8sSecret;
 
 use super::conditions::{Problem, TlsProblem, TlsReason};
-use crate::api::consts::{CA_CERT_KEY, SECRET_TYPE_OPAQUE, SECRET_TYPE_TLS, TLS_CERT_KEY, TLS_KEY_KEY};
+use crate::api::consts::{SECRET_TYPE_OPAQUE, SECRET_TYPE_TLS, TLS_CERT_KEY, TLS_KEY_KEY};
 use crate::api::{LocalObjectReference, SecretObjectReference};
 use crate::ir;
 use crate::ir::names;
 use crate::model::{Model, ObjectKey};
-
-/// A resolved trust bundle: its SDS name and content.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CaBundle {
-    pub secret_name: String,
-    pub secret: ir::Secret,
-}
-
-/// Outcome of resolving a list of CA references: the bundle of the valid ones (if any) and a problem
-/// per invalid one.
-#[derive(Debug, Default)]
-pub struct CaOutcome {
-    pub bundle: Option<CaBundle>,
-    pub problems: Vec<TlsProblem>,
-}
-
-/// One CA reference: a core ConfigMap or Secret and the key holding the PEM bundle.
-#[derive(Debug, Clone)]
-pub struct CaRef {
-    pub group: String,
-    pub kind: String,
-    pub name: String,
-    pub key: String,
-}
-
-impl From<&LocalObjectReference> for CaRef {
-    fn from(r: &LocalObjectReference) -> Self {
-        Self {
-            group: r.group.clone(),
-            kind: r.kind.clone(),
-            name: r.name.clone(),
-            key: CA_CERT_KEY.to_string(),
-        }
-    }
-}
-
-/// Resolves CA references (local to `namespace`). `owner` names the object for a bundle made of
-/// several references, e.g. `("xbackend", ns, name)`.
-pub fn resolve_ca_refs(model: &Model, namespace: &str, refs: &[CaRef], owner: (&str, &str, &str)) -> CaOutcome {
-    let mut out = CaOutcome::default();
-    let mut valid: Vec<(String, String, String)> = Vec::new();
-    for r in refs {
-        let path = format!("{} {namespace}/{}", r.kind, r.name);
-        if !r.group.is_empty() || (r.kind != "ConfigMap" && r.kind != "Secret") {
-            out.problems.push(Problem::refs(
-                TlsReason::InvalidKind,
-                format!(
-                    "caCertificateRef {}/{} {:?}: only core ConfigMap and Secret are supported",
-                    if r.group.is_empty() { "core" } else { &r.group },
-                    r.kind,
-                    r.name
-                ),
-            ));
-            continue;
-        }
-        let key = ObjectKey::new(namespace, &r.name);
-        let pem = if r.kind == "ConfigMap" {
-            match model.config_maps.get(&key) {
-                None => Err(format!("{path} not found")),
-                Some(cm) => cm
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get(&r.key).cloned())
-                    .ok_or_else(|| format!("{path} has no key {:?}", r.key)),
-            }
-        } else {
-            match model.secrets.get(&key) {
-                None => Err(format!("{path} not found")),
-                Some(s) => secret_string(s, &r.key).ok_or_else(|| format!("{path} has no key {:?}", r.key)),
-            }
-        };
-        let checked = pem.and_then(|p| {
-            check_certificates(&p)
-                .map(|()| p)
-                .map_err(|e| format!("{path} key {}: {e}", r.key))
-        });
-        match checked {
-            Ok(p) => valid.push((r.kind.to_ascii_lowercase(), r.name.clone(), p)),
-            Err(msg) => out
-                .problems
-                .push(Problem::refs(TlsReason::InvalidCACertificateRef, msg)),
-        }
-    }
-    out.bundle = match valid.len() {
-        0 => None,
-        1 => {
-            let (kind, name, pem) = valid.pop().expect("one");
-            Some(CaBundle {
-                secret_name: names::ca_secret(&kind, namespace, &name),
-                secret: ir::Secret::CaBundle { pem },
-            })
-        }
-        _ => {
-            let pem = valid
-                .iter()
-                .map(|(_, _, p)| p.trim_end().to_string() + "\n")
-                .collect::<String>();
-            Some(CaBundle {
-                secret_name: names::ca_bundle_secret(owner.0, owner.1, owner.2),
-                secret: ir::Secret::CaBundle { pem },
-            })
-        }
-    };
-    out
-}
-
-/// The system trust bundle, as a file Envoy reads.
-pub fn system_ca(path: &str) -> CaBundle {
-    CaBundle {
-        secret_name: names::SYSTEM_CA_SECRET.to_string(),
-        secret: ir::Secret::CaFile { path: path.to_string() },
-    }
-}
 
 /// Resolves a reference to a `kubernetes.io/tls` (or `Opaque`) Secret into an SDS certificate. The caller has
 /// already decided whether the (possibly cross-namespace) reference is permitted; `namespace` is
@@ -315,7 +205,13 @@ fn trust(
         }
         (false, None) => {
             let refs: Vec<CaRef> = refs.iter().map(CaRef::from).collect();
-            let ca = resolve_ca_refs(model, site.namespace, &refs, site.owner);
+            let ca = resolve_ca_refs(
+                model,
+                site.namespace,
+                &refs,
+                site.owner,
+                CaKinds::WithClusterTrustBundle,
+            );
             problems.extend(ca.problems);
             ca.bundle.ok_or_else(|| {
                 Problem::accepted(

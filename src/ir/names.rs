@@ -107,6 +107,11 @@ pub fn ca_secret(kind: &str, namespace: &str, name: &str) -> String {
     bounded(format!("ca/{kind}/{namespace}/{name}"))
 }
 
+/// CA bundle taken from one ClusterTrustBundle (cluster-scoped: no namespace).
+pub fn cluster_trust_bundle_secret(name: &str) -> String {
+    bounded(format!("ca/clustertrustbundle/{name}"))
+}
+
 /// CA bundle concatenated from several references, owned by one object (a Backend or a policy).
 pub fn ca_bundle_secret(owner_kind: &str, namespace: &str, name: &str) -> String {
     bounded(format!("ca-bundle/{owner_kind}/{namespace}/{name}"))

@@ -30,6 +30,7 @@ macro_rules! with_kind {
             Kind::Pod => { $(let $objs = &$model.pods;)+ $body }
             Kind::Secret => { $(let $objs = &$model.secrets;)+ $body }
             Kind::ConfigMap => { $(let $objs = &$model.config_maps;)+ $body }
+            Kind::ClusterTrustBundle => { $(let $objs = &$model.cluster_trust_bundles;)+ $body }
             Kind::Namespace => { $(let $objs = &$model.namespaces;)+ $body }
             Kind::Resolution => { $(let $objs = &$model.resolutions;)+ $body }
         }
@@ -38,7 +39,7 @@ macro_rules! with_kind {
 
 /// Every kind users write, in the order objects are listed. Resolutions (`--resolve-hostnames pier`)
 /// are pier's own lookups, not anyone's change: they are never listed, so never quarantined.
-const KINDS: [Kind; 16] = [
+const KINDS: [Kind; 17] = [
     Kind::GatewayClass,
     Kind::Gateway,
     Kind::HttpRoute,
@@ -54,6 +55,7 @@ const KINDS: [Kind; 16] = [
     Kind::Pod,
     Kind::Secret,
     Kind::ConfigMap,
+    Kind::ClusterTrustBundle,
     Kind::Namespace,
 ];
 
@@ -111,6 +113,7 @@ impl Model {
             Kind::Pod => take(&mut self.pods, &from.pods, key),
             Kind::Secret => take(&mut self.secrets, &from.secrets, key),
             Kind::ConfigMap => take(&mut self.config_maps, &from.config_maps, key),
+            Kind::ClusterTrustBundle => take(&mut self.cluster_trust_bundles, &from.cluster_trust_bundles, key),
             Kind::Namespace => take(&mut self.namespaces, &from.namespaces, key),
             Kind::Resolution => take(&mut self.resolutions, &from.resolutions, key),
         }

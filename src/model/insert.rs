@@ -40,6 +40,7 @@ impl Object {
             Object::Pod(_) => "Pod",
             Object::Secret(_) => "Secret",
             Object::ConfigMap(_) => "ConfigMap",
+            Object::ClusterTrustBundle(_) => "ClusterTrustBundle",
             Object::Namespace(_) => "Namespace",
         }
     }
@@ -61,12 +62,16 @@ impl Object {
             Object::Pod(_) => Kind::Pod,
             Object::Secret(_) => Kind::Secret,
             Object::ConfigMap(_) => Kind::ConfigMap,
+            Object::ClusterTrustBundle(_) => Kind::ClusterTrustBundle,
             Object::Namespace(_) => Kind::Namespace,
         }
     }
 
     pub fn is_namespaced(&self) -> bool {
-        !matches!(self, Object::GatewayClass(_) | Object::Namespace(_))
+        !matches!(
+            self,
+            Object::GatewayClass(_) | Object::ClusterTrustBundle(_) | Object::Namespace(_)
+        )
     }
 
     pub fn metadata(&self) -> &ObjectMeta {
@@ -85,6 +90,7 @@ impl Object {
             Object::Pod(o) => &o.metadata,
             Object::Secret(o) => &o.metadata,
             Object::ConfigMap(o) => &o.metadata,
+            Object::ClusterTrustBundle(o) => &o.metadata,
             Object::Namespace(o) => &o.metadata,
         }
     }
@@ -131,6 +137,7 @@ impl Model {
             Object::Pod(o) => self.pods.insert(key, Arc::new(*o)).is_some(),
             Object::Secret(o) => self.secrets.insert(key, Arc::new(o)).is_some(),
             Object::ConfigMap(o) => self.config_maps.insert(key, Arc::new(o)).is_some(),
+            Object::ClusterTrustBundle(o) => self.cluster_trust_bundles.insert(key, Arc::new(o)).is_some(),
             Object::Namespace(o) => self.namespaces.insert(key, Arc::new(o)).is_some(),
         }
     }
@@ -175,6 +182,7 @@ impl Model {
             Object::Pod(o) => keep(&mut self.pods, key, *o),
             Object::Secret(o) => keep(&mut self.secrets, key, o),
             Object::ConfigMap(o) => keep(&mut self.config_maps, key, o),
+            Object::ClusterTrustBundle(o) => keep(&mut self.cluster_trust_bundles, key, o),
             Object::Namespace(o) => keep(&mut self.namespaces, key, o),
         }
     }
@@ -200,6 +208,7 @@ impl Model {
             Kind::Pod => self.pods.remove(key).is_some(),
             Kind::Secret => self.secrets.remove(key).is_some(),
             Kind::ConfigMap => self.config_maps.remove(key).is_some(),
+            Kind::ClusterTrustBundle => self.cluster_trust_bundles.remove(key).is_some(),
             Kind::Namespace => self.namespaces.remove(key).is_some(),
             Kind::Resolution => self.resolutions.remove(key).is_some(),
         }
@@ -224,6 +233,7 @@ impl Model {
             pods: _,
             secrets: _,
             config_maps: _,
+            cluster_trust_bundles: _,
             namespaces: _,
             resolutions: _,
             slices_by_service: _,
@@ -250,6 +260,7 @@ impl Model {
         extend(&mut self.pods, &other.pods);
         extend(&mut self.secrets, &other.secrets);
         extend(&mut self.config_maps, &other.config_maps);
+        extend(&mut self.cluster_trust_bundles, &other.cluster_trust_bundles);
         extend(&mut self.namespaces, &other.namespaces);
         extend(&mut self.resolutions, &other.resolutions);
     }

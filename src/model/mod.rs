@@ -13,6 +13,7 @@ use gateway_api::apis::standard::{
     backendtlspolicies::BackendTlsPolicy, gatewayclasses::GatewayClass, gateways::Gateway, grpcroutes::GrpcRoute,
     httproutes::HttpRoute, referencegrants::ReferenceGrant,
 };
+use k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
@@ -122,6 +123,8 @@ pub struct Model {
     pub pods: Objects<Pod>,
     pub secrets: Objects<Secret>,
     pub config_maps: Objects<ConfigMap>,
+    /// Cluster-scoped (keyed by name alone, [`ObjectKey::cluster`]); v1alpha1 files are read into v1beta1.
+    pub cluster_trust_bundles: Objects<ClusterTrustBundle>,
     pub namespaces: Objects<Namespace>,
     /// pier's resolver's answers, by [`resolution::key`] (only with `--resolve-hostnames pier`; filled by
     /// the resolver stage, never by a source).
@@ -149,6 +152,7 @@ model_kind!(
     Pod => Pod,
     Secret => Secret,
     ConfigMap => ConfigMap,
+    ClusterTrustBundle => ClusterTrustBundle,
     Namespace => Namespace,
     Resolution => Resolution,
 );
@@ -222,5 +226,6 @@ pub enum Object {
     Pod(Box<Pod>),
     Secret(Secret),
     ConfigMap(ConfigMap),
+    ClusterTrustBundle(ClusterTrustBundle),
     Namespace(Namespace),
 }

@@ -36,6 +36,8 @@ pub enum Kind {
     Pod,
     Secret,
     ConfigMap,
+    /// Cluster-scoped CA bundles (`certificates.k8s.io`), read for `caCertificateRefs` naming one.
+    ClusterTrustBundle,
     Namespace,
     /// pier's own resolver's answer for one hostname (`model::resolution`); never read from a source.
     Resolution,
@@ -59,6 +61,7 @@ impl Kind {
             "Pod" => Kind::Pod,
             "Secret" => Kind::Secret,
             "ConfigMap" => Kind::ConfigMap,
+            "ClusterTrustBundle" => Kind::ClusterTrustBundle,
             "Namespace" => Kind::Namespace,
             _ => return None,
         })

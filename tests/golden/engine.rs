@@ -197,6 +197,7 @@ fn present(model: &Model) -> Vec<(Kind, ObjectKey)> {
     keys(&mut out, &model.endpoint_slices);
     keys(&mut out, &model.secrets);
     keys(&mut out, &model.config_maps);
+    keys(&mut out, &model.cluster_trust_bundles);
     keys(&mut out, &model.namespaces);
     out
 }

@@ -22,6 +22,7 @@ const OUTPUTS: [&str; 6] = ["clusters", "endpoints", "listeners", "routes", "sec
 
 mod cases;
 mod engine;
+mod engine_bundles;
 mod engine_pods;
 
 use cases::{Resolutions, cases, documents, options, resolutions};

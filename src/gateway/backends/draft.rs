@@ -332,7 +332,8 @@ fn fqdn_trust(
             key: ca_key.clone().unwrap_or_else(|| CA_CERT_KEY.to_string()),
         });
     }
-    let out = tls::resolve_ca_refs(ctx.model, &key.namespace, &refs, ("backend", &key.namespace, &key.name));
+    let owner = ("backend", key.namespace.as_str(), key.name.as_str());
+    let out = tls::resolve_ca_refs(ctx.model, &key.namespace, &refs, owner, tls::CaKinds::Core);
     let mut problems: Vec<BackendProblem> = out.problems.into_iter().map(Problem::widen).collect();
     match out.bundle {
         Some(bundle) if problems.is_empty() => {

@@ -3,8 +3,9 @@
 //! `stringData` folded into `data`), then strict deserialization with field paths.
 //!
 //! Older versions that are schema-identical for everything pier reads (v1beta1 Gateway, GatewayClass,
-//! HTTPRoute, ReferenceGrant; v1alpha3 BackendTLSPolicy) decode into the v1 types, so the translator sees
-//! one type per kind; v1alpha2 BackendTLSPolicy is mapped onto it (`btls_v1alpha2`).
+//! HTTPRoute, ReferenceGrant; v1alpha3 BackendTLSPolicy; v1alpha1 ClusterTrustBundle) decode into the
+//! newer types, so the translator sees one type per kind; v1alpha2 BackendTLSPolicy is mapped onto it
+//! (`btls_v1alpha2`).
 
 use k8s_openapi::ByteString;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -35,6 +36,8 @@ pub(super) enum Kind {
     Pod,
     Secret,
     ConfigMap,
+    /// `v1beta1`, or `v1alpha1` (the same schema) read as v1beta1.
+    ClusterTrustBundle,
     Namespace,
 }
 
@@ -47,6 +50,8 @@ const XGW_V1ALPHA1: &str = "gateway.networking.x-k8s.io/v1alpha1";
 const EG_V1ALPHA1: &str = "gateway.envoyproxy.io/v1alpha1";
 const CORE_V1: &str = "v1";
 const DISCOVERY_V1: &str = "discovery.k8s.io/v1";
+const CERTS_V1BETA1: &str = "certificates.k8s.io/v1beta1";
+const CERTS_V1ALPHA1: &str = "certificates.k8s.io/v1alpha1";
 
 impl Kind {
     pub(super) fn of(api_version: &str, kind: &str) -> Option<Kind> {
@@ -66,6 +71,7 @@ impl Kind {
             (CORE_V1, "Pod") => Kind::Pod,
             (CORE_V1, "Secret") => Kind::Secret,
             (CORE_V1, "ConfigMap") => Kind::ConfigMap,
+            (CERTS_V1BETA1 | CERTS_V1ALPHA1, "ClusterTrustBundle") => Kind::ClusterTrustBundle,
             (CORE_V1, "Namespace") => Kind::Namespace,
             _ => return None,
         })
@@ -88,12 +94,13 @@ impl Kind {
             Kind::Pod => "Pod",
             Kind::Secret => "Secret",
             Kind::ConfigMap => "ConfigMap",
+            Kind::ClusterTrustBundle => "ClusterTrustBundle",
             Kind::Namespace => "Namespace",
         }
     }
 
     fn namespaced(self) -> bool {
-        !matches!(self, Kind::GatewayClass | Kind::Namespace)
+        !matches!(self, Kind::GatewayClass | Kind::ClusterTrustBundle | Kind::Namespace)
     }
 
     /// `value` is a mapping with string apiVersion and kind. Fills `at.object` as soon as the name is
@@ -131,6 +138,12 @@ impl Kind {
                 Object::Secret(secret)
             }
             Kind::ConfigMap => Object::ConfigMap(typed(value, at, "")?),
+            Kind::ClusterTrustBundle => {
+                // k8s-openapi's type refuses any apiVersion but its own, and v1alpha1 differs from
+                // v1beta1 in nothing pier reads.
+                value["apiVersion"] = Value::String(CERTS_V1BETA1.into());
+                Object::ClusterTrustBundle(typed(value, at, "")?)
+            }
             Kind::Namespace => Object::Namespace(typed(value, at, "")?),
         })
     }

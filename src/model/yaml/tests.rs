@@ -83,6 +83,11 @@ kind: ConfigMap
 metadata: {name: ca}
 data: {ca.crt: "-----BEGIN CERTIFICATE-----"}
 ---
+apiVersion: certificates.k8s.io/v1beta1
+kind: ClusterTrustBundle
+metadata: {name: roots, namespace: ignored}
+spec: {signerName: "", trustBundle: "-----BEGIN CERTIFICATE-----"}
+---
 apiVersion: v1
 kind: Namespace
 metadata: {name: app}
@@ -125,11 +130,12 @@ fn every_supported_kind_parses() {
             "EndpointSlice",
             "Secret",
             "ConfigMap",
+            "ClusterTrustBundle",
             "Namespace",
         ]
     );
     let indices: Vec<_> = parsed.objects.iter().map(|(d, _)| d.index).collect();
-    assert_eq!(indices, (0..14).collect::<Vec<_>>());
+    assert_eq!(indices, (0..15).collect::<Vec<_>>());
     for (_, object) in &parsed.objects {
         let meta = object.metadata();
         assert!(meta.name.is_some());
@@ -170,6 +176,12 @@ fn older_versions_map_to_v1_types() {
          spec: {gatewayClassName: c, listeners: [{name: l, port: 80, protocol: HTTP}]}\n",
     );
     assert!(matches!(gateway, Object::Gateway(_)));
+    let bundle = one(
+        "apiVersion: certificates.k8s.io/v1alpha1\nkind: ClusterTrustBundle\nmetadata: {name: b, namespace: x}\n\
+         spec: {trustBundle: pem}\n",
+    );
+    assert!(matches!(bundle, Object::ClusterTrustBundle(ref b) if b.spec.trust_bundle == "pem"));
+    assert_eq!(bundle.key(), crate::model::ObjectKey::cluster("b"), "cluster-scoped");
 }
 
 #[test]
@@ -205,7 +217,7 @@ fn unknown_field_names_file_document_object_and_path() {
     let text = format!("# leading comment\n---\n{ALL_KINDS}---\n{XBACKEND}  tls: {{mode: ServerOnly, foo: 1}}\n");
     let e = err(&text);
     assert!(
-        e.starts_with("examples/x.yaml: document 14 (XBackend default/openai): spec.tls.foo: unknown field `foo`"),
+        e.starts_with("examples/x.yaml: document 15 (XBackend default/openai): spec.tls.foo: unknown field `foo`"),
         "{e}"
     );
 }

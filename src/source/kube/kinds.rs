@@ -37,6 +37,16 @@ impl WatchedKind {
         }
     }
 
+    /// Why the API server may not serve the kind: a CRD pier needs is not installed, or (for a built-in
+    /// beta API such as ClusterTrustBundle, off by default) the cluster does not enable it.
+    pub fn missing_hint(&self) -> &'static str {
+        if self.group == CERTS {
+            "API not enabled on this cluster?"
+        } else {
+            "CRD not installed?"
+        }
+    }
+
     /// How logs and warnings name the kind: `XBackend (gateway.networking.x-k8s.io/v1alpha1)`.
     pub fn describe(&self) -> String {
         format!("{} ({})", self.kind, self.api_version())
@@ -46,6 +56,7 @@ impl WatchedKind {
 const GW: &str = "gateway.networking.k8s.io";
 const XGW: &str = "gateway.networking.x-k8s.io";
 const EG: &str = "gateway.envoyproxy.io";
+const CERTS: &str = "certificates.k8s.io";
 
 const fn kind(
     name: &'static str,
@@ -69,25 +80,28 @@ const fn kind(
 
 /// Every kind the model holds, at the version pier reads. ReferenceGrant is watched at v1 and v1beta1,
 /// because a cluster's Gateway API install may serve either; the v1 watch wins when both are served.
+/// ClusterTrustBundle is watched at v1beta1 only (files may also be v1alpha1); a cluster that does not
+/// enable that API reports the kind as not served, as it does a missing CRD.
 #[rustfmt::skip]
 pub const WATCHED: &[WatchedKind] = &[
-    //   model name,                     group,              version,    kind,               plural,               namespaced, status
-    kind("GatewayClass",                 GW,                 "v1",       "GatewayClass",     "gatewayclasses",     false,      true),
-    kind("Gateway",                      GW,                 "v1",       "Gateway",          "gateways",           true,       true),
-    kind("HTTPRoute",                    GW,                 "v1",       "HTTPRoute",        "httproutes",         true,       true),
-    kind("GRPCRoute",                    GW,                 "v1",       "GRPCRoute",        "grpcroutes",         true,       true),
-    kind("ReferenceGrant",               GW,                 "v1",       "ReferenceGrant",   "referencegrants",    true,       false),
-    kind("ReferenceGrant",               GW,                 "v1beta1",  "ReferenceGrant",   "referencegrants",    true,       false),
-    kind("BackendTLSPolicy",             GW,                 "v1",       "BackendTLSPolicy", "backendtlspolicies", true,       true),
-    kind("XBackend",                     XGW,                "v1alpha1", "XBackend",         "xbackends",          true,       true),
-    kind("Backend",                      GW,                 "v1alpha1", "Backend",          "backends",           true,       true),
-    kind("Backend.gateway.envoyproxy.io", EG,                "v1alpha1", "Backend",          "backends",           true,       true),
-    kind("Service",                      "",                 "v1",       "Service",          "services",           true,       false),
-    kind("EndpointSlice",                "discovery.k8s.io", "v1",       "EndpointSlice",    "endpointslices",     true,       false),
-    kind("Pod",                          "",                 "v1",       "Pod",              "pods",               true,       false),
-    kind("Secret",                       "",                 "v1",       "Secret",           "secrets",            true,       false),
-    kind("ConfigMap",                    "",                 "v1",       "ConfigMap",        "configmaps",         true,       false),
-    kind("Namespace",                    "",                 "v1",       "Namespace",        "namespaces",         false,      false),
+    //   model name,                       group,               version,     kind,                  plural,                 namespaced, status
+    kind("GatewayClass",                   GW,                  "v1",        "GatewayClass",        "gatewayclasses",       false,  true),
+    kind("Gateway",                        GW,                  "v1",        "Gateway",             "gateways",             true,   true),
+    kind("HTTPRoute",                      GW,                  "v1",        "HTTPRoute",           "httproutes",           true,   true),
+    kind("GRPCRoute",                      GW,                  "v1",        "GRPCRoute",           "grpcroutes",           true,   true),
+    kind("ReferenceGrant",                 GW,                  "v1",        "ReferenceGrant",      "referencegrants",      true,   false),
+    kind("ReferenceGrant",                 GW,                  "v1beta1",   "ReferenceGrant",      "referencegrants",      true,   false),
+    kind("BackendTLSPolicy",               GW,                  "v1",        "BackendTLSPolicy",    "backendtlspolicies",   true,   true),
+    kind("XBackend",                       XGW,                 "v1alpha1",  "XBackend",            "xbackends",            true,   true),
+    kind("Backend",                        GW,                  "v1alpha1",  "Backend",             "backends",             true,   true),
+    kind("Backend.gateway.envoyproxy.io",  EG,                  "v1alpha1",  "Backend",             "backends",             true,   true),
+    kind("Service",                        "",                  "v1",        "Service",             "services",             true,   false),
+    kind("EndpointSlice",                  "discovery.k8s.io",  "v1",        "EndpointSlice",       "endpointslices",       true,   false),
+    kind("Pod",                            "",                  "v1",        "Pod",                 "pods",                 true,   false),
+    kind("Secret",                         "",                  "v1",        "Secret",              "secrets",              true,   false),
+    kind("ConfigMap",                      "",                  "v1",        "ConfigMap",           "configmaps",           true,   false),
+    kind("ClusterTrustBundle",             CERTS,               "v1beta1",   "ClusterTrustBundle",  "clustertrustbundles",  false,  false),
+    kind("Namespace",                      "",                  "v1",        "Namespace",           "namespaces",           false,  false),
 ];
 
 /// The kind whose status pier writes for an `ObjectStatus` of `api_version` and `kind`.

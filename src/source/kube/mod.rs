@@ -166,7 +166,7 @@ impl Source {
             Err(e) if watch::is_not_found(&e) => {
                 let p = &mut self.parts[i];
                 if p.sync == Sync::Pending {
-                    warn!(watch = %p.describe(), "kind not served by the API server (CRD not installed?); watching for it");
+                    warn!(watch = %p.describe(), hint = p.kind.missing_hint(), "kind not served by the API server; watching for it");
                     p.sync = Sync::Missing;
                     self.merged = None;
                     return true;
@@ -407,8 +407,9 @@ impl Source {
             .filter(|p| p.sync == Sync::Missing)
             .map(|p| {
                 format!(
-                    "{} is not served by the API server (CRD not installed?); watching for it",
-                    p.describe()
+                    "{} is not served by the API server ({}); watching for it",
+                    p.describe(),
+                    p.kind.missing_hint()
                 )
             })
             .collect();

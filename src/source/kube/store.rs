@@ -33,6 +33,7 @@ macro_rules! model_maps {
             pods,
             secrets,
             config_maps,
+            cluster_trust_bundles,
             namespaces
         );
     };
@@ -168,10 +169,14 @@ fn walk(namespace: &str, v: &Value, in_ref: bool, out: &mut BTreeSet<Ref>) {
             if in_ref && let Some(name) = map.get("name").and_then(Value::as_str) {
                 let ns = map.get("namespace").and_then(Value::as_str).unwrap_or(namespace);
                 let kind = match map.get("kind").and_then(Value::as_str) {
-                    Some("ConfigMap") => "ConfigMap",
-                    _ => "Secret",
+                    Some("ConfigMap") => Some("ConfigMap"),
+                    // Cluster-scoped and public: its trust bundle is never dropped, so never fetched.
+                    Some("ClusterTrustBundle") => None,
+                    _ => Some("Secret"),
                 };
-                out.insert((kind, ObjectKey::new(ns, name)));
+                if let Some(kind) = kind {
+                    out.insert((kind, ObjectKey::new(ns, name)));
+                }
             }
             for (field, child) in map {
                 // `certificateRefs`, `caCertificateRefs`, `clientCertificateRef`, and the draft Backend's
@@ -254,7 +259,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn references_default_to_secret_and_the_referrer_namespace() {
+    fn references_default_to_secret_and_the_referrer_namespace_and_skip_trust_bundles() {
         let text = "\
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
@@ -272,7 +277,11 @@ kind: BackendTLSPolicy
 metadata: {name: p, namespace: shop}
 spec:
   targetRefs: [{group: '', kind: Service, name: web}]
-  validation: {hostname: web.shop, caCertificateRefs: [{group: '', kind: ConfigMap, name: ca}]}
+  validation:
+    hostname: web.shop
+    caCertificateRefs:
+    - {group: '', kind: ConfigMap, name: ca}
+    - {group: certificates.k8s.io, kind: ClusterTrustBundle, name: roots}
 ";
         let model = crate::model::load::parse_texts(&[("t".into(), text.into())])
             .unwrap()

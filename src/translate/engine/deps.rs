@@ -105,6 +105,7 @@ impl Changes {
         c.diff(&old.pods, &new.pods);
         c.diff(&old.secrets, &new.secrets);
         c.diff(&old.config_maps, &new.config_maps);
+        c.diff(&old.cluster_trust_bundles, &new.cluster_trust_bundles);
         c.diff(&old.namespaces, &new.namespaces);
         c.diff(&old.resolutions, &new.resolutions);
         // A slice moves between Services by its label: both the Service it left and the one it joined.

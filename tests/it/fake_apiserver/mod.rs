@@ -29,6 +29,13 @@ pub const RESOURCES: &[(&str, &str, &str, bool, &[&str])] = &[
     ("", "namespaces", "Namespace", false, &["v1"]),
     ("", "pods", "Pod", true, &["v1"]),
     ("discovery.k8s.io", "endpointslices", "EndpointSlice", true, &["v1"]),
+    (
+        "certificates.k8s.io",
+        "clustertrustbundles",
+        "ClusterTrustBundle",
+        false,
+        &["v1beta1"],
+    ),
     ("coordination.k8s.io", "leases", "Lease", true, &["v1"]),
     (
         "gateway.networking.k8s.io",

@@ -102,8 +102,9 @@ fn with_generations(text: &str) -> String {
 }
 
 /// Golden cases with the kinds and fields most likely to get lost on the way (HTTPRoute retries the
-/// standard type cannot hold, GRPCRoute, the draft Backend's TLS Secrets, BackendTLSPolicy), applied
-/// through the API server: the same resources and statuses as from the files.
+/// standard type cannot hold, GRPCRoute, the draft Backend's TLS Secrets, BackendTLSPolicy, cluster-scoped
+/// ClusterTrustBundles, v1alpha1 included), applied through the API server: the same resources and
+/// statuses as from the files.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn golden_cases_through_the_api_server_match_the_files() {
     for case in [
@@ -112,6 +113,7 @@ async fn golden_cases_through_the_api_server_match_the_files() {
         "draft-fqdn-tls",
         "backendtlspolicy-targets-backend",
         "conformance-backendtlspolicy-grpcroute",
+        "backendtlspolicy-cluster-trust-bundle",
     ] {
         let path = format!("{}/testdata/{case}/input.yaml", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap();

@@ -7,3 +7,4 @@ mod manifests;
 mod memory;
 mod source;
 mod status;
+mod trust_bundles;

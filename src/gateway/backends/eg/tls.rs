@@ -135,6 +135,7 @@ fn ca_refs(
         &key.namespace,
         &refs,
         ("eg-backend", &key.namespace, &key.name),
+        tls::CaKinds::Core,
     );
     match (out.bundle, out.problems.into_iter().next()) {
         (Some(bundle), None) => Ok(bundle),
