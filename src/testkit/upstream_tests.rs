@@ -1,8 +1,10 @@
 //! Unit tests of `testkit::upstream`: what the servers record, TLS refusals, and the path behaviours.
 
 use super::*;
-use crate::testkit::{eventually, http, lo, pki::Ca};
+use crate::testkit::pki::{Ca, Leaf};
+use crate::testkit::{eventually, http, lo};
 use rustls::ClientConfig;
+use rustls::RootCertStore;
 use rustls::pki_types::ServerName;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
