@@ -15,10 +15,15 @@
 //! its `Arc`, and an unchanged resource keeps its `Arc` inside a changed Gateway, so streams (which
 //! compare by pointer and version) send only what changed. The cache never decides what is served to
 //! whom: that is `stream` (node → Gateway) and [`plan`](super::plan) (ordering).
+//!
+//! Each snapshot also dates its types: the instant of the publish that first carried the type's current
+//! version for that Gateway (an unchanged type keeps its date across publishes). Streams time push
+//! latency from it; nothing here reads it back.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
 
 use envoy_types::pb::google::protobuf::Any;
 use prost::Message;
@@ -70,10 +75,12 @@ impl Default for View {
 pub struct Snapshot {
     pub gateway: String,
     types: [Arc<View>; 5],
+    /// Per type, when the publish that first carried its current version happened.
+    published: [Instant; 5],
 }
 
 impl Snapshot {
-    /// A snapshot of what the translator packed for one Gateway.
+    /// A snapshot of what the translator packed for one Gateway, dated now.
     pub fn of(gateway: &str, out: &GatewayOut) -> Snapshot {
         let mut types: [Arc<View>; 5] = Default::default();
         types[XdsType::Secret.index()] = Arc::new(View::new(out.secrets.clone()));
@@ -84,7 +91,25 @@ impl Snapshot {
         Snapshot {
             gateway: gateway.to_string(),
             types,
+            published: [Instant::now(); 5],
         }
+    }
+
+    /// Dates every type `at`, except those whose version `prev` (the Gateway's previous snapshot)
+    /// already had: they keep `prev`'s date, since no publish since then changed them.
+    pub(crate) fn dated(mut self, at: Instant, prev: Option<&Snapshot>) -> Snapshot {
+        for ty in XdsType::ALL {
+            self.published[ty.index()] = match prev {
+                Some(prev) if prev.version(ty) == self.version(ty) => prev.published(ty),
+                _ => at,
+            };
+        }
+        self
+    }
+
+    /// When the publish that first carried this type's current version happened.
+    pub fn published(&self, ty: XdsType) -> Instant {
+        self.published[ty.index()]
     }
 
     /// Packs and versions `res` (for callers that hold decoded resources: tests, tools). A duplicate
@@ -162,11 +187,19 @@ impl PublishReport {
     }
 }
 
+/// A publish as streams see it: the cache generation and when the publish that set it happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generation {
+    pub number: u64,
+    /// For generation 0 (nothing published yet), when the cache was created.
+    pub at: Instant,
+}
+
 /// The latest good snapshot per Gateway (`"namespace/name"`).
 #[derive(Debug)]
 pub struct SnapshotCache {
     snapshots: RwLock<Arc<BTreeMap<String, Arc<Snapshot>>>>,
-    generation: watch::Sender<u64>,
+    generation: watch::Sender<Generation>,
     published: AtomicBool,
     /// Serializes publishers: compare-with-old and replace must not interleave.
     publishing: Mutex<()>,
@@ -182,7 +215,10 @@ impl SnapshotCache {
     pub fn new() -> SnapshotCache {
         SnapshotCache {
             snapshots: RwLock::new(Arc::new(BTreeMap::new())),
-            generation: watch::Sender::new(0),
+            generation: watch::Sender::new(Generation {
+                number: 0,
+                at: Instant::now(),
+            }),
             published: AtomicBool::new(false),
             publishing: Mutex::new(()),
         }
@@ -203,6 +239,8 @@ impl SnapshotCache {
     /// shares the translator's maps, so an unchanged Gateway costs its type versions only.
     pub fn publish_packed(&self, gateways: &BTreeMap<String, GatewayOut>) -> PublishReport {
         let _guard = self.publishing.lock().unwrap_or_else(|e| e.into_inner());
+        // Push latency is timed from here: the publish begins (building snapshots takes microseconds).
+        let now = Instant::now();
         let old = self.all();
         let mut report = PublishReport::default();
         let mut next = BTreeMap::new();
@@ -213,13 +251,13 @@ impl SnapshotCache {
                     report.unchanged.push(name.clone());
                     prev.clone()
                 }
-                Some(_) => {
+                Some(prev) => {
                     report.changed.push(name.clone());
-                    Arc::new(built)
+                    Arc::new(built.dated(now, Some(prev)))
                 }
                 None => {
                     report.added.push(name.clone());
-                    Arc::new(built)
+                    Arc::new(built.dated(now, None))
                 }
             };
             next.insert(name.clone(), kept);
@@ -228,9 +266,12 @@ impl SnapshotCache {
         *self.snapshots.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
         let first = !self.published.swap(true, Ordering::SeqCst);
         if report.changed_anything() || first {
-            self.generation.send_modify(|g| *g += 1);
+            self.generation.send_modify(|g| {
+                g.number += 1;
+                g.at = now;
+            });
         }
-        report.generation = *self.generation.borrow();
+        report.generation = self.generation.borrow().number;
         tracing::debug!(
             generation = report.generation,
             added = report.added.len(),
@@ -256,7 +297,7 @@ impl SnapshotCache {
     }
 
     /// A receiver of the generation, bumped whenever a publish changed something (and on the first).
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
+    pub fn subscribe(&self) -> watch::Receiver<Generation> {
         self.generation.subscribe()
     }
 
@@ -273,80 +314,5 @@ impl SnapshotCache {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::envoy::pb::cluster::Cluster;
-
-    fn cluster(name: &str, ms: i64) -> Cluster {
-        Cluster {
-            name: name.to_string(),
-            connect_timeout: Some(envoy_types::pb::google::protobuf::Duration { seconds: ms, nanos: 0 }),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn versions_follow_content() {
-        let a = Resources {
-            clusters: vec![cluster("a", 1), cluster("b", 1)],
-            ..Default::default()
-        };
-        let mut b = a.clone();
-        b.clusters[1].connect_timeout = Some(envoy_types::pb::google::protobuf::Duration { seconds: 2, nanos: 0 });
-        let (sa, sa2, sb) = (
-            Snapshot::build("ns/g", &a),
-            Snapshot::build("ns/g", &a),
-            Snapshot::build("ns/g", &b),
-        );
-        assert_eq!(sa.type_versions(), sa2.type_versions());
-        let (va, vb) = (sa.view(XdsType::Cluster), sb.view(XdsType::Cluster));
-        assert_eq!(va.entries["a"].version, vb.entries["a"].version);
-        assert_ne!(va.entries["b"].version, vb.entries["b"].version);
-        assert_ne!(va.version, vb.version);
-        assert_eq!(va.version.len(), 16);
-        assert_eq!(sa.version(XdsType::Route), sb.version(XdsType::Route));
-    }
-
-    #[test]
-    fn endpoint_versions_follow_their_cluster() {
-        use crate::envoy::pb::endpoint::ClusterLoadAssignment;
-        let cla = ClusterLoadAssignment {
-            cluster_name: "a".into(),
-            ..Default::default()
-        };
-        let a = Resources {
-            clusters: vec![cluster("a", 1)],
-            endpoints: vec![cla],
-            ..Default::default()
-        };
-        let mut b = a.clone();
-        b.clusters[0] = cluster("a", 2);
-        let (sa, sb) = (Snapshot::build("ns/g", &a), Snapshot::build("ns/g", &b));
-        assert_ne!(sa.version(XdsType::Endpoint), sb.version(XdsType::Endpoint));
-        assert_eq!(
-            sa.view(XdsType::Endpoint).entries["a"].resource(),
-            sb.view(XdsType::Endpoint).entries["a"].resource()
-        );
-    }
-
-    #[test]
-    fn publish_keeps_unchanged_snapshots_and_bumps_only_on_change() {
-        let cache = SnapshotCache::new();
-        assert!(!cache.has_published());
-        let rx = cache.subscribe();
-        let mut gws = BTreeMap::new();
-        gws.insert("ns/a".to_string(), Resources::default());
-        let r1 = cache.publish(&gws);
-        assert!(cache.has_published());
-        assert_eq!((r1.generation, r1.added.clone()), (1, vec!["ns/a".to_string()]));
-        let before = cache.get("ns/a").unwrap();
-        let r2 = cache.publish(&gws);
-        assert_eq!(r2.generation, 1);
-        assert!(!r2.changed_anything());
-        assert!(Arc::ptr_eq(&before, &cache.get("ns/a").unwrap()));
-        let r3 = cache.publish(&BTreeMap::new());
-        assert_eq!((r3.generation, r3.removed), (2, vec!["ns/a".to_string()]));
-        assert!(cache.get("ns/a").is_none());
-        assert_eq!(*rx.borrow(), 2);
-    }
-}
+#[path = "cache_tests.rs"]
+mod tests;

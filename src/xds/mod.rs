@@ -40,7 +40,7 @@ pub mod transport;
 mod types;
 pub mod untrusted;
 
-pub use cache::{Entry, PublishReport, Snapshot, SnapshotCache, View};
+pub use cache::{Entry, Generation, PublishReport, Snapshot, SnapshotCache, View};
 pub use clients::{Clients, Mode};
 pub use metrics::XdsMetrics;
 pub use server::{AdsServer, serve};

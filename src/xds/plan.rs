@@ -27,6 +27,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::XdsType;
 use super::cache::{Snapshot, View};
@@ -94,6 +95,22 @@ impl Plan {
     /// or, for listeners and routes, no acknowledged clusters yet).
     pub fn view(&self, ty: XdsType) -> Option<&Arc<View>> {
         self.views[ty.index()].as_ref()
+    }
+
+    /// When the content served for `ty` was published (see [`Snapshot::published`]): for clusters,
+    /// endpoints and secrets the latest snapshot's date (older snapshots merged in add nothing new),
+    /// for listeners and routes the date of the snapshot being rolled out.
+    pub fn published(&self, ty: XdsType) -> Option<Instant> {
+        self.source(ty).map(|s| s.published(ty))
+    }
+
+    /// The snapshot `ty` is served from.
+    fn source(&self, ty: XdsType) -> Option<&Arc<Snapshot>> {
+        if ty.is_gated() {
+            self.front.as_ref()
+        } else {
+            self.back.as_ref()
+        }
     }
 
     /// Listeners and routes come from the latest snapshot (its clusters were acknowledged).
@@ -167,10 +184,10 @@ impl Plan {
 
     fn recompute(&mut self) {
         for ty in XdsType::ALL {
-            self.views[ty.index()] = if ty.is_gated() {
-                self.front.as_ref().map(|f| f.view(ty).clone())
-            } else {
-                self.back.as_ref().map(|b| self.merged(b, ty))
+            self.views[ty.index()] = match self.source(ty) {
+                Some(front) if ty.is_gated() => Some(front.view(ty).clone()),
+                Some(back) => Some(self.merged(back, ty)),
+                None => None,
             };
         }
     }
@@ -266,13 +283,22 @@ mod tests {
         }
         assert_eq!(plan.advance(&proxy), vec![Step::Released { snapshots: 0 }]);
 
-        plan.set_latest(snap(&["b"], "l2"));
+        let (first, second) = (plan.back.clone().unwrap(), snap(&["b"], "l2"));
+        plan.set_latest(second.clone());
         plan.advance(&proxy);
         assert_eq!(names(&plan, XdsType::Cluster), BTreeSet::from(["a".into(), "b".into()]));
         assert_eq!(names(&plan, XdsType::Listener), BTreeSet::from(["l1".into()]));
+        // Each type is dated by the snapshot it is served from.
+        let dated = |ty, s: &Arc<Snapshot>| assert_eq!(plan.published(ty), Some(s.published(ty)), "{ty}");
+        dated(XdsType::Cluster, &second);
+        dated(XdsType::Listener, &first);
         ack(&mut proxy, &plan, XdsType::Cluster);
         assert_eq!(plan.advance(&proxy), vec![Step::Promoted]);
         assert_eq!(names(&plan, XdsType::Listener), BTreeSet::from(["l2".into()]));
+        assert_eq!(
+            plan.published(XdsType::Listener),
+            Some(second.published(XdsType::Listener))
+        );
         assert_eq!(
             names(&plan, XdsType::Cluster).len(),
             2,

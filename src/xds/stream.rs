@@ -11,6 +11,7 @@
 //! status before anything more is sent. Every client string is escaped before it is logged (`untrusted`).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
 use tokio::sync::{mpsc, watch};
@@ -211,10 +212,10 @@ async fn run<M: Machine>(
         }
         let Some(peer) = peer.as_mut() else { continue };
         let seen = *generation.borrow_and_update();
-        refresh(&shared, peer, machine.plan_mut());
+        refresh(&shared, peer, machine.plan_mut(), seen.at);
         let responses = machine.flush(&mut events);
         report(&shared, peer, events.drain(..));
-        shared.clients.synced(peer.reg.id, sync_of(&machine, seen));
+        shared.clients.synced(peer.reg.id, sync_of(&machine, seen.number));
         for response in responses {
             if tx.send(Ok(response)).await.is_err() {
                 debug!("response stream dropped");
@@ -321,8 +322,9 @@ fn identify<M: Machine>(shared: &Shared, conn: &PeerInfo, node: Option<&Node>) -
     }
 }
 
-/// Points the plan at the Gateway's latest snapshot, if there is one.
-fn refresh(shared: &Shared, peer: &mut Peer, plan: &mut Plan) {
+/// Points the plan at the Gateway's latest snapshot, if there is one. `published`: when the latest
+/// publish this stream has seen happened (a deleted Gateway's empty state is dated from it).
+fn refresh(shared: &Shared, peer: &mut Peer, plan: &mut Plan, published: Instant) {
     let Some(gateway) = peer.gateway.as_deref() else { return };
     match shared.cache.get(gateway) {
         Some(snapshot) => {
@@ -342,10 +344,8 @@ fn refresh(shared: &Shared, peer: &mut Peer, plan: &mut Plan) {
                 peer.warned = true;
             }
             if !peer.emptied {
-                plan.set_latest(std::sync::Arc::new(super::cache::Snapshot::build(
-                    gateway,
-                    &crate::envoy::Resources::default(),
-                )));
+                let empty = super::cache::Snapshot::build(gateway, &crate::envoy::Resources::default());
+                plan.set_latest(Arc::new(empty.dated(published, None)));
                 peer.emptied = true;
             }
         }
