@@ -33,6 +33,7 @@ mod grpc;
 pub mod identity;
 pub mod metrics;
 pub mod plan;
+mod report;
 pub mod server;
 mod sotw;
 mod stream;

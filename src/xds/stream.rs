@@ -1,7 +1,7 @@
 //! One ADS stream, either mode: maps the node to its Gateway, feeds requests and new snapshots to the
 //! mode's state machine, writes its responses, and reports what happened to the client registry, the
-//! metrics and the log. Ends on client close, transport error or server shutdown (closing the response
-//! stream cleanly, so tonic ends the call with OK).
+//! metrics and the log (`report`). Ends on client close, transport error or server shutdown (closing
+//! the response stream cleanly, so tonic ends the call with OK).
 //!
 //! Owns the only I/O of a stream and the node → Gateway rule; never decides what is sent (that is the
 //! state machine and the [`Plan`]). A node whose `cluster` is not `"<namespace>/<name>"`, or names a
@@ -23,6 +23,7 @@ use tracing::{Instrument, debug, field, info, warn};
 use super::clients::{ClientId, ClientSync, Clients, Mode, TypeSync};
 use super::metrics::XdsMetrics;
 use super::plan::{Plan, Step};
+use super::report::report;
 use super::transport::{PeerInfo, Refused, XdsLimits, refuse};
 use super::untrusted::short;
 use super::{SnapshotCache, XdsType};
@@ -138,10 +139,10 @@ pub(crate) fn parse_gateway(cluster: &str) -> Option<&str> {
 }
 
 /// Unregisters the stream however its task ends.
-struct Registration {
+pub(crate) struct Registration {
     clients: Arc<Clients>,
     metrics: Arc<XdsMetrics>,
-    id: ClientId,
+    pub id: ClientId,
     mode: Mode,
 }
 
@@ -153,10 +154,10 @@ impl Drop for Registration {
 }
 
 /// The proxy on the other end, fixed by the first request.
-struct Peer {
-    node: String,
-    gateway: Option<String>,
-    reg: Registration,
+pub(crate) struct Peer {
+    pub node: String,
+    pub gateway: Option<String>,
+    pub reg: Registration,
     /// Warned that the Gateway is unknown (or gone); reset once it is served.
     warned: bool,
     served: bool,
@@ -353,45 +354,6 @@ fn refresh(shared: &Shared, peer: &mut Peer, plan: &mut Plan, published: Instant
         None => {
             warn!(node = %peer.node, gateway, "unknown Gateway; serving nothing until it exists");
             peer.warned = true;
-        }
-    }
-}
-
-fn report(shared: &Shared, peer: &Peer, events: impl Iterator<Item = Event>) {
-    let gateway = peer.gateway.as_deref().unwrap_or_default();
-    let id = peer.reg.id;
-    for event in events {
-        match event {
-            Event::Sent {
-                ty,
-                version,
-                resources,
-                removed,
-            } => {
-                debug!(type_url = ty.type_url(), %version, resources, removed, "pushed");
-                shared.metrics.pushed(ty);
-                shared.clients.sent(id, ty, &version);
-            }
-            Event::Acked { ty, version } => {
-                debug!(type_url = ty.type_url(), version = %short(&version), "proxy acknowledged");
-                shared.clients.acked(id, ty, &version);
-            }
-            Event::Nacked { ty, version, message } => {
-                warn!(
-                    node = %peer.node,
-                    gateway,
-                    type_url = ty.type_url(),
-                    version = %short(&version),
-                    error = %super::untrusted::text(&message, 4096),
-                    "proxy rejected configuration"
-                );
-                shared.metrics.nacked(ty);
-                shared.clients.nacked(id, ty, &version, &message);
-            }
-            Event::Plan(Step::Promoted) => debug!("clusters acknowledged; pushing listeners and routes"),
-            Event::Plan(Step::Released { snapshots }) => {
-                debug!(snapshots, "listeners and routes acknowledged; releasing older clusters");
-            }
         }
     }
 }
