@@ -18,7 +18,7 @@
 //!
 //! Each snapshot also dates its types: the instant of the publish that first carried the type's current
 //! version for that Gateway (an unchanged type keeps its date across publishes). Streams time push
-//! latency from it; nothing here reads it back.
+//! latency from it (`latency`); nothing here reads it back.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

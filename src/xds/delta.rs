@@ -277,7 +277,7 @@ impl Machine for Delta {
         }
     }
 
-    fn flush(&mut self, events: &mut Vec<Event>) -> Vec<DeltaDiscoveryResponse> {
+    fn flush(&mut self, events: &mut Vec<Event>) -> Vec<(XdsType, DeltaDiscoveryResponse)> {
         let progress = Types {
             types: &self.types,
             hold_removals: self.plan.holds_removals(),
@@ -285,7 +285,7 @@ impl Machine for Delta {
         events.extend(self.plan.advance(&progress).into_iter().map(Event::Plan));
         XdsType::ALL
             .into_iter()
-            .filter_map(|ty| self.respond(ty, events))
+            .filter_map(|ty| self.respond(ty, events).map(|response| (ty, response)))
             .collect()
     }
 }

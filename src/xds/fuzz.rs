@@ -72,7 +72,7 @@ fn run<M: Machine>(
         let _ = M::names(&request);
         machine.on_request(request, &mut events);
         machine.plan_mut().set_latest(snapshot.clone());
-        for response in machine.flush(&mut events) {
+        for (_, response) in machine.flush(&mut events) {
             for name in carried(&response) {
                 assert!(
                     names.contains(&name),

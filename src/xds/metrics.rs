@@ -9,7 +9,10 @@
 //! - `pier_xds_refused_total{reason}` (counter): connections and streams refused by a bound or by
 //!   authorization (`transport::Refused`);
 //! - `pier_xds_tls_reloads_total{result}` (counter): certificate reloads, `ok` or `error`;
-//! - `pier_xds_insecure_plaintext` (gauge): 1 when the operator let plaintext xDS off loopback.
+//! - `pier_xds_insecure_plaintext` (gauge): 1 when the operator let plaintext xDS off loopback;
+//! - `pier_xds_push_latency_seconds{type}` and `pier_xds_ack_latency_seconds{type,result}`
+//!   (histograms): publish → response sent, response sent → ACK or NACK, defined and fed by
+//!   `latency`.
 //!
 //! Owns only the metric objects; never reads the cache on its own (the runtime or [`AdsServer::publish`]
 //! calls `record_snapshots`), never influences serving.
@@ -27,6 +30,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::clients::Mode;
+use super::latency::LatencyMetrics;
 use super::{SnapshotCache, XdsType};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -73,6 +77,7 @@ pub struct XdsMetrics {
     refusal_log: Mutex<HashMap<&'static str, (Instant, u64)>>,
     tls_reloads: Family<ResultLabels, Counter>,
     insecure: Gauge,
+    latency: LatencyMetrics,
 }
 
 impl XdsMetrics {
@@ -113,6 +118,7 @@ impl XdsMetrics {
             "1 when xDS is served in plaintext beyond loopback (--xds-insecure-plaintext)",
             metrics.insecure.clone(),
         );
+        metrics.latency.register(registry);
         for mode in [Mode::Sotw, Mode::Delta] {
             // Export both modes from the start, at 0.
             let _ = metrics.connected.get_or_create(&ModeLabels { mode: mode.as_str() });
@@ -126,6 +132,10 @@ impl XdsMetrics {
 
     pub(crate) fn disconnected(&self, mode: Mode) {
         self.connected.get_or_create(&ModeLabels { mode: mode.as_str() }).dec();
+    }
+
+    pub(crate) fn latency(&self) -> &LatencyMetrics {
+        &self.latency
     }
 
     pub(crate) fn pushed(&self, ty: XdsType) {

@@ -17,7 +17,8 @@
 //! - `sotw` and `delta` own the wire protocol (the rules of `docs/serving.md`, "Protocol rules pier relies on")
 //!   and nothing else: they never look at the cache or the clock, and perform no I/O.
 //! - `stream` drives one ADS stream (node → Gateway, requests, cache changes, shutdown) and reports
-//!   what happened to [`clients`] and [`metrics`]; [`server`] is the tonic glue.
+//!   what happened to [`clients`] and [`metrics`], timing pushes and ACKs through `latency` (so the
+//!   state machines need no clock); [`server`] is the tonic glue.
 //!
 //! This module never translates, never edits resources, and never decides *what* a Gateway serves: it
 //! serves exactly what the runtime published, or nothing.
@@ -31,6 +32,7 @@ mod delta;
 pub mod fuzz;
 mod grpc;
 pub mod identity;
+mod latency;
 pub mod metrics;
 pub mod plan;
 mod report;

@@ -165,11 +165,11 @@ impl Machine for Sotw {
         })
     }
 
-    fn flush(&mut self, events: &mut Vec<Event>) -> Vec<DiscoveryResponse> {
+    fn flush(&mut self, events: &mut Vec<Event>) -> Vec<(XdsType, DiscoveryResponse)> {
         events.extend(self.plan.advance(&Types(&self.types)).into_iter().map(Event::Plan));
         XdsType::ALL
             .into_iter()
-            .filter_map(|ty| self.respond(ty, events))
+            .filter_map(|ty| self.respond(ty, events).map(|response| (ty, response)))
             .collect()
     }
 }

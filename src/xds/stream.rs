@@ -1,7 +1,8 @@
 //! One ADS stream, either mode: maps the node to its Gateway, feeds requests and new snapshots to the
-//! mode's state machine, writes its responses, and reports what happened to the client registry, the
-//! metrics and the log (`report`). Ends on client close, transport error or server shutdown (closing
-//! the response stream cleanly, so tonic ends the call with OK).
+//! mode's state machine, writes its responses, reports what happened to the client registry, the
+//! metrics and the log (`report`), and times pushes and ACKs (`latency`). Ends on client close,
+//! transport error or server shutdown (closing the response stream cleanly, so tonic ends the call
+//! with OK).
 //!
 //! Owns the only I/O of a stream and the node → Gateway rule; never decides what is sent (that is the
 //! state machine and the [`Plan`]). A node whose `cluster` is not `"<namespace>/<name>"`, or names a
@@ -21,6 +22,7 @@ use tonic::{Status, Streaming};
 use tracing::{Instrument, debug, field, info, warn};
 
 use super::clients::{ClientId, ClientSync, Clients, Mode, TypeSync};
+use super::latency::Timing;
 use super::metrics::XdsMetrics;
 use super::plan::{Plan, Step};
 use super::report::report;
@@ -64,8 +66,8 @@ pub(crate) trait Machine: Default + Send + 'static {
     fn plan_mut(&mut self) -> &mut Plan;
     /// Applies one request (ACK / NACK / subscription change).
     fn on_request(&mut self, request: Self::Request, events: &mut Vec<Event>);
-    /// Advances the plan and returns every response due now, in push order.
-    fn flush(&mut self, events: &mut Vec<Event>) -> Vec<Self::Response>;
+    /// Advances the plan and returns every response due now, with its type, in push order.
+    fn flush(&mut self, events: &mut Vec<Event>) -> Vec<(XdsType, Self::Response)>;
     /// Where the proxy stands with what the plan serves for `ty`; `None` if it never asked for `ty`.
     fn sync(&self, ty: XdsType) -> Option<TypeSync>;
     fn plan(&self) -> &Plan;
@@ -177,6 +179,7 @@ async fn run<M: Machine>(
     let mut machine = M::default();
     let mut peer: Option<Peer> = None;
     let mut events = Vec::new();
+    let mut timing = Timing::new();
     loop {
         tokio::select! {
             biased;
@@ -193,7 +196,9 @@ async fn run<M: Machine>(
                     if peer.is_none() {
                         peer = Some(identify::<M>(&shared, &conn, M::node(&request)));
                     }
+                    let before = events.len();
                     machine.on_request(request, &mut events);
+                    timing.answered(shared.metrics.latency(), &events[before..]);
                 }
                 None => {
                     debug!("proxy closed the stream");
@@ -216,12 +221,15 @@ async fn run<M: Machine>(
         refresh(&shared, peer, machine.plan_mut(), seen.at);
         let responses = machine.flush(&mut events);
         report(&shared, peer, events.drain(..));
-        shared.clients.synced(peer.reg.id, sync_of(&machine, seen.number));
-        for response in responses {
+        let sync = sync_of(&machine, seen.number);
+        timing.settle(&sync, machine.plan());
+        shared.clients.synced(peer.reg.id, sync);
+        for (ty, response) in responses {
             if tx.send(Ok(response)).await.is_err() {
                 debug!("response stream dropped");
                 return;
             }
+            timing.sent(shared.metrics.latency(), ty, machine.plan());
         }
     }
 }
