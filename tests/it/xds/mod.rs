@@ -9,5 +9,6 @@ mod auth;
 mod bounds;
 mod delta;
 mod fuzz_props;
+mod latency;
 mod scenarios;
 mod sotw;

@@ -195,6 +195,8 @@ pub struct Harness {
     pub addr: SocketAddr,
     /// With mTLS, the client side [`Harness::channel`] connects with.
     pub client_tls: Option<Arc<rustls::ClientConfig>>,
+    /// Where the server's metrics are registered ([`Harness::metrics_text`]).
+    registry: prometheus_client::registry::Registry,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), tonic::transport::Error>>,
 }
@@ -210,10 +212,11 @@ impl Harness {
         tls: Option<Arc<pier::xds::transport::TlsState>>,
         limits: pier::xds::transport::XdsLimits,
     ) -> Harness {
+        let mut registry = prometheus_client::registry::Registry::default();
         let server = AdsServer::new(
             Arc::new(SnapshotCache::new()),
             Arc::new(Clients::new()),
-            Arc::new(XdsMetrics::default()),
+            Arc::new(XdsMetrics::new(&mut registry)),
         )
         .with_limits(limits);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -228,6 +231,7 @@ impl Harness {
             server,
             addr,
             client_tls: None,
+            registry,
             stop: Some(stop),
             task,
         }
@@ -235,6 +239,22 @@ impl Harness {
 
     pub fn publish(&self, gateways: &BTreeMap<String, Resources>) -> pier::xds::PublishReport {
         self.server.publish(gateways)
+    }
+
+    /// The server's metrics in the Prometheus text format, as `/metrics` serves them.
+    pub fn metrics_text(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("metrics encode");
+        text
+    }
+
+    /// The value of one sample of [`Harness::metrics_text`] (`name{labels}`; a `u64` for a count, an
+    /// `f64` for a sum), zero when it is absent.
+    pub fn sample<T: std::str::FromStr + Default>(&self, series: &str) -> T {
+        self.metrics_text()
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_default()
     }
 
     pub fn cache(&self) -> &SnapshotCache {
