@@ -3,7 +3,7 @@
 //! `stringData` folded into `data`), then strict deserialization with field paths.
 //!
 //! Older versions that are schema-identical for everything pier reads (v1beta1 Gateway, GatewayClass,
-//! HTTPRoute, ReferenceGrant; v1alpha3 BackendTLSPolicy; v1alpha1 ClusterTrustBundle) decode into the
+//! HTTPRoute, ReferenceGrant; v1alpha3 BackendTLSPolicy; v1 and v1alpha1 ClusterTrustBundle) decode into the
 //! newer types, so the translator sees one type per kind; v1alpha2 BackendTLSPolicy is mapped onto it
 //! (`btls_v1alpha2`).
 
@@ -36,7 +36,7 @@ pub(super) enum Kind {
     Pod,
     Secret,
     ConfigMap,
-    /// `v1beta1`, or `v1alpha1` (the same schema) read as v1beta1.
+    /// `v1beta1`, or `v1` and `v1alpha1` (the same schema) read as v1beta1.
     ClusterTrustBundle,
     Namespace,
 }
@@ -50,6 +50,7 @@ const XGW_V1ALPHA1: &str = "gateway.networking.x-k8s.io/v1alpha1";
 const EG_V1ALPHA1: &str = "gateway.envoyproxy.io/v1alpha1";
 const CORE_V1: &str = "v1";
 const DISCOVERY_V1: &str = "discovery.k8s.io/v1";
+const CERTS_V1: &str = "certificates.k8s.io/v1";
 const CERTS_V1BETA1: &str = "certificates.k8s.io/v1beta1";
 const CERTS_V1ALPHA1: &str = "certificates.k8s.io/v1alpha1";
 
@@ -71,7 +72,7 @@ impl Kind {
             (CORE_V1, "Pod") => Kind::Pod,
             (CORE_V1, "Secret") => Kind::Secret,
             (CORE_V1, "ConfigMap") => Kind::ConfigMap,
-            (CERTS_V1BETA1 | CERTS_V1ALPHA1, "ClusterTrustBundle") => Kind::ClusterTrustBundle,
+            (CERTS_V1 | CERTS_V1BETA1 | CERTS_V1ALPHA1, "ClusterTrustBundle") => Kind::ClusterTrustBundle,
             (CORE_V1, "Namespace") => Kind::Namespace,
             _ => return None,
         })
@@ -139,8 +140,8 @@ impl Kind {
             }
             Kind::ConfigMap => Object::ConfigMap(typed(value, at, "")?),
             Kind::ClusterTrustBundle => {
-                // k8s-openapi's type refuses any apiVersion but its own, and v1alpha1 differs from
-                // v1beta1 in nothing pier reads.
+                // k8s-openapi's type refuses any apiVersion but its own; 0.28 has no v1 type (GA in
+                // Kubernetes 1.37), and v1 and v1alpha1 differ from v1beta1 in nothing pier reads.
                 value["apiVersion"] = Value::String(CERTS_V1BETA1.into());
                 Object::ClusterTrustBundle(typed(value, at, "")?)
             }

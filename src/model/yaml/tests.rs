@@ -182,6 +182,11 @@ fn older_versions_map_to_v1_types() {
     );
     assert!(matches!(bundle, Object::ClusterTrustBundle(ref b) if b.spec.trust_bundle == "pem"));
     assert_eq!(bundle.key(), crate::model::ObjectKey::cluster("b"), "cluster-scoped");
+    let ga = one(
+        "apiVersion: certificates.k8s.io/v1\nkind: ClusterTrustBundle\nmetadata: {name: b}\n\
+         spec: {signerName: example.com/s, trustBundle: pem}\n",
+    );
+    assert!(matches!(ga, Object::ClusterTrustBundle(ref b) if b.spec.signer_name.as_deref() == Some("example.com/s")));
 }
 
 #[test]

@@ -80,8 +80,11 @@ const fn kind(
 
 /// Every kind the model holds, at the version pier reads. ReferenceGrant is watched at v1 and v1beta1,
 /// because a cluster's Gateway API install may serve either; the v1 watch wins when both are served.
-/// ClusterTrustBundle is watched at v1beta1 only (files may also be v1alpha1); a cluster that does not
-/// enable that API reports the kind as not served, as it does a missing CRD.
+/// ClusterTrustBundle is watched at v1beta1 only, although files may also be v1 (GA in Kubernetes 1.37) or
+/// v1alpha1: the model holds k8s-openapi's v1beta1 type, and 0.28 (the line gateway-api 0.22 builds on)
+/// has no v1 type. A cluster that does not serve v1beta1 (a beta API, off by default; 1.37+ may serve v1
+/// only) reports the kind as not served, as it does a missing CRD. A v1 watch would decode into the same
+/// type, as files do, shadowing v1beta1 as ReferenceGrant v1 does; it waits for a cluster that needs it.
 #[rustfmt::skip]
 pub const WATCHED: &[WatchedKind] = &[
     //   model name,                       group,               version,     kind,                  plural,                 namespaced, status
