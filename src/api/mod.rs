@@ -4,15 +4,19 @@
 //!   `Backend` (`gateway.networking.k8s.io/v1alpha1`), which share one spec.
 //! - [`draft`]: the earlier draft `Backend` shape (`spec.destination`), normalised by the translator.
 //! - [`eg`]: Envoy Gateway's `Backend` (`gateway.envoyproxy.io/v1alpha1`).
+//! - [`validation`]: the validation fields upstream has and the crate's `BackendTLSPolicyValidation`
+//!   lacks (`clusterTrustBundleRef`), carried beside the crate's type.
 //!
 //! Every struct here rejects unknown fields, so a typo is a parse error naming the field, never a
-//! silently ignored setting. Types that upstream Gateway API already defines (BackendTLSPolicy
+//! silently ignored setting — except where a crate type is flattened in (`validation`), which serde
+//! cannot combine with that. Types that upstream Gateway API already defines (BackendTLSPolicy
 //! validation, SecretObjectReference, ParentReference) are reused from the `gateway-api` crate.
 //! Nothing here does I/O.
 
 pub mod backend;
 pub mod draft;
 pub mod eg;
+pub mod validation;
 pub mod xbackend;
 
 /// API groups and kinds, spelled once.

@@ -12,7 +12,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{ParentReference, SecretObjectReference, TlsValidation};
+use super::validation::BackendTlsValidation;
+use super::{ParentReference, SecretObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 
 /// The GEP-4488 Backend spec (also the spec of the standard-group `Backend` of that shape).
@@ -125,7 +126,7 @@ pub struct BackendTls {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_certificate_ref: Option<SecretObjectReference>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub validation: Option<TlsValidation>,
+    pub validation: Option<BackendTlsValidation>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, JsonSchema, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! Certificate references shared by every TLS-bearing object: CA bundles (ConfigMap or Secret key
-//! `ca.crt`, or a ClusterTrustBundle; see [`ca`]) and certificate/key pairs (`kubernetes.io/tls`
+//! `ca.crt`, or a ClusterTrustBundle; see [`ca`], and [`trust`] for a validation block's trust fields) and certificate/key pairs (`kubernetes.io/tls`
 //! Secrets). Each resolved reference becomes an SDS secret with a name from `ir::names`; each failure becomes a `Problem` with the upstream
 //! reason, naming the object and key. PEM is checked for framing here so a broken bundle is refused
 //! in status instead of being NACKed by every proxy. A certificate field (`tls.crt`, a CA bundle) that
@@ -8,6 +8,7 @@
 
 pub mod ca;
 pub mod private_keys;
+pub mod trust;
 
 pub use ca::{CaBundle, CaKinds, CaOutcome, CaRef, resolve_ca_refs, system_ca};
 
@@ -16,8 +17,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Secret as K8sSecret;
 
 use super::conditions::{Problem, TlsProblem, TlsReason};
+use crate::api::SecretObjectReference;
 use crate::api::consts::{SECRET_TYPE_OPAQUE, SECRET_TYPE_TLS, TLS_CERT_KEY, TLS_KEY_KEY};
-use crate::api::{LocalObjectReference, SecretObjectReference};
+use crate::api::validation::ValidationExtras;
 use crate::ir;
 use crate::ir::names;
 use crate::model::{Model, ObjectKey};
@@ -141,13 +143,15 @@ pub struct Site<'a> {
     pub field: &'a str,
 }
 
-/// Resolves a validation block. A CA reference that does not resolve while another does is a problem
-/// that does not refuse the block (`problems`); the `Err` is the one that does.
+/// Resolves a validation block: the crate's type and what it lacks (`api::validation`). A CA reference
+/// that does not resolve while another does is a problem that does not refuse the block (`problems`);
+/// the `Err` is the one that does.
 pub fn resolve_validation(
     model: &Model,
     system_ca_path: &str,
     site: Site<'_>,
     v: &crate::api::TlsValidation,
+    extras: &ValidationExtras,
     problems: &mut Vec<TlsProblem>,
 ) -> Result<Validated, TlsProblem> {
     let crate::api::TlsValidation {
@@ -156,73 +160,22 @@ pub fn resolve_validation(
         subject_alt_names,
         well_known_ca_certificates,
     } = v;
-    let mut secrets = SecretSet::new();
-    let refs = ca_certificate_refs.as_deref().unwrap_or_default();
-    let trust = trust(
-        model,
-        system_ca_path,
-        site,
-        refs,
-        well_known_ca_certificates.as_deref(),
-        &mut secrets,
-        problems,
-    )?;
+    let ValidationExtras {
+        cluster_trust_bundle_ref,
+    } = extras;
+    let sources = trust::Sources {
+        refs: ca_certificate_refs.as_deref().unwrap_or_default(),
+        bundle: cluster_trust_bundle_ref.as_ref(),
+        well_known: well_known_ca_certificates.as_deref(),
+    };
+    let bundle = trust::trust(model, system_ca_path, site, sources, problems)?;
     let sans = san_matchers(site.field, subject_alt_names.as_deref().unwrap_or_default(), hostname)?;
+    let mut secrets = SecretSet::new();
+    secrets.insert(bundle.secret_name.clone(), bundle.secret);
     Ok(Validated {
-        tls: upstream_tls(Some(hostname.clone()), trust, sans),
+        tls: upstream_tls(Some(hostname.clone()), ir::Trust::Sds(bundle.secret_name), sans),
         secrets,
     })
-}
-
-/// `caCertificateRefs` xor `wellKnownCACertificates: System`.
-fn trust(
-    model: &Model,
-    system_ca_path: &str,
-    site: Site<'_>,
-    refs: &[LocalObjectReference],
-    well_known: Option<&str>,
-    secrets: &mut SecretSet,
-    problems: &mut Vec<TlsProblem>,
-) -> Result<ir::Trust, TlsProblem> {
-    let field = site.field;
-    let invalid = |m: String| Problem::accepted(TlsReason::Invalid, m);
-    let bundle = match (refs.is_empty(), well_known) {
-        (false, Some(_)) => {
-            return Err(invalid(format!(
-                "{field}: must not contain both caCertificateRefs and wellKnownCACertificates"
-            )));
-        }
-        (true, None) => {
-            return Err(invalid(format!(
-                "{field}: must specify either caCertificateRefs or wellKnownCACertificates"
-            )));
-        }
-        (true, Some("System")) => system_ca(system_ca_path),
-        (true, Some(other)) => {
-            return Err(invalid(format!(
-                "{field}.wellKnownCACertificates: {other:?} is not supported; pier supports \"System\""
-            )));
-        }
-        (false, None) => {
-            let refs: Vec<CaRef> = refs.iter().map(CaRef::from).collect();
-            let ca = resolve_ca_refs(
-                model,
-                site.namespace,
-                &refs,
-                site.owner,
-                CaKinds::WithClusterTrustBundle,
-            );
-            problems.extend(ca.problems);
-            ca.bundle.ok_or_else(|| {
-                Problem::accepted(
-                    TlsReason::NoValidCACertificate,
-                    format!("{field}.caCertificateRefs: no valid CA certificate"),
-                )
-            })?
-        }
-    };
-    secrets.insert(bundle.secret_name.clone(), bundle.secret);
-    Ok(ir::Trust::Sds(bundle.secret_name))
 }
 
 /// `subjectAltNames`, or the hostname when there are none.

@@ -81,7 +81,7 @@ impl Object {
             Object::HttpRoute(o, _) => &o.metadata,
             Object::GrpcRoute(o) => &o.metadata,
             Object::ReferenceGrant(o) => &o.metadata,
-            Object::BackendTlsPolicy(o) => &o.metadata,
+            Object::BackendTlsPolicy(o) => &o.policy.metadata,
             Object::XBackend(o) => &o.metadata,
             Object::Backend(o) => &o.metadata,
             Object::EgBackend(o) => &o.metadata,

@@ -10,14 +10,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use gateway_api::apis::standard::{
-    backendtlspolicies::BackendTlsPolicy, gatewayclasses::GatewayClass, gateways::Gateway, grpcroutes::GrpcRoute,
-    httproutes::HttpRoute, referencegrants::ReferenceGrant,
+    gatewayclasses::GatewayClass, gateways::Gateway, grpcroutes::GrpcRoute, httproutes::HttpRoute,
+    referencegrants::ReferenceGrant,
 };
 use k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use crate::api::{backend::Backend, eg::EgBackend, xbackend::XBackend};
+use crate::api::{backend::Backend, eg::EgBackend, validation::BackendTlsPolicy, xbackend::XBackend};
 
 /// What the parser keeps of an HTTPRoute beside the standard-channel type pier reads it with, which
 /// would otherwise drop or refuse it: per rule (by index), the experimental `retry`, the `type` of
@@ -112,6 +112,7 @@ pub struct Model {
     pub http_route_extras: Objects<HttpRouteExtras>,
     pub grpc_routes: Objects<GrpcRoute>,
     pub reference_grants: Objects<ReferenceGrant>,
+    /// With what the crate's type lacks (`api::validation`).
     pub backend_tls_policies: Objects<BackendTlsPolicy>,
     pub xbackends: Objects<XBackend>,
     /// The standard-group `Backend`, in either the GEP-4488 or the draft shape.

@@ -24,6 +24,7 @@ pub use read::{MAX_DEPTH, ParseOptions};
 /// thousands, while a file parsed into values costs tens of times its size in memory.
 pub const DEFAULT_MAX_BYTES: usize = 8 << 20;
 
+mod btls;
 mod btls_v1alpha2;
 mod kinds;
 mod read;

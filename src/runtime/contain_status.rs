@@ -159,7 +159,7 @@ fn generation(model: &Model, kind: Kind, key: &ObjectKey) -> i64 {
         Kind::Gateway => model.gateways.peek(key).map(|o| &o.metadata),
         Kind::HttpRoute | Kind::HttpRouteExtras => model.http_routes.peek(key).map(|o| &o.metadata),
         Kind::GrpcRoute => model.grpc_routes.peek(key).map(|o| &o.metadata),
-        Kind::BackendTlsPolicy => model.backend_tls_policies.peek(key).map(|o| &o.metadata),
+        Kind::BackendTlsPolicy => model.backend_tls_policies.peek(key).map(|o| &o.policy.metadata),
         Kind::XBackend => model.xbackends.peek(key).map(|o| &o.metadata),
         Kind::Backend => model.backends.peek(key).map(|o| &o.metadata),
         Kind::EgBackend => model.eg_backends.peek(key).map(|o| &o.metadata),

@@ -6,13 +6,13 @@
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
-use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::{IndexChanges, PolicyIndex, PolicyVerdict, Reason, Target, evaluate};
 use crate::api::consts::{
     CORE_GROUP, EG_GROUP, GATEWAY_GROUP, KIND_BACKEND, KIND_SERVICE, KIND_XBACKEND, X_GATEWAY_GROUP,
 };
+use crate::api::validation::BackendTlsPolicy;
 use crate::gateway::backends::{Ctx, article};
 use crate::gateway::conditions::Problem;
 use crate::ir::names::BackendKind;
@@ -51,7 +51,7 @@ pub fn verdict(ctx: Ctx<'_>, key: &ObjectKey) -> Option<(PolicyVerdict, Rank, Ve
     let policy = ctx.model.backend_tls_policies.get(key)?;
     let mut verdict = evaluate(ctx, key, policy);
     let mut contends = Vec::new();
-    for (i, t) in policy.spec.target_refs.iter().enumerate() {
+    for (i, t) in policy.policy.spec.target_refs.iter().enumerate() {
         let field = format!("spec.targetRefs[{i}]");
         let target = ObjectKey::new(&key.namespace, &t.name);
         let section = t.section_name.as_deref();
@@ -147,6 +147,7 @@ fn missing_section(verdict: &mut PolicyVerdict, missing: (BackendKind, ObjectKey
 }
 
 fn rank(key: &ObjectKey, p: &BackendTlsPolicy) -> Rank {
+    let p = &p.policy;
     Rank {
         created: p.metadata.creation_timestamp.clone(),
         namespace: p.metadata.namespace.clone(),

@@ -16,13 +16,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy;
-
 use super::backends::Ctx;
 use super::conditions::{
     Condition, PolicyCondition, PolicyProblem, PolicyReason as Reason, PolicyType as Type, Problem,
 };
 use super::tls::{self, SecretSet};
+use crate::api::validation::BackendTlsPolicy;
 use crate::ir;
 use crate::ir::names::BackendKind;
 use crate::model::ObjectKey;
@@ -204,7 +203,8 @@ fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, policy: &BackendTlsPolicy) -> PolicyV
         ctx.model,
         &ctx.opts.system_ca_path,
         site,
-        &policy.spec.validation,
+        &policy.policy.spec.validation,
+        &policy.validation,
         &mut problems,
     );
     let (tls, secrets) = match validated {
@@ -215,7 +215,7 @@ fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, policy: &BackendTlsPolicy) -> PolicyV
         }
     };
     PolicyVerdict {
-        generation: policy.metadata.generation.unwrap_or(0),
+        generation: policy.policy.metadata.generation.unwrap_or(0),
         problems: problems.into_iter().map(Problem::widen).collect(),
         tls,
         secrets,

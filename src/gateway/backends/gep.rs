@@ -253,7 +253,7 @@ fn backend_tls(
 fn validated(
     ctx: Ctx<'_>,
     owner: (&str, &str, &str),
-    v: &crate::api::TlsValidation,
+    v: &crate::api::validation::BackendTlsValidation,
     secrets: &mut SecretSet,
     found: &mut Findings,
 ) -> Result<ir::UpstreamTls, BackendProblem> {
@@ -263,7 +263,14 @@ fn validated(
         field: "spec.tls.validation",
     };
     let mut problems = Vec::new();
-    let result = tls::resolve_validation(ctx.model, &ctx.opts.system_ca_path, site, v, &mut problems);
+    let result = tls::resolve_validation(
+        ctx.model,
+        &ctx.opts.system_ca_path,
+        site,
+        &v.standard,
+        &v.extras,
+        &mut problems,
+    );
     found.problems.extend(problems.into_iter().map(Problem::widen));
     let v = result.map_err(Problem::widen)?;
     secrets.extend(v.secrets);

@@ -119,7 +119,7 @@ mod tests {
     fn policy(text: &str) -> Result<gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy, String> {
         let parsed = crate::model::yaml::parse("p.yaml", text).map_err(|e| e.to_string())?;
         match parsed.objects.into_iter().next() {
-            Some((_, Object::BackendTlsPolicy(p))) => Ok(p),
+            Some((_, Object::BackendTlsPolicy(p))) => Ok(p.policy),
             _ => Err("not a BackendTLSPolicy".into()),
         }
     }

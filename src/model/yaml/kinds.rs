@@ -3,9 +3,9 @@
 //! `stringData` folded into `data`), then strict deserialization with field paths.
 //!
 //! Older versions that are schema-identical for everything pier reads (v1beta1 Gateway, GatewayClass,
-//! HTTPRoute, ReferenceGrant; v1alpha3 BackendTLSPolicy; v1 and v1alpha1 ClusterTrustBundle) decode into the
-//! newer types, so the translator sees one type per kind; v1alpha2 BackendTLSPolicy is mapped onto it
-//! (`btls_v1alpha2`).
+//! HTTPRoute, ReferenceGrant; v1alpha3 BackendTLSPolicy; v1 and v1alpha1 ClusterTrustBundle) decode into
+//! one type per kind, so the translator sees one; v1alpha2 BackendTLSPolicy is mapped onto v1
+//! (`btls_v1alpha2`), and every BackendTLSPolicy keeps what its crate type lacks beside it (`btls`).
 
 use k8s_openapi::ByteString;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -117,8 +117,8 @@ impl Kind {
             }
             Kind::GrpcRoute => Object::GrpcRoute(typed(value, at, "")?),
             Kind::ReferenceGrant => Object::ReferenceGrant(typed(value, at, "")?),
-            Kind::BackendTlsPolicy => Object::BackendTlsPolicy(typed(value, at, "")?),
-            Kind::BackendTlsPolicyV1alpha2 => Object::BackendTlsPolicy(super::btls_v1alpha2::decode(value, at)?),
+            Kind::BackendTlsPolicy => Object::BackendTlsPolicy(super::btls::decode(value, at, false)?),
+            Kind::BackendTlsPolicyV1alpha2 => Object::BackendTlsPolicy(super::btls::decode(value, at, true)?),
             Kind::XBackend => Object::XBackend(typed(value, at, "")?),
             Kind::Backend => Object::Backend(backend(value, at)?),
             Kind::EgBackend => Object::EgBackend(typed(value, at, "")?),

@@ -170,7 +170,7 @@ fn older_versions_map_to_v1_types() {
         "apiVersion: gateway.networking.k8s.io/v1alpha3\nkind: BackendTLSPolicy\nmetadata: {name: p}\n\
          spec: {targetRefs: [{group: '', kind: Service, name: web}], validation: {hostname: h, wellKnownCACertificates: System}}\n",
     );
-    assert!(matches!(policy, Object::BackendTlsPolicy(ref p) if p.spec.validation.hostname == "h"));
+    assert!(matches!(policy, Object::BackendTlsPolicy(ref p) if p.policy.spec.validation.hostname == "h"));
     let gateway = one(
         "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: Gateway\nmetadata: {name: g}\n\
          spec: {gatewayClassName: c, listeners: [{name: l, port: 80, protocol: HTTP}]}\n",

@@ -93,7 +93,8 @@ impl Merged {
 fn referrer_value(obj: &Object) -> Option<Value> {
     match obj {
         Object::Gateway(o) => serde_json::to_value(o).ok(),
-        Object::BackendTlsPolicy(o) => serde_json::to_value(o).ok(),
+        // What the crate's type lacks references no Secret or ConfigMap.
+        Object::BackendTlsPolicy(o) => serde_json::to_value(&o.policy).ok(),
         Object::XBackend(o) => serde_json::to_value(o).ok(),
         Object::Backend(o) => serde_json::to_value(o).ok(),
         Object::EgBackend(o) => serde_json::to_value(o).ok(),

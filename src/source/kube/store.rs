@@ -141,7 +141,7 @@ pub fn referrers(model: &Model) -> Vec<(&'static str, ObjectKey, BTreeSet<Ref>)>
         scan("Gateway", k, serde_json::to_value(o.as_ref()));
     }
     for (k, o) in &model.backend_tls_policies {
-        scan("BackendTLSPolicy", k, serde_json::to_value(o.as_ref()));
+        scan("BackendTLSPolicy", k, serde_json::to_value(&o.policy));
     }
     for (k, o) in &model.xbackends {
         scan("XBackend", k, serde_json::to_value(o.as_ref()));

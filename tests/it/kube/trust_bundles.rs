@@ -89,3 +89,34 @@ async fn cluster_trust_bundle_events_move_the_served_ca_and_a_bad_bundle_fails_c
     pier.stop().await;
     api.shutdown().await;
 }
+
+/// GEP-5075's own field: `validation.clusterTrustBundleRef` (group and kind defaulted), read from the
+/// watched policy as from a file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_trust_bundle_ref_is_read_from_the_api_server_and_fails_closed_without_its_bundle() {
+    let api = FakeApiServer::start(&[]).await;
+    api.apply_yaml(&base_model());
+    api.apply_yaml(&bundle("QUFBQQ=="));
+    api.apply_yaml(&POLICY.replace(
+        "caCertificateRefs: [{group: certificates.k8s.io, kind: ClusterTrustBundle, name: roots}]",
+        "clusterTrustBundleRef: {name: roots}",
+    ));
+    let pier = Pier::start(settings(&api, "a", &[]), QUIET).await;
+    pier.wait_dump("the bundle as the policy's CA", |d| {
+        d.contains(CLUSTER) && d.contains(SECRET) && d.contains("QUFBQQ==")
+    })
+    .await;
+    api.delete(CERTS, "clustertrustbundles", "", "roots");
+    pier.wait_dump("a deleted bundle fails closed", |d| {
+        !d.contains(CLUSTER) && !d.contains(SECRET)
+    })
+    .await;
+    let (_, reason, message) = wait_for("ResolvedRefs=False", || {
+        resolved_refs(&api).filter(|(status, _, _)| status == "False")
+    })
+    .await;
+    assert_eq!(reason, "InvalidCACertificateRef");
+    assert_eq!(message, "ClusterTrustBundle roots not found");
+    pier.stop().await;
+    api.shutdown().await;
+}
