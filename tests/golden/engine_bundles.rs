@@ -1,6 +1,7 @@
 //! ClusterTrustBundles followed incrementally: editing, emptying, deleting and restoring a bundle that a
-//! BackendTLSPolicy and an XBackend both name re-translates both (the engine learns the dependency from
-//! what they read), leaving the engine equal to the batch translation at every step.
+//! BackendTLSPolicy and an XBackend both name — in `caCertificateRefs` or in `clusterTrustBundleRef` —
+//! re-translates both (the engine learns the dependency from what they read), leaving the engine equal to
+//! the batch translation at every step.
 
 use pier::model::objects::Kind;
 use pier::model::{Model, Object, ObjectKey};
@@ -9,7 +10,12 @@ use pier::translate::engine::Engine;
 
 use super::engine::difference;
 
-const CASE: &str = "backendtlspolicy-cluster-trust-bundle";
+/// Cases whose policy and XBackend name the bundle [`NAME`]: in `caCertificateRefs`, then in
+/// `clusterTrustBundleRef`.
+const CASES: [&str; 2] = [
+    "backendtlspolicy-cluster-trust-bundle",
+    "backendtlspolicy-cluster-trust-bundle-ref",
+];
 const NAME: &str = "pier.dev:example:roots";
 
 fn bundle(pem: &str) -> Object {
@@ -23,8 +29,14 @@ fn bundle(pem: &str) -> Object {
 
 #[test]
 fn cluster_trust_bundle_edits_are_followed_incrementally() {
+    for case in CASES {
+        follow_bundle_edits(case);
+    }
+}
+
+fn follow_bundle_edits(case: &str) {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
-    let input = std::fs::read_to_string(format!("{dir}/{CASE}/input.yaml")).expect("the case's input");
+    let input = std::fs::read_to_string(format!("{dir}/{case}/input.yaml")).expect("the case's input");
     let opts = Options::default();
     let mut model: Model = pier::model::load::parse_texts(&[("input.yaml".into(), input)])
         .expect("the case parses")
@@ -52,13 +64,13 @@ fn cluster_trust_bundle_edits_are_followed_incrementally() {
         }
         engine.update(model.clone());
         if let Some(diff) = difference(&engine, &model, &opts) {
-            panic!("after {what}:\n{diff}");
+            panic!("{case}: after {what}:\n{diff}");
         }
         // Rendered (resources and statuses): emptied and deleted serve alike but say different things.
         assert_ne!(
             before.document(None).expect("renders"),
             engine.translation().document(None).expect("renders"),
-            "{what}: the output changes"
+            "{case}: {what}: the output changes"
         );
     }
 }
