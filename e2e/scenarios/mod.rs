@@ -52,6 +52,7 @@ mod s18_pod_selector;
 mod s19_backend_protocols_on_the_wire;
 mod s20_mcp;
 mod s21_proxy_status;
+mod s22_cluster_trust_bundle;
 
 use crate::harness::PierOptions;
 
