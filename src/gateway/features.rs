@@ -6,9 +6,9 @@
 //! Names are upstream's (`pkg/features/*.go`). Not claimed, and why: `GatewayStaticAddresses`,
 //! `GatewayAddressEmpty` and `GatewayInfrastructurePropagation` (pier provisions no addresses or
 //! infrastructure), `GatewayListenerSet`, the TCP/TLS/UDP route kinds and mesh (not served),
-//! `HTTPRouteDestinationPortMatching` (no test), `BackendTLSPolicyClusterTrustBundle` and
-//! `GatewayFrontendClusterTrustBundle` (not read yet); of the Backend features, `BackendProtocolTCP`
-//! (pier serves HTTP only).
+//! `HTTPRouteDestinationPortMatching` (no test), `GatewayFrontendClusterTrustBundle` (a Gateway's
+//! frontend validation takes ConfigMaps and Secrets only; `BackendTLSPolicyClusterTrustBundle`, the
+//! backend side, is claimed); of the Backend features, `BackendProtocolTCP` (pier serves HTTP only).
 
 /// Sorted, as the API requires.
 pub const SUPPORTED: &[&str] = &[
@@ -20,6 +20,7 @@ pub const SUPPORTED: &[&str] = &[
     "BackendProtocolWSS",
     "BackendTLS",
     "BackendTLSPolicy",
+    "BackendTLSPolicyClusterTrustBundle",
     "BackendTLSPolicySANValidation",
     "GRPCRoute",
     "Gateway",
