@@ -12,7 +12,7 @@ use ipnet::IpNet;
 
 use crate::ir::LookupFamily;
 use crate::options::{DEFAULT_CONTROLLER_NAME, DEFAULT_SYSTEM_CA_PATH, Guardrails, Options};
-pub use ops::{AdminTarget, DiffArgs, Format, ProxyStatusArgs};
+pub use ops::{AdminTarget, DiffArgs, ExplainArgs, Format, ProxyStatusArgs};
 pub use resolve::ResolveArgs;
 pub use xds::{BootstrapTlsArgs, CertsArgs, DEFAULT_TRUST_DOMAIN, XdsArgs};
 
@@ -51,6 +51,10 @@ pub enum Command {
     /// flagging TLS turned off or loosened, guardrail refusals and backends turning into 500s. Exit code
     /// 0: no change, 1: changes, 2: error.
     Diff(DiffArgs),
+    /// Explain an object: listener → route rule → backendRef → cluster (endpoints, upstream TLS), with
+    /// every status condition on the way and what to change; from files, or from a running pier (--admin).
+    /// Exit code 2 when the object cannot be explained.
+    Explain(ExplainArgs),
 }
 
 /// `pier demo` (only with the `demo` feature, on by default).
