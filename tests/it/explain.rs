@@ -73,6 +73,10 @@ fn golden_explanations() {
             let mut with_format = args.clone();
             with_format.extend(["-o", format]);
             let actual = stdout(&with_format);
+            assert!(
+                !actual.contains("PRIVATE KEY"),
+                "{name} -o {format} shows a private key"
+            );
             let path = case.join(file);
             if update {
                 std::fs::write(&path, &actual).expect("write expected output");

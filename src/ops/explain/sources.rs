@@ -3,6 +3,9 @@
 //! `/debug/config_dump?gateway=` has them, private keys redacted; the statuses as `/debug/status`'s
 //! `objects`); online, those two endpoints are asked. Everything after this module is shared, so the
 //! two modes can only differ by what pier computed.
+//!
+//! Offline documents get the admin API's redaction too: private keys out of Envoy's `private_key`
+//! fields, and any PEM private-key block out of every string (a status message may quote a file).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -11,6 +14,7 @@ use serde_json::Value;
 
 use super::Inputs;
 use crate::envoy::render;
+use crate::gateway::tls::private_keys;
 use crate::ops::admin_client::Admin;
 use crate::options::{Options, ResolveMode};
 use crate::translate::Translation;
@@ -23,10 +27,13 @@ pub fn from_translation(t: &Translation) -> Inputs {
         .map(|(g, res)| {
             let mut doc = render::resources_to_json(res);
             render::redact_private_keys(&mut doc);
+            scrub(&mut doc);
             (g.clone(), doc)
         })
         .collect();
-    let objects = match serde_json::to_value(&t.statuses).expect("statuses serialize") {
+    let mut statuses = serde_json::to_value(&t.statuses).expect("statuses serialize");
+    scrub(&mut statuses);
+    let objects = match statuses {
         Value::Array(a) => a,
         _ => Vec::new(),
     };
@@ -59,7 +66,7 @@ pub fn online(admin: &Admin, gateway: Option<&str>) -> Result<Inputs, String> {
             Some(g) => match admin.get_json(&format!("/debug/config_dump?gateway={g}")).await {
                 Ok(doc) => BTreeMap::from([(g.to_string(), doc)]),
                 // Not published: the explanation says so from the statuses alone.
-                Err(e) if e.contains("404") => BTreeMap::new(),
+                Err(e) if e.contains("404 Not Found") => BTreeMap::new(),
                 Err(e) => return Err(e),
             },
             None => match admin.get_json("/debug/config_dump").await? {
@@ -101,9 +108,38 @@ fn inputs_from_admin(mut status: Value, gateways: BTreeMap<String, Value>) -> In
     }
 }
 
+/// Every PEM private-key block in `v`'s strings redacted, as the admin API does.
+fn scrub(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(clean) = private_keys::redact(s) {
+                *s = clean;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(scrub),
+        Value::Object(map) => map.values_mut().for_each(scrub),
+        _ => {}
+    }
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("starting the async runtime: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn private_keys_are_scrubbed_from_every_string() {
+        let key = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----";
+        let mut v = json!({"status": {"conditions": [{"message": format!("bad file {key}")}]}});
+        scrub(&mut v);
+        assert!(!v.to_string().contains("MHcCAQEE"), "{v}");
+    }
 }
