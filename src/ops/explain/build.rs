@@ -89,7 +89,7 @@ pub fn build(ctx: &Ctx<'_>) -> Explanation {
     }
 }
 
-/// Per Gateway, the routes whose status there names the subject (backends only).
+/// Per Gateway, the routes whose status there names the subject in a problem (backends only).
 fn naming_routes(ctx: &Ctx<'_>) -> BTreeMap<String, BTreeSet<RouteKey>> {
     let mut out: BTreeMap<String, BTreeSet<RouteKey>> = BTreeMap::new();
     if !ctx.kind().is_backend() {
@@ -97,7 +97,7 @@ fn naming_routes(ctx: &Ctx<'_>) -> BTreeMap<String, BTreeSet<RouteKey>> {
     }
     let want = (ctx.kind().status_kind().to_string(), ctx.target.subject.key());
     for o in routes(ctx.inputs) {
-        for (g, m) in status::scoped_messages(o) {
+        for (g, m, _) in status::scoped_messages(o).filter(|(_, _, problem)| *problem) {
             if let Some(g) = g.filter(|g| ctx.allowed(g) && status::named_refs(m).contains(&want)) {
                 out.entry(g).or_default().insert(route_key(o));
             }

@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use super::model::{ConditionView, ObjectConditions, State};
 
-/// Kinds whose `ns/name` a status message may name as a backendRef target.
-const REF_KINDS: [&str; 3] = ["Service", "XBackend", "Backend"];
+/// Kinds whose `ns/name` a status message may name: backendRef targets, and the policies a route's
+/// ResolvedRefs says it ignored.
+const REF_KINDS: [&str; 4] = ["Service", "XBackend", "Backend", "BackendTLSPolicy"];
 
 /// `kind`, `apiVersion`, `namespace/name` of a status object.
 pub fn identity(obj: &Value) -> (&str, &str, String) {
@@ -231,22 +232,24 @@ pub fn named_refs(message: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Every message of `obj`'s conditions with the Gateway (`ns/name`) it is scoped to, if any.
-pub fn scoped_messages(obj: &Value) -> impl Iterator<Item = (Option<String>, &str)> {
+/// Every message of `obj`'s conditions with the Gateway (`ns/name`) it is scoped to, if any, and whether
+/// the condition is a problem.
+pub fn scoped_messages(obj: &Value) -> impl Iterator<Item = (Option<String>, &str, bool)> {
     scoped_lists(&obj["status"]).flat_map(|(r, cs)| {
         let gateway = r.map(gateway_key);
-        cs.as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(move |c| Some((gateway.clone(), c["message"].as_str()?)))
+        cs.as_array().into_iter().flatten().filter_map(move |c| {
+            let s = |k: &str| c[k].as_str().unwrap_or_default();
+            let problem = state(s("type"), s("status"), s("reason")) == State::Problem;
+            Some((gateway.clone(), c["message"].as_str()?, problem))
+        })
     })
 }
 
 /// Every message of `obj`'s conditions, on the Gateways in `only` (all when `None`).
 pub fn messages<'a>(obj: &'a Value, only: Option<&'a BTreeSet<String>>) -> impl Iterator<Item = &'a str> {
     scoped_messages(obj)
-        .filter(move |(g, _)| g.as_ref().is_none_or(|g| only.is_none_or(|o| o.contains(g))))
-        .map(|(_, m)| m)
+        .filter(move |(g, _, _)| g.as_ref().is_none_or(|g| only.is_none_or(|o| o.contains(g))))
+        .map(|(_, m, _)| m)
 }
 
 #[cfg(test)]
