@@ -138,7 +138,7 @@ fn entry(o: &mut Out, e: &Entry) {
         Action::Redirect { details } => o.line(5, format!("→ redirect: {}", details.join("; "))),
         Action::DirectResponse { status: 500 } => o.line(
             5,
-            "→ answers 500 itself: no backendRef of the rule is usable (the conditions say why)",
+            "→ answers 500 itself: the rule has no usable backendRef (none, or none resolved: see the conditions)",
         ),
         Action::DirectResponse { status } => o.line(5, format!("→ answers {status} itself")),
         Action::Other { json } => o.line(5, format!("→ {json}")),
