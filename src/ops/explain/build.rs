@@ -252,7 +252,13 @@ fn listeners(ctx: &Ctx<'_>, g: &str, index: &GatewayIndex<'_>, selected: &[RawEn
         out.sort_by(|a, b| a.name.cmp(&b.name));
     }
     for l in &mut out {
-        l.attached_routes = listener_status(&l.name).and_then(|s| s["attachedRoutes"].as_i64());
+        let s = listener_status(&l.name);
+        l.attached_routes = s.and_then(|s| s["attachedRoutes"].as_i64());
+        l.programmed = s.and_then(|s| {
+            let conditions = s["conditions"].as_array()?;
+            let c = conditions.iter().find(|c| c["type"].as_str() == Some("Programmed"))?;
+            Some(c["status"].as_str() == Some("True"))
+        });
     }
     out
 }
@@ -270,6 +276,7 @@ fn listener_path(name: &str, served: Option<super::envoy::Served>, route_config:
         certificates: served.certificates,
         client_validation: served.client_validation,
         attached_routes: None,
+        programmed: None,
         routes: Vec::new(),
     }
 }

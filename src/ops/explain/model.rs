@@ -69,6 +69,9 @@ pub struct ListenerPath {
     /// From the Gateway's status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attached_routes: Option<i64>,
+    /// Its `Programmed` condition, from the Gateway's status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub programmed: Option<bool>,
     pub routes: Vec<RoutePath>,
 }
 

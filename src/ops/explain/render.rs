@@ -79,9 +79,11 @@ fn gateway(o: &mut Out, g: &GatewayPath) {
 }
 
 fn listener(o: &mut Out, l: &ListenerPath) {
-    let what = match (&l.protocol, &l.address) {
-        (Some(p), Some(a)) => format!("{p} on {a}"),
-        _ => "not served by any Envoy listener".to_string(),
+    let what = match (&l.protocol, &l.address, l.programmed) {
+        (Some(p), Some(a), _) => format!("{p} on {a}"),
+        (_, _, Some(false)) => "not programmed: no Envoy listener serves it".to_string(),
+        // An HTTP listener's Envoy listener is found through its virtual hosts, and it has none.
+        _ => "no route entries on it".to_string(),
     };
     let mut names = Vec::new();
     if let Some(n) = &l.envoy_listener {
