@@ -28,9 +28,42 @@ pub fn entry(raw: &RawEntry<'_>, origin: impl Fn(&str) -> Option<Origin>) -> Ent
             .into_iter()
             .flatten()
             .filter(|(k, _)| !SHOWN.contains(&k.as_str()))
-            .map(|(k, v)| also(k, v))
+            .flat_map(|(k, v)| entry_extra(k, v))
             .collect(),
     }
+}
+
+/// Per-entry settings beside match and action, one line each.
+fn entry_extra(key: &str, v: &Value) -> Vec<String> {
+    match key {
+        "request_headers_to_add" | "response_headers_to_add" => vec![format!("{key}: {}", headers(v))],
+        "typed_per_filter_config" => v
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(filter, config)| format!("filter {filter}: {}", flat(config)))
+            .collect(),
+        _ => vec![also(key, v)],
+    }
+}
+
+/// `X-Added=pier, X-Log=1 (appended)`.
+fn headers(v: &Value) -> String {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| {
+            let (k, val) = (h["header"]["key"].as_str(), h["header"]["value"].as_str());
+            let append = match h["append_action"].as_str() {
+                Some("OVERWRITE_IF_EXISTS_OR_ADD") => "",
+                Some("ADD_IF_ABSENT") => " (if absent)",
+                Some("OVERWRITE_IF_EXISTS") => " (if present)",
+                _ => " (appended)",
+            };
+            format!("{}={}{append}", k.unwrap_or_default(), val.unwrap_or_default())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Every cluster an entry sends traffic to, mirrors included.
@@ -173,7 +206,7 @@ fn route_detail(key: &str, v: &Value) -> String {
                 .map(|m| {
                     let cluster = m["cluster"].as_str().unwrap_or_default();
                     match m.get("runtime_fraction") {
-                        Some(f) => format!("{cluster} ({})", flat(&f["default_value"])),
+                        Some(f) => format!("{cluster} ({})", percent(&f["default_value"])),
                         None => cluster.to_string(),
                     }
                 })
@@ -181,6 +214,25 @@ fn route_detail(key: &str, v: &Value) -> String {
             format!("mirrors to: {}", mirrors.join(", "))
         }
         _ => also(key, v),
+    }
+}
+
+/// A `FractionalPercent` as a percentage.
+fn percent(f: &Value) -> String {
+    let numerator = f["numerator"].as_u64().unwrap_or_default();
+    let per_cent = match f["denominator"].as_str() {
+        Some("TEN_THOUSAND") => 100,
+        Some("MILLION") => 10_000,
+        _ => 1,
+    };
+    let whole = numerator / per_cent;
+    let rest = numerator % per_cent;
+    if rest == 0 {
+        format!("{whole}%")
+    } else {
+        let digits = per_cent.to_string().len() - 1;
+        let decimals = format!("{rest:0digits$}");
+        format!("{whole}.{}%", decimals.trim_end_matches('0'))
     }
 }
 
@@ -194,6 +246,7 @@ fn flat(v: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Object(m) => m
             .iter()
+            .filter(|(k, _)| *k != "@type")
             .map(|(k, v)| format!("{k} {}", flat(v)))
             .collect::<Vec<_>>()
             .join(", "),
@@ -228,6 +281,19 @@ mod tests {
             ]
         );
         assert_eq!(matches(&json!({"prefix": "/"})), ["path starts with /"]);
+    }
+
+    #[test]
+    fn fractions_read_as_percentages() {
+        assert_eq!(percent(&json!({"numerator": 20})), "20%");
+        assert_eq!(
+            percent(&json!({"numerator": 333333, "denominator": "MILLION"})),
+            "33.3333%"
+        );
+        assert_eq!(
+            percent(&json!({"numerator": 1050, "denominator": "TEN_THOUSAND"})),
+            "10.5%"
+        );
     }
 
     #[test]
