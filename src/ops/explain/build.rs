@@ -54,8 +54,8 @@ pub fn build(ctx: &Ctx<'_>) -> Explanation {
             ));
             continue;
         };
-        for e in ctx.inputs.check_errors.get(g).into_iter().flatten() {
-            notes.push(format!("Gateway {g}: pier's newest translation failed its check, so its proxies keep the last good configuration: {e}"));
+        for n in ctx.inputs.gateway_notes.get(g).into_iter().flatten() {
+            notes.push(format!("Gateway {g}: {n}"));
         }
         let empty = BTreeSet::new();
         gateways.push(gateway_path(ctx, g, doc, naming.get(g).unwrap_or(&empty)));

@@ -42,8 +42,9 @@ pub struct Inputs {
     pub gateways: BTreeMap<String, Value>,
     /// What the source skipped or failed to read.
     pub notes: Vec<String>,
-    /// Gateways whose newest translation failed `envoy::check` (online only).
-    pub check_errors: BTreeMap<String, Vec<String>>,
+    /// What the running pier says about a Gateway beyond statuses: a failed check, a rejection by its
+    /// proxies (online only).
+    pub gateway_notes: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -41,7 +41,7 @@ pub fn from_translation(t: &Translation) -> Inputs {
         objects,
         gateways,
         notes: Vec::new(),
-        check_errors: BTreeMap::new(),
+        gateway_notes: BTreeMap::new(),
     }
 }
 
@@ -94,18 +94,44 @@ fn inputs_from_admin(mut status: Value, gateways: BTreeMap<String, Value>) -> In
             "pier's newest read of its source failed, so it serves the last good configuration: {e}"
         ));
     }
-    let check_errors = status["check_errors"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(g, errs)| (g.clone(), super::envoy::strings(errs)))
-        .collect();
     Inputs {
         objects,
         gateways,
         notes,
-        check_errors,
+        gateway_notes: gateway_notes(&status),
     }
+}
+
+/// Per Gateway, what `/debug/status` says beside the objects' statuses.
+fn gateway_notes(status: &Value) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (g, errs) in status["check_errors"].as_object().into_iter().flatten() {
+        for e in super::envoy::strings(errs) {
+            out.entry(g.clone()).or_default().push(format!(
+                "pier's newest translation failed its check, so its proxies keep the last good configuration: {e}"
+            ));
+        }
+    }
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+    for q in status["quarantined"].as_array().into_iter().flatten() {
+        out.entry(s(q, "gateway")).or_default().push(format!(
+            "{} {}/{} is quarantined: a proxy rejected it ({}: {}); its last accepted version keeps serving",
+            s(q, "kind"),
+            s(q, "namespace"),
+            s(q, "name"),
+            s(q, "type_url"),
+            s(q, "message")
+        ));
+    }
+    let r = &status["unexplained_rejection"];
+    if r.is_object() {
+        out.entry(s(r, "gateway")).or_default().push(format!(
+            "a proxy rejected a push that pier could not pin on one object ({}): {}",
+            s(r, "type_url"),
+            s(r, "message")
+        ));
+    }
+    out
 }
 
 /// Every PEM private-key block in `v`'s strings redacted, as the admin API does.
@@ -141,5 +167,28 @@ mod tests {
         let mut v = json!({"status": {"conditions": [{"message": format!("bad file {key}")}]}});
         scrub(&mut v);
         assert!(!v.to_string().contains("MHcCAQEE"), "{v}");
+    }
+
+    #[test]
+    fn the_admin_apis_own_trouble_becomes_notes() {
+        let status = json!({
+            "objects": [{"kind": "HTTPRoute"}],
+            "source_error": "a.yaml: document 0: invalid YAML",
+            "source_warnings": ["b.yaml: skipped"],
+            "check_errors": {"ns/gw": ["route r names cluster c, which does not exist"]},
+            "quarantined": [{"kind": "HttpRoute", "namespace": "ns", "name": "r", "gateway": "ns/gw",
+                             "type_url": "routes", "message": "invalid regex"}],
+            "unexplained_rejection": {"gateway": "ns/other", "type_url": "clusters", "message": "boom"},
+        });
+        let inputs = inputs_from_admin(status, BTreeMap::new());
+        assert_eq!(inputs.objects.len(), 1);
+        assert_eq!(inputs.notes.len(), 2);
+        assert!(inputs.notes[1].contains("a.yaml: document 0"));
+        let gw = &inputs.gateway_notes["ns/gw"];
+        assert!(
+            gw[0].contains("failed its check") && gw[1].contains("HttpRoute ns/r is quarantined"),
+            "{gw:?}"
+        );
+        assert!(inputs.gateway_notes["ns/other"][0].contains("could not pin"));
     }
 }
