@@ -3,11 +3,13 @@
 //! and `explain.txt` / `explain.json` are what it prints with `-o text` / `-o json`.
 //! `UPDATE=1 cargo test --test it explain::` rewrites them; they are never edited by hand.
 //!
-//! Online: `pier serve` on `examples/` and `pier explain --admin` against it print exactly what the
-//! offline command prints on the same files, since both build the explanation from the same documents.
+//! Online: `pier serve` on `examples/` (with an admin token) and `pier explain --admin` against it print
+//! exactly what the offline command prints on the same files, since both build the explanation from the
+//! same documents.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use crate::serve_inputs::Serve;
 
@@ -118,32 +120,49 @@ fn an_unknown_object_exits_2_naming_the_nearest() {
 #[test]
 fn a_running_pier_explains_what_the_files_explain() {
     let work = tempfile::tempdir().unwrap();
+    let token = work.path().join("token");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    let token = token.to_str().unwrap();
     let examples = root().join("examples");
-    let pier = Serve::start(&examples, work.path(), &["--allow-loopback"]).unwrap();
+    let pier = Serve::start(
+        &examples,
+        work.path(),
+        &["--allow-loopback", "--admin-token-file", token],
+    )
+    .unwrap();
     let admin = pier.admin.to_string();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(pier.status_until("the first read", |s| s["generation"].as_u64() >= Some(1)));
+    let online = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--admin", &admin, "--admin-token-file", token]);
+        explain(&all)
+    };
+    // Until the first read is published, pier has nothing on the Gateway.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !online(&["gateway/demo/edge"]).status.success() {
+        assert!(Instant::now() < deadline, "pier published nothing within 20s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let text = |out: Output| {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
     for subject in ["httproute/demo/apis", "service/demo/billing", "gateway/demo/edge"] {
         for format in ["text", "json"] {
             let offline = stdout(&[subject, "examples/", "--allow-loopback", "-o", format]);
-            let online = stdout(&[subject, "--admin", &admin, "-o", format]);
+            let online = text(online(&[subject, "-o", format]));
             assert_eq!(online, offline, "{subject} -o {format}:\n{}", diff(&offline, &online));
         }
     }
-    let offline = stdout(&[
-        "backend/demo/payments",
-        "examples/",
-        "--allow-loopback",
-        "--gateway",
-        "demo/edge",
-    ]);
-    let online = stdout(&["backend/demo/payments", "--admin", &admin, "--gateway", "demo/edge"]);
-    assert_eq!(online, offline, "{}", diff(&offline, &online));
+    let one_gateway = ["backend/demo/payments", "--gateway", "demo/edge"];
+    let offline = stdout(&[&one_gateway[..], &["examples/", "--allow-loopback"]].concat());
+    let online_text = text(online(&one_gateway));
+    assert_eq!(online_text, offline, "{}", diff(&offline, &online_text));
 
-    let out = explain(&["httproute/demo/nope", "--admin", &admin]);
+    let out = online(&["httproute/demo/nope"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean"));
+    let out = explain(&["httproute/demo/apis", "--admin", &admin]);
+    assert_eq!(out.status.code(), Some(2), "no token");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--admin-token-file"), "{err}");
 }
