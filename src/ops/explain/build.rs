@@ -191,18 +191,26 @@ fn owner_key(o: &Owner) -> RouteKey {
     (o.kind.clone(), o.namespace.clone(), o.name.clone())
 }
 
+/// How deep aggregates are followed: pier's have plain members, but a dump from elsewhere could nest
+/// them, or loop.
+const MAX_AGGREGATE_DEPTH: usize = 4;
+
 /// `cluster` was built from the subject, or fails over to a member that was.
 fn reaches_subject(ctx: &Ctx<'_>, index: &GatewayIndex<'_>, cluster: &str) -> bool {
-    let Some(c) = index.clusters.get(cluster) else {
-        return false;
-    };
-    clusters::origin(c).is_some_and(|o| ctx.is_subject(&o))
-        || clusters::members(c).iter().any(|m| reaches_subject(ctx, index, m))
+    fn go(ctx: &Ctx<'_>, index: &GatewayIndex<'_>, cluster: &str, depth: usize) -> bool {
+        let Some(c) = index.clusters.get(cluster) else {
+            return false;
+        };
+        clusters::origin(c).is_some_and(|o| ctx.is_subject(&o))
+            || (depth < MAX_AGGREGATE_DEPTH && clusters::members(c).iter().any(|m| go(ctx, index, m, depth + 1)))
+    }
+    go(ctx, index, cluster, 0)
 }
 
 /// Adds `cluster` and, for an aggregate, its members.
 fn with_members(index: &GatewayIndex<'_>, cluster: String, into: &mut BTreeSet<String>) {
     let members = index.clusters.get(cluster.as_str()).map(|c| clusters::members(c));
+    // Already there: its members are too (and a loop ends here).
     if into.insert(cluster) {
         for m in members.into_iter().flatten() {
             with_members(index, m, into);
@@ -215,35 +223,20 @@ fn listeners(ctx: &Ctx<'_>, g: &str, index: &GatewayIndex<'_>, selected: &[RawEn
     for e in selected {
         by_listener.entry(e.listener).or_default().push(e);
     }
-    let gateway_status = ctx.inputs.objects.iter().find(|o| {
-        let (kind, _, key) = status::identity(o);
-        kind == "Gateway" && key == g
-    });
-    let listener_status = |name: &str| {
-        gateway_status
-            .and_then(|s| s["status"]["listeners"].as_array())
-            .and_then(|ls| ls.iter().find(|l| l["name"].as_str() == Some(name)))
-    };
     let mut out: Vec<ListenerPath> = by_listener
         .into_iter()
         .map(|(name, es)| {
             let mut l = listener_path(name, index.served_by(es[0].route_config), Some(es[0].route_config));
-            l.hostnames = es
-                .iter()
-                .flat_map(|e| e.domains.iter().cloned())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect();
+            let domains: BTreeSet<&String> = es.iter().flat_map(|e| &e.domains).collect();
+            l.hostnames = domains.into_iter().cloned().collect();
             l.routes = route_paths(index, &es);
             l
         })
         .collect();
+    let statuses = listener_statuses(ctx.inputs, g);
     if ctx.kind() == Kind::Gateway {
-        for s in gateway_status
-            .and_then(|s| s["status"]["listeners"].as_array())
-            .into_iter()
-            .flatten()
-        {
+        // A Gateway's explanation shows every listener, also those no route entry is on.
+        for s in statuses {
             let name = s["name"].as_str().unwrap_or_default();
             if !out.iter().any(|l| l.name == name) {
                 out.push(listener_path(name, index.https_chain(name), None));
@@ -252,7 +245,7 @@ fn listeners(ctx: &Ctx<'_>, g: &str, index: &GatewayIndex<'_>, selected: &[RawEn
         out.sort_by(|a, b| a.name.cmp(&b.name));
     }
     for l in &mut out {
-        let s = listener_status(&l.name);
+        let s = statuses.iter().find(|s| s["name"].as_str() == Some(l.name.as_str()));
         l.attached_routes = s.and_then(|s| s["attachedRoutes"].as_i64());
         l.programmed = s.and_then(|s| {
             let conditions = s["conditions"].as_array()?;
@@ -261,6 +254,19 @@ fn listeners(ctx: &Ctx<'_>, g: &str, index: &GatewayIndex<'_>, selected: &[RawEn
         });
     }
     out
+}
+
+/// `status.listeners` of Gateway `g`.
+fn listener_statuses<'a>(inputs: &'a Inputs, g: &str) -> &'a [Value] {
+    inputs
+        .objects
+        .iter()
+        .find(|o| {
+            let (kind, _, key) = status::identity(o);
+            kind == "Gateway" && key == g
+        })
+        .and_then(|s| s["status"]["listeners"].as_array())
+        .map_or(&[], Vec::as_slice)
 }
 
 fn listener_path(name: &str, served: Option<super::envoy::Served>, route_config: Option<&str>) -> ListenerPath {
