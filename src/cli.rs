@@ -51,9 +51,11 @@ pub enum Command {
     /// flagging TLS turned off or loosened, guardrail refusals and backends turning into 500s. Exit code
     /// 0: no change, 1: changes, 2: error.
     Diff(DiffArgs),
-    /// Explain an object: listener → route rule → backendRef → cluster (endpoints, upstream TLS), with
-    /// every status condition on the way and what to change; from files, or from a running pier (--admin).
-    /// Exit code 2 when the object cannot be explained.
+    /// Explain an object: its path from listener to upstream TLS, with every status condition on the way.
+    ///
+    /// Listener → route rule → backendRef → cluster (DNS or EDS endpoints) → upstream TLS, and each
+    /// condition of the objects met with what to change; from files as `translate` reads them, or from a
+    /// running pier (--admin). Exit code 2 when the object cannot be explained.
     Explain(ExplainArgs),
 }
 
