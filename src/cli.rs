@@ -12,7 +12,7 @@ use ipnet::IpNet;
 
 use crate::ir::LookupFamily;
 use crate::options::{DEFAULT_CONTROLLER_NAME, DEFAULT_SYSTEM_CA_PATH, Guardrails, Options};
-pub use ops::{AdminTarget, DiffArgs, Format, ProxyStatusArgs};
+pub use ops::{AdminTarget, DiffArgs, ExplainArgs, Format, ProxyStatusArgs};
 pub use resolve::ResolveArgs;
 pub use xds::{BootstrapTlsArgs, CertsArgs, DEFAULT_TRUST_DOMAIN, XdsArgs};
 
@@ -51,6 +51,12 @@ pub enum Command {
     /// flagging TLS turned off or loosened, guardrail refusals and backends turning into 500s. Exit code
     /// 0: no change, 1: changes, 2: error.
     Diff(DiffArgs),
+    /// Explain an object: its path from listener to upstream TLS, with every status condition on the way.
+    ///
+    /// Listener → route rule → backendRef → cluster (DNS or EDS endpoints) → upstream TLS, and each
+    /// condition of the objects met with what to change; from files as `translate` reads them, or from a
+    /// running pier (--admin). Exit code 2 when the object cannot be explained.
+    Explain(ExplainArgs),
 }
 
 /// `pier demo` (only with the `demo` feature, on by default).

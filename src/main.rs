@@ -49,6 +49,7 @@ fn main() -> ExitCode {
         Command::Bootstrap(args) => bootstrap(args),
         Command::Certs(args) => certs(args),
         Command::ProxyStatus(args) => proxy_status(args),
+        Command::Explain(args) => return explain(&args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo(args),
         Command::Crds => pier::crds::yaml().context("rendering the CRDs").and_then(|text| {
@@ -117,6 +118,23 @@ fn proxy_status(args: ProxyStatusArgs) -> Result<()> {
         .lock()
         .write_all(text.as_bytes())
         .context("writing output")
+}
+
+/// `pier explain` exits 2 when it cannot explain (object not found, unreadable input, pier unreachable).
+fn explain(args: &pier::cli::ExplainArgs) -> ExitCode {
+    match pier::ops::explain::run(args) {
+        Ok(text) => match std::io::stdout().lock().write_all(text.as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pier: writing output: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(e) => {
+            eprintln!("pier: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn current_thread() -> Result<tokio::runtime::Runtime> {

@@ -1,4 +1,4 @@
-//! Options of the operator commands (`pier proxy-status`, `pier diff`).
+//! Options of the operator commands (`pier proxy-status`, `pier diff`, `pier explain`).
 
 use std::path::PathBuf;
 
@@ -25,7 +25,7 @@ pub struct AdminTarget {
 pub enum Format {
     /// For people.
     Text,
-    /// For machines: the admin API's document as it came.
+    /// For machines: the admin API's document as it came (`explain`: the explanation's model).
     Json,
 }
 
@@ -53,6 +53,30 @@ pub struct DiffArgs {
     pub gateway: Option<String>,
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: Format,
+    #[command(flatten)]
+    pub inputs: super::InputArgs,
+    #[command(flatten)]
+    pub translator: super::TranslatorArgs,
+}
+
+/// `pier explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// What to explain: httproute, grpcroute, backend, xbackend, service or gateway, then /NAMESPACE/NAME
+    /// (`backend.gateway.envoyproxy.io/...` or `backend.gateway.networking.k8s.io/...` when both exist).
+    #[arg(value_name = "KIND/NAMESPACE/NAME")]
+    pub object: String,
+    /// Manifests to translate, as `pier translate` reads them (files or directories). Without any, the
+    /// running pier at --admin is asked instead, and the translator options below do not apply.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Only this Gateway (NAMESPACE/NAME).
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub gateway: Option<String>,
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: Format,
+    #[command(flatten)]
+    pub admin: AdminTarget,
     #[command(flatten)]
     pub inputs: super::InputArgs,
     #[command(flatten)]

@@ -12,6 +12,7 @@
 //! | [`kube`] | the runtime against the fake API server; the `deploy/` manifests |
 //! | [`diff`] | `pier diff`: reviewed outputs, exit codes, flags, a `git:REF` side |
 //! | [`cli`] | `pier translate` and `pier bootstrap` as a user runs them |
+//! | [`explain`] | `pier explain`: golden explanations (`testdata/explain/`), offline and online alike |
 //! | [`dashboard`] | the Grafana dashboard and `docs/operations.md` name only metrics a live `/metrics` has |
 //! | [`resolve_cli`] | `pier translate --resolve-hostnames pier` against a loopback DNS responder |
 //! | [`proxy_status`] | CSDS on the xDS port and `pier proxy-status`, a synced and a NACKing proxy |
@@ -39,6 +40,7 @@ mod dashboard;
 mod demo;
 mod diff;
 mod envoy_validate;
+mod explain;
 mod fake_apiserver;
 mod kube;
 mod kube_support;
