@@ -1,6 +1,8 @@
 //! Command-line options shared by the subcommands. Every option can also come from the environment
 //! (`PIER_...`), so the same settings work in a shell, a Deployment or CI.
 
+#[cfg(feature = "demo")]
+mod demo;
 mod ops;
 mod resolve;
 mod xds;
@@ -12,6 +14,8 @@ use ipnet::IpNet;
 
 use crate::ir::LookupFamily;
 use crate::options::{DEFAULT_CONTROLLER_NAME, DEFAULT_SYSTEM_CA_PATH, Guardrails, Options};
+#[cfg(feature = "demo")]
+pub use demo::{DemoArgs, UpstreamArgs};
 pub use ops::{AdminTarget, DiffArgs, ExplainArgs, Format, ProxyStatusArgs};
 pub use resolve::ResolveArgs;
 pub use xds::{BootstrapTlsArgs, CertsArgs, DEFAULT_TRUST_DOMAIN, XdsArgs};
@@ -39,6 +43,10 @@ pub enum Command {
     /// Run the bundled example on loopback: demo upstreams, pier, a real Envoy, and requests through it.
     #[cfg(feature = "demo")]
     Demo(DemoArgs),
+    /// Serve one demo upstream on an address (what the docker-compose stack routes to): HTTP/1.1 and h2c,
+    /// or TLS with --tls-cert; every answer names it. A test server, not for production.
+    #[cfg(feature = "demo")]
+    Upstream(UpstreamArgs),
     /// Print the CustomResourceDefinitions pier needs that Gateway API releases do not ship (YAML).
     Crds,
     /// Create a CA, pier's xDS server certificate and one client certificate per Gateway (mTLS xDS for
@@ -57,27 +65,6 @@ pub enum Command {
     /// condition of the objects met with what to change; from files as `translate` reads them, or from a
     /// running pier (--admin). Exit code 2 when the object cannot be explained.
     Explain(ExplainArgs),
-}
-
-/// `pier demo` (only with the `demo` feature, on by default).
-#[cfg(feature = "demo")]
-#[derive(Debug, Args)]
-pub struct DemoArgs {
-    /// The example manifests (with their upstream certificates in DIR/upstream-certs/).
-    #[arg(long, value_name = "DIR", default_value = "examples")]
-    pub examples: PathBuf,
-    /// Port of the Gateway's HTTP listener on 127.0.0.1 (the example says 8080; 0 picks a free port).
-    #[arg(long, value_name = "PORT", default_value_t = crate::demo::EXAMPLE_HTTP_PORT)]
-    pub listen_port_http: u16,
-    /// Port of the Gateway's HTTPS listener on 127.0.0.1 (the example says 8443; 0 picks a free port).
-    #[arg(long, value_name = "PORT", default_value_t = crate::demo::EXAMPLE_HTTPS_PORT)]
-    pub listen_port_https: u16,
-    /// Envoy speaks incremental (delta) xDS instead of state-of-the-world.
-    #[arg(long)]
-    pub delta: bool,
-    /// Exit after printing the results instead of staying up (non-zero if any request went wrong).
-    #[arg(long)]
-    pub once: bool,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,7 @@
 
 mod config;
 mod requests;
+pub mod standalone;
 mod upstreams;
 
 use std::net::{Ipv4Addr, SocketAddr};

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-#[cfg(feature = "demo")]
-use pier::cli::DemoArgs;
 use pier::cli::{
     AdminArgs, BootstrapArgs, CertsArgs, Cli, Command, DiffArgs, Format, Output, ProxyStatusArgs, ServeArgs,
     TranslateArgs,
 };
+#[cfg(feature = "demo")]
+use pier::cli::{DemoArgs, UpstreamArgs};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -52,6 +52,8 @@ fn main() -> ExitCode {
         Command::Explain(args) => return explain(&args),
         #[cfg(feature = "demo")]
         Command::Demo(args) => demo(args),
+        #[cfg(feature = "demo")]
+        Command::Upstream(args) => upstream(&args),
         Command::Crds => pier::crds::yaml().context("rendering the CRDs").and_then(|text| {
             std::io::stdout()
                 .lock()
@@ -298,6 +300,15 @@ fn demo(args: DemoArgs) -> Result<()> {
         .build()
         .context("starting the async runtime")?;
     rt.block_on(pier::demo::run(config))
+}
+
+#[cfg(feature = "demo")]
+fn upstream(args: &UpstreamArgs) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(pier::demo::standalone::run_upstream(args.config()))
 }
 
 /// Writes a document to stdout as JSON or YAML.

@@ -18,6 +18,7 @@
 //! | [`proxy_status`] | CSDS on the xDS port and `pier proxy-status`, a synced and a NACKing proxy |
 //! | [`serve_inputs`] | `pier serve` against config files and admin requests an outsider controls |
 //! | [`demo`] | `pier demo --once` (built with the `demo` feature) |
+//! | [`upstream_cli`] | `pier upstream`, the compose stack's demo servers (built with the `demo` feature) |
 //! | [`envoy_validate`] | every IR variant accepted by `envoy --mode validate` |
 //! | [`authority_guard`] | the DynamicResolver authority guard, live in Envoy |
 //! | [`re2_size`] | pier's RE2 program-size bound never exceeds Envoy's own figure |
@@ -52,5 +53,7 @@ mod route_features_live;
 mod security_cli;
 mod serve_inputs;
 mod support;
+#[cfg(feature = "demo")]
+mod upstream_cli;
 mod xds;
 mod xds_support;
