@@ -195,6 +195,10 @@ pub struct BootstrapArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Yaml)]
     pub output: Output,
+    /// Write the bootstrap to this file (replaced whole, never seen half-written) instead of stdout: for
+    /// an init container, which has no shell to redirect with.
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
     #[command(flatten)]
     pub tls: BootstrapTlsArgs,
 }

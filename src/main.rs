@@ -283,7 +283,20 @@ fn bootstrap(args: BootstrapArgs) -> Result<()> {
         tls: args.tls.tls(),
     };
     let doc = pier::envoy::ads_bootstrap::bootstrap(&spec);
-    print(&doc, args.output)
+    match &args.out {
+        Some(path) => write_file(path, &render(&doc, args.output)?),
+        None => print(&doc, args.output),
+    }
+}
+
+/// Writes `text` to a temporary file beside `path`, then renames it over `path`, so a reader (Envoy
+/// starting from it) sees the old file or the new one, never a part.
+fn write_file(path: &std::path::Path, text: &str) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(feature = "demo")]
@@ -311,12 +324,17 @@ fn upstream(args: &UpstreamArgs) -> Result<()> {
     rt.block_on(pier::demo::standalone::run_upstream(args.config()))
 }
 
-/// Writes a document to stdout as JSON or YAML.
-fn print(doc: &serde_json::Value, output: Output) -> Result<()> {
-    let text = match output {
+/// A document as JSON or YAML.
+fn render(doc: &serde_json::Value, output: Output) -> Result<String> {
+    Ok(match output {
         Output::Json => serde_json::to_string_pretty(doc)? + "\n",
         Output::Yaml => pier::model::yaml::to_yaml(doc)?,
-    };
+    })
+}
+
+/// Writes a document to stdout as JSON or YAML.
+fn print(doc: &serde_json::Value, output: Output) -> Result<()> {
+    let text = render(doc, output)?;
     std::io::stdout()
         .lock()
         .write_all(text.as_bytes())

@@ -1,5 +1,5 @@
-//! `pier translate` and `pier bootstrap` as a user runs them: the real binary on the bundled example,
-//! on broken input, and the bootstrap checked by a real Envoy.
+//! `pier translate` and `pier bootstrap` (to stdout or `--out`) as a user runs them: the real binary on
+//! the bundled example, on broken input, and the bootstrap checked by a real Envoy.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -183,4 +183,23 @@ fn bootstrap_is_accepted_by_envoy_in_both_modes() {
     let out = pier(&["bootstrap", "--gateway", "edge", "--xds-address", "127.0.0.1:18000"]);
     assert!(!out.status.success(), "a Gateway without namespace is refused");
     assert!(String::from_utf8_lossy(&out.stderr).contains("NAMESPACE/NAME"));
+}
+
+#[test]
+fn bootstrap_out_writes_the_file_stdout_would_have_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("envoy.yaml");
+    let args = ["bootstrap", "--gateway", "demo/edge", "--xds-address", "pier:18000"];
+    let printed = pier(&args);
+    assert!(printed.status.success());
+    let written = pier(&[&args[..], &["--out", path.to_str().unwrap()]].concat());
+    assert!(written.status.success(), "{}", String::from_utf8_lossy(&written.stderr));
+    assert!(written.stdout.is_empty(), "--out also printed to stdout");
+    assert_eq!(std::fs::read(&path).unwrap(), printed.stdout);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(leftovers.len(), 1, "a temporary file was left behind: {leftovers:?}");
+
+    let out = pier(&[&args[..], &["--out", "/nonexistent-dir/envoy.yaml"]].concat());
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent-dir/envoy.yaml"));
 }
