@@ -3,17 +3,12 @@
 //! certificate or key it cannot use. Built only with the `demo` feature.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pier::testkit::pki::certificates_from_pem;
 use pier::testkit::{eventually, free_port, http, lo};
-use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, RootCertStore};
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
+
+use crate::support::https;
 
 const CERTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/upstream-certs");
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -81,34 +76,15 @@ async fn tls_upstream_serves_its_certificate_to_a_client_that_trusts_the_ca() {
     let cert = format!("{CERTS}/api.crt");
     let key = format!("{CERTS}/api.key");
     let (_running, addr) = start(&["--name", "api", "--tls-cert", &cert, "--tls-key", &key]);
+    let ca = std::fs::read_to_string(format!("{CERTS}/ca.crt")).unwrap();
     let response = eventually("pier upstream to answer over TLS", DEADLINE, || {
-        https_get(addr, "api.demo.test")
+        https::get(addr, "api.demo.test", "/", &ca)
     })
     .await
     .unwrap();
     assert_eq!(response.upstream(), Some("api"));
     // TLS only: a plaintext request gets no HTTP answer.
     assert!(http::get(addr, "api.demo.test", "/").await.is_err());
-}
-
-async fn https_get(addr: SocketAddr, host: &str) -> Result<http::Response, String> {
-    let ca = std::fs::read_to_string(Path::new(CERTS).join("ca.crt")).map_err(|e| e.to_string())?;
-    let mut roots = RootCertStore::empty();
-    for der in certificates_from_pem(&ca)? {
-        roots.add(der).map_err(|e| e.to_string())?;
-    }
-    let config = ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-    let name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
-    let tls = TlsConnector::from(Arc::new(config))
-        .connect(name, tcp)
-        .await
-        .map_err(|e| format!("TLS handshake: {e}"))?;
-    http::request_over(tls, host, "/").await
 }
 
 #[test]

@@ -2,4 +2,5 @@
 //! server helpers have modules of their own). Loopback servers, the IR builders and the Envoy runner are
 //! in [`pier::testkit`].
 
+pub mod https;
 pub mod pki;
