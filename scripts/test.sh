@@ -29,4 +29,11 @@ ensure_envoy
 echo "== Envoy: ${ENVOY_BIN:-$(command -v envoy)}"
 "${ENVOY_BIN:-envoy}" --version | head -n 2
 
+# The compose test (tests/it/compose) puts pier's release binary in a container image. Built here, before
+# the tests start, so it does not compete with them for the CPU; the test skips where no Docker daemon
+# answers, and then so does this build. With arguments (a filter) the test builds it if it runs.
+if [ $# -eq 0 ] && docker info >/dev/null 2>&1; then
+  run cargo build --release --locked --bin pier
+fi
+
 run cargo test --locked "$@"

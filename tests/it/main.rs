@@ -18,6 +18,7 @@
 //! | [`proxy_status`] | CSDS on the xDS port and `pier proxy-status`, a synced and a NACKing proxy |
 //! | [`serve_inputs`] | `pier serve` against config files and admin requests an outsider controls |
 //! | [`demo`] | `pier demo --once` (built with the `demo` feature) |
+//! | [`compose`] | `docker-compose.yaml` up on locally built images: every upstream through Envoy, a hot edit, a clean `down` |
 //! | [`upstream_cli`] | `pier upstream`, the compose stack's demo servers (built with the `demo` feature) |
 //! | [`envoy_validate`] | every IR variant accepted by `envoy --mode validate` |
 //! | [`authority_guard`] | the DynamicResolver authority guard, live in Envoy |
@@ -36,6 +37,7 @@
 
 mod authority_guard;
 mod cli;
+mod compose;
 mod dashboard;
 #[cfg(feature = "demo")]
 mod demo;
