@@ -200,3 +200,40 @@ impl Scene {
         .await
     }
 }
+
+impl Scene {
+    /// Waits until `path` gets a 5xx from Envoy itself while `upstream` saw a refused TLS handshake, then
+    /// checks that no request reached the upstream, nothing arrived in plaintext and every handshake
+    /// offered `sni`: an upstream the proxy must not trust is refused, never spoken to.
+    pub async fn refused_at_the_handshake(&self, path: &str, upstream: &pier::testkit::upstream::Upstream, sni: &str) {
+        let what = format!("{}: {path}: a refused TLS handshake and a 5xx", self.name);
+        eventually(&what, CONVERGE, || async {
+            let r = self.get(path).await?;
+            let refused = upstream.handshakes().iter().any(|h| h.error.is_some());
+            if r.status >= 500 && r.upstream().is_none() && refused {
+                Ok(())
+            } else {
+                Err(format!(
+                    "status {} from {:?}; handshakes {:?}",
+                    r.status,
+                    r.upstream(),
+                    upstream.handshakes()
+                ))
+            }
+        })
+        .await;
+        assert!(
+            upstream.requests().is_empty(),
+            "{path}: a request reached the upstream: {:?}",
+            upstream.requests()
+        );
+        assert_eq!(
+            upstream.plaintext_attempts(),
+            0,
+            "{path}: plaintext reached a TLS-only upstream"
+        );
+        for h in upstream.handshakes() {
+            assert_eq!(h.sni.as_deref(), Some(sni), "{path}: SNI of the refused handshake");
+        }
+    }
+}

@@ -4,15 +4,13 @@
 //! whose SANs do not match, the request gets a 5xx: Envoy attempted TLS (the upstream saw the handshake,
 //! with the SNI) and failed verification, no request reached the upstream, and nothing arrived in plaintext.
 
-use std::time::Duration;
-
 use pier::testkit::lo;
 use pier::testkit::pki::Ca;
 use pier::testkit::upstream::{ServerTls, Upstream};
 
+use crate::harness::Mode;
 use crate::harness::manifests::*;
 use crate::harness::scene::Scene;
-use crate::harness::{Mode, eventually};
 
 both_modes!(run);
 
@@ -116,39 +114,7 @@ async fn run(mode: Mode) {
         ("/wrong-ca", &wrong_ca, "wrongca.e2e.test"),
         ("/san", &san, "san.e2e.test"),
     ] {
-        let response = eventually(
-            &format!("{path}: a refused TLS handshake and a 5xx"),
-            Duration::from_secs(20),
-            || async {
-                let r = scene.get(path).await?;
-                let refused = upstream.handshakes().iter().any(|h| h.error.is_some());
-                if r.status >= 500 && r.upstream().is_none() && refused {
-                    Ok(r)
-                } else {
-                    Err(format!(
-                        "status {} from {:?}; handshakes {:?}",
-                        r.status,
-                        r.upstream(),
-                        upstream.handshakes()
-                    ))
-                }
-            },
-        )
-        .await;
-        assert!(response.status >= 500, "{path}: {response:?}");
-        assert!(
-            upstream.requests().is_empty(),
-            "{path}: a request reached the upstream: {:?}",
-            upstream.requests()
-        );
-        assert_eq!(
-            upstream.plaintext_attempts(),
-            0,
-            "{path}: plaintext reached a TLS-only upstream"
-        );
-        for h in upstream.handshakes() {
-            assert_eq!(h.sni.as_deref(), Some(name), "{path}: SNI of the refused handshake");
-        }
+        scene.refused_at_the_handshake(path, upstream, name).await;
     }
     let envoy = scene.envoy();
     assert!(
