@@ -83,12 +83,8 @@ fn diff(args: DiffArgs) -> Result<bool> {
         let m = input::materialize(spec, other)
             .map_err(anyhow::Error::msg)
             .context(label.to_string())?;
-        let loaded = pier::source::files::load_paths_capped(std::slice::from_ref(&m.path), args.inputs.max_file_bytes)
-            .with_context(|| format!("reading {label} ({})", m.path.display()))?;
-        for w in &loaded.warnings {
-            tracing::warn!("{label}: {w}");
-        }
-        let mut side = diff::Side::of(&pier::translate(&loaded.model, &opts));
+        let mut side =
+            diff::Side::read(&m.path, args.inputs.max_file_bytes, &opts, label).map_err(anyhow::Error::msg)?;
         if let Some(g) = &args.gateway {
             side.gateways.retain(|name, _| name == g);
         }
@@ -140,10 +136,7 @@ fn explain(args: &pier::cli::ExplainArgs) -> ExitCode {
 }
 
 fn current_thread() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
+    pier::ops::current_thread().map_err(anyhow::Error::msg)
 }
 
 fn translate(args: TranslateArgs) -> Result<()> {
@@ -156,11 +149,8 @@ fn translate(args: TranslateArgs) -> Result<()> {
     let opts = args.translator.options().map_err(anyhow::Error::msg)?;
     let mut loaded = loaded;
     if opts.resolution.mode == pier::options::ResolveMode::Pier {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("starting the async runtime")?;
-        rt.block_on(pier::resolve::resolve_once(&mut loaded.model, &opts))
+        current_thread()?
+            .block_on(pier::resolve::resolve_once(&mut loaded.model, &opts))
             .map_err(anyhow::Error::msg)?;
     }
     let read = started.elapsed();

@@ -7,3 +7,11 @@ pub mod admin_client;
 pub mod diff;
 pub mod explain;
 pub mod proxy_status;
+
+/// The runtime the one-shot commands block on (an admin request, looking names up once).
+pub fn current_thread() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the async runtime: {e}"))
+}

@@ -11,6 +11,7 @@ mod render;
 pub mod status;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -19,8 +20,7 @@ pub use flags::{Flag, FlagKind};
 pub use render::text;
 use status::Cond;
 
-use crate::envoy::render::{redact_private_keys, resources_to_json};
-use crate::translate::Translation;
+use crate::options::Options;
 
 /// The resource types, each with the field that names a resource.
 const TYPES: [(&str, &str); 5] = [
@@ -31,8 +31,8 @@ const TYPES: [(&str, &str); 5] = [
     ("secrets", "name"),
 ];
 
-/// One side of the comparison: each Gateway's resources (as `pier translate` prints them, private keys
-/// redacted) and every status.
+/// One side of the comparison: each Gateway's resources and every status, as the admin API would serve
+/// them (private keys redacted, also where a status message quotes one).
 #[derive(Debug, Clone)]
 pub struct Side {
     pub gateways: BTreeMap<String, Value>,
@@ -40,20 +40,18 @@ pub struct Side {
 }
 
 impl Side {
-    pub fn of(t: &Translation) -> Side {
-        let gateways = t
-            .gateways
-            .iter()
-            .map(|(name, res)| {
-                let mut doc = resources_to_json(res);
-                redact_private_keys(&mut doc);
-                (name.clone(), doc)
-            })
-            .collect();
-        Side {
-            gateways,
-            statuses: serde_json::to_value(&t.statuses).unwrap_or(Value::Null),
+    /// Reads and translates `path` as `pier explain` does offline (the same documents, the same
+    /// redaction); what the reader skipped or overrode is logged under `label`.
+    pub fn read(path: &Path, max_file_bytes: usize, opts: &Options, label: &str) -> Result<Side, String> {
+        let inputs = crate::ops::explain::sources::offline(&[path.to_path_buf()], max_file_bytes, opts)
+            .map_err(|e| format!("{label} ({}): {e}", path.display()))?;
+        for note in &inputs.notes {
+            tracing::warn!("{label}: {note}");
         }
+        Ok(Side {
+            gateways: inputs.gateways,
+            statuses: Value::Array(inputs.objects),
+        })
     }
 }
 

@@ -50,7 +50,7 @@ pub fn offline(paths: &[PathBuf], max_file_bytes: usize, opts: &Options) -> Resu
     let mut loaded =
         crate::source::files::load_paths_capped(paths, max_file_bytes).map_err(|e| format!("reading input: {e:#}"))?;
     if opts.resolution.mode == ResolveMode::Pier {
-        runtime()?.block_on(crate::resolve::resolve_once(&mut loaded.model, opts))?;
+        crate::ops::current_thread()?.block_on(crate::resolve::resolve_once(&mut loaded.model, opts))?;
     }
     let t = crate::translate(&loaded.model, opts);
     let mut inputs = from_translation(&t);
@@ -60,7 +60,7 @@ pub fn offline(paths: &[PathBuf], max_file_bytes: usize, opts: &Options) -> Resu
 
 /// Asks the running pier at `admin`: `/debug/status`, then the config dump of `gateway` (or of all).
 pub fn online(admin: &Admin, gateway: Option<&str>) -> Result<Inputs, String> {
-    runtime()?.block_on(async {
+    crate::ops::current_thread()?.block_on(async {
         let status = admin.get_json("/debug/status").await?;
         let gateways: BTreeMap<String, Value> = match gateway {
             Some(g) => match admin.get_json(&format!("/debug/config_dump?gateway={g}")).await {
@@ -146,13 +146,6 @@ fn scrub(v: &mut Value) {
         Value::Object(map) => map.values_mut().for_each(scrub),
         _ => {}
     }
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the async runtime: {e}"))
 }
 
 #[cfg(test)]
