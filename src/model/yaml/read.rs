@@ -95,8 +95,17 @@ fn yaml_documents(text: &str, max_bytes: usize) -> Result<Vec<Option<Value>>, Do
     };
     for doc in split::documents(text) {
         let index = docs.len();
-        let value: Value = serde_saphyr::from_str_with_options(&doc, yaml_options(&left))
-            .map_err(|e| (index, yaml_message(&e, &left, max_bytes)))?;
+        let value: Value = match serde_saphyr::from_str_with_options(&doc.text, yaml_options(&left)) {
+            Ok(value) => value,
+            // Again in place, for the file's line numbers: the same text after blank lines fails the
+            // same way.
+            Err(e) => {
+                let e = serde_saphyr::from_str_with_options::<Value>(&doc.padded(), yaml_options(&left))
+                    .err()
+                    .unwrap_or(e);
+                return Err((index, yaml_message(&e, &left, max_bytes)));
+            }
+        };
         let spent = cost(&value);
         left.nodes = left.nodes.saturating_sub(spent.nodes);
         left.scalar_bytes = left.scalar_bytes.saturating_sub(spent.scalar_bytes);
