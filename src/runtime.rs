@@ -14,6 +14,7 @@ mod contain;
 mod contain_status;
 mod metrics;
 mod pipeline;
+mod refusals;
 mod resolve;
 pub use pipeline::ContainSettings;
 mod xds;

@@ -34,13 +34,20 @@ pub struct XdsArgs {
     /// private keys; for isolated networks only.
     #[arg(long, env = "PIER_XDS_INSECURE_PLAINTEXT", conflicts_with = "xds_tls_cert")]
     pub xds_insecure_plaintext: bool,
-    /// Largest xDS request message, in bytes.
+    /// Largest xDS request message, in bytes, at least: pier raises it to what the configuration it
+    /// serves lets a proxy send (a request naming every resource, twice over).
     #[arg(long, env = "PIER_XDS_MAX_REQUEST_BYTES", default_value_t = XdsLimits::default().max_request_bytes)]
     pub xds_max_request_bytes: usize,
+    /// Largest xDS response the proxies accept, in bytes: a Gateway whose configuration would need a
+    /// larger one is not published (its status says why). The default is what Envoy accepts (its
+    /// message limit is off unless its bootstrap sets one; protobuf stops at 2 GiB); gRPC clients
+    /// accept 4194304 unless told otherwise.
+    #[arg(long, env = "PIER_XDS_MAX_RESPONSE_BYTES", default_value_t = XdsLimits::default().max_response_bytes)]
+    pub xds_max_response_bytes: usize,
     /// Largest `node` a proxy may announce (encoded bytes).
     #[arg(long, env = "PIER_XDS_MAX_NODE_BYTES", default_value_t = XdsLimits::default().max_node_bytes)]
     pub xds_max_node_bytes: usize,
-    /// Most resource names in one xDS request.
+    /// Most resource names in one xDS request, at least: raised like --xds-max-request-bytes.
     #[arg(long, env = "PIER_XDS_MAX_RESOURCE_NAMES", default_value_t = XdsLimits::default().max_resource_names)]
     pub xds_max_resource_names: usize,
     /// HTTP/2 streams open at once on one xDS connection.
@@ -76,6 +83,7 @@ impl XdsArgs {
     pub fn limits(&self) -> XdsLimits {
         XdsLimits {
             max_request_bytes: self.xds_max_request_bytes,
+            max_response_bytes: self.xds_max_response_bytes,
             max_node_bytes: self.xds_max_node_bytes,
             max_resource_names: self.xds_max_resource_names,
             max_streams_per_connection: self.xds_max_streams_per_connection.max(1),

@@ -2,7 +2,10 @@
 //! it runs what pier serves (`SYNCED`), has been sent something it has not acknowledged or has
 //! something newer to receive (`STALE`), rejected it (`NACKED`, with Envoy's message below the table),
 //! has asked and been sent nothing (`NOT_SENT`), or never asked (`-`) — with the version it runs or was
-//! sent. Read from the admin API's `/debug/clients` (`xds::clients`), so it needs no xDS credentials.
+//! sent. Below the table: what proxies rejected (Envoy's message), and streams that failed in the last ten
+//! minutes (`xds::failures`) — a proxy stuck in a reconnect loop is connected for a moment at a time, so
+//! it shows there, with how often and why, rather than in the table. Read from the admin API's
+//! `/debug/clients` (`xds::clients`), so it needs no xDS credentials.
 
 use serde_json::Value;
 
@@ -20,9 +23,48 @@ const VERSION_CHARS: usize = 8;
 /// The table (and the rejections under it) for a `/debug/clients` document.
 pub fn render(doc: &Value) -> String {
     let clients = doc["clients"].as_array().map(Vec::as_slice).unwrap_or_default();
-    if clients.is_empty() {
-        return "no proxy is connected\n".to_string();
+    let mut out = if clients.is_empty() {
+        "no proxy is connected\n".to_string()
+    } else {
+        connected(clients)
+    };
+    out.push_str(&failing(
+        doc["failing"].as_array().map(Vec::as_slice).unwrap_or_default(),
+    ));
+    out
+}
+
+/// `  envoy-1 (10.0.0.1:4412, gateway ns/gw): 14 failed streams, the last 3s before this read: <error>`
+fn failing(entries: &[Value]) -> String {
+    if entries.is_empty() {
+        return String::new();
     }
+    let latest = entries
+        .iter()
+        .filter_map(|e| e["last_unix"].as_u64())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::from("\nStreams that failed in the last 10 minutes (a proxy that keeps reconnecting):\n");
+    for e in entries {
+        let who = e["node"].as_str().unwrap_or("(node not read)");
+        let gateway = e["gateway"]
+            .as_str()
+            .map(|g| format!(", gateway {g}"))
+            .unwrap_or_default();
+        let ago = latest.saturating_sub(e["last_unix"].as_u64().unwrap_or(0));
+        out.push_str(&format!(
+            "  {who} ({peer}{gateway}, {identity}): {n} failed, the last {ago}s before the newest: {error}\n",
+            peer = text(&e["peer"]),
+            identity = text(&e["identity"]),
+            n = e["failures"].as_u64().unwrap_or(0),
+            error = text(&e["last_error"]),
+        ));
+    }
+    out
+}
+
+/// The table of connected proxies, and their rejections.
+fn connected(clients: &[Value]) -> String {
     let mut rows = vec![
         ["NODE", "GATEWAY", "MODE"]
             .into_iter()
@@ -129,5 +171,30 @@ mod tests {
             ]
         );
         assert_eq!(render(&json!({"clients": []})), "no proxy is connected\n");
+    }
+
+    #[test]
+    fn a_proxy_in_a_reconnect_loop_is_listed_with_why() {
+        let doc = json!({"clients": [], "failing": [
+            {"peer": "10.0.0.7:41234", "identity": "spiffe://pier.local/ns/apps/gateway/edge", "node": "envoy-7",
+             "gateway": "apps/edge", "failures": 14, "last_unix": 1000,
+             "last_error": "a 5601163-byte request is over the 4194304-byte limit (--xds-max-request-bytes)"},
+            {"peer": "10.0.0.8:5000", "identity": "plaintext", "node": null, "gateway": null,
+             "failures": 1, "last_unix": 990, "last_error": "the request stream ended inside a message"}
+        ]});
+        let out = render(&doc);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "no proxy is connected",
+                "",
+                "Streams that failed in the last 10 minutes (a proxy that keeps reconnecting):",
+                "  envoy-7 (10.0.0.7:41234, gateway apps/edge, spiffe://pier.local/ns/apps/gateway/edge): 14 failed, \
+                 the last 0s before the newest: a 5601163-byte request is over the 4194304-byte limit (--xds-max-request-bytes)",
+                "  (node not read) (10.0.0.8:5000, plaintext): 1 failed, the last 10s before the newest: \
+                 the request stream ended inside a message",
+            ]
+        );
     }
 }

@@ -19,6 +19,7 @@ use tracing::{debug, error, info};
 use super::contain::{Containment, Quarantined, Rejection};
 use super::contain_status;
 use super::metrics::PipelineMetrics;
+use super::refusals;
 use crate::admin::SharedView;
 use crate::model::Model;
 use crate::options::Options;
@@ -62,6 +63,8 @@ impl Default for ContainSettings {
 struct Translator {
     engine: Engine,
     checks: BTreeMap<String, GatewayCheck>,
+    /// The largest response a proxy accepts (`--xds-max-response-bytes`).
+    max_response_bytes: usize,
 }
 
 /// What one model's translation produced, for the async side to publish.
@@ -184,6 +187,7 @@ impl Stage {
         let mut current = self.engine.take().unwrap_or_else(|| Translator {
             engine: Engine::new(self.opts.clone()),
             checks: BTreeMap::new(),
+            max_response_bytes: self.sinks.server.limits.max_response_bytes,
         });
         let input = model.clone();
         let step = tokio::task::spawn_blocking(move || {
@@ -204,23 +208,19 @@ impl Stage {
             }
         };
         self.engine = Some(kept);
+        let refusals_changed = merge_check_errors(&step, &mut self.check_errors);
         let statuses = if trial {
-            self.statuses_stale |= step.update.statuses;
+            self.statuses_stale |= step.update.statuses || refusals_changed;
             None
         } else {
             let quarantine = self.containment.revision();
             let write = step.update.statuses
+                || refusals_changed
                 || std::mem::take(&mut self.statuses_stale)
                 || quarantine != std::mem::replace(&mut self.quarantine_written, quarantine);
             write.then(|| self.overlaid(&step.statuses))
         };
-        let generation = publish(
-            step,
-            statuses,
-            self.source_generation,
-            &mut self.check_errors,
-            &self.sinks,
-        );
+        let generation = publish(step, statuses, self.source_generation, &self.check_errors, &self.sinks);
         if trial {
             self.sinks.metrics.trial();
         }
@@ -314,13 +314,18 @@ impl Stage {
         tokio::time::Instant::from_std(at)
     }
 
-    /// The engine's statuses with the quarantined objects' on top.
+    /// The engine's statuses with the quarantined objects' and the refused Gateways' on top.
     fn overlaid(&self, statuses: &StatusSet) -> StatusSet {
         let quarantined: Vec<_> = self.containment.quarantined().collect();
-        if quarantined.is_empty() {
-            return statuses.clone();
+        let statuses = if quarantined.is_empty() {
+            statuses.clone()
+        } else {
+            contain_status::overlay(statuses, &quarantined, &self.opts.controller_name)
+        };
+        if self.check_errors.is_empty() {
+            return statuses;
         }
-        contain_status::overlay(statuses, &quarantined, &self.opts.controller_name)
+        refusals::overlay(&statuses, &self.check_errors)
     }
 
     fn show_containment(&self) {
@@ -368,8 +373,14 @@ fn translate(t: &mut Translator, model: &Model) -> Step {
             t.checks.remove(&name);
             continue;
         };
-        if let Err(errors) = t.checks.entry(name.clone()).or_default().check(gw) {
-            check_errors.insert(name, errors.iter().map(ToString::to_string).collect());
+        let check = t.checks.entry(name.clone()).or_default();
+        let mut errors: Vec<String> = match check.check(gw) {
+            Ok(()) => Vec::new(),
+            Err(errors) => errors.iter().map(ToString::to_string).collect(),
+        };
+        errors.extend(refusals::oversize(&check.sizes(), gw, t.max_response_bytes));
+        if !errors.is_empty() {
+            check_errors.insert(name, errors);
         }
     }
     let gateways = engine.gateways().map(|(k, g)| (k.to_string(), g.clone())).collect();
@@ -382,26 +393,32 @@ fn translate(t: &mut Translator, model: &Model) -> Step {
     }
 }
 
-/// Publishes a step (with `statuses` to write, if any): a changed Gateway that failed its check keeps
-/// what it last published (and its error stays shown until a later translation of it passes).
-/// Returns the snapshot cache generation after the publish.
+/// Takes a step's check errors into the standing ones: a changed Gateway's errors are its new ones
+/// (none if it passed), and they stay until a later translation of it passes. True if they changed.
+fn merge_check_errors(step: &Step, check_errors: &mut BTreeMap<String, Vec<String>>) -> bool {
+    let before = check_errors.clone();
+    for key in &step.update.gateways {
+        check_errors.remove(&key.to_string());
+    }
+    check_errors.retain(|gw, _| step.gateways.contains_key(gw));
+    for (gateway, errors) in &step.check_errors {
+        error!(%gateway, ?errors, "pier refused this Gateway's new configuration; its proxies keep the last one published");
+    }
+    check_errors.extend(step.check_errors.clone());
+    *check_errors != before
+}
+
+/// Publishes a step (with `statuses` to write, if any): a Gateway with standing check errors keeps what
+/// it last published. Returns the snapshot cache generation after the publish.
 fn publish(
     step: Step,
     statuses: Option<StatusSet>,
     generation: u64,
-    check_errors: &mut BTreeMap<String, Vec<String>>,
+    check_errors: &BTreeMap<String, Vec<String>>,
     sinks: &Sinks,
 ) -> u64 {
     let mut v = sinks.view.write().expect("view lock");
     let mut next = step.gateways;
-    for key in &step.update.gateways {
-        check_errors.remove(&key.to_string());
-    }
-    check_errors.retain(|gw, _| next.contains_key(gw));
-    for (gateway, errors) in &step.check_errors {
-        error!(%gateway, ?errors, "translated configuration failed its integrity check; this Gateway keeps its last good configuration");
-    }
-    check_errors.extend(step.check_errors);
     for gateway in check_errors.keys() {
         match v.published.get(gateway) {
             Some(previous) => next.insert(gateway.clone(), previous.clone()),

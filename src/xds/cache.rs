@@ -48,14 +48,22 @@ pub type Entries = imbl::OrdMap<String, Arc<Res>>;
 pub struct View {
     pub version: String,
     pub entries: Entries,
+    /// The longest resource name, in bytes: what a request naming every resource may cost
+    /// (`xds::bounds`).
+    pub longest_name: usize,
 }
 
 impl View {
     pub fn new(entries: Entries) -> View {
-        let fp = fingerprint::combine(entries.values().map(|e| e.fingerprint));
+        let mut longest_name = 0;
+        let fp = fingerprint::combine(entries.iter().map(|(name, e)| {
+            longest_name = longest_name.max(name.len());
+            e.fingerprint
+        }));
         View {
             version: fingerprint::version(fp),
             entries,
+            longest_name,
         }
     }
 

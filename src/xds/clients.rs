@@ -14,6 +14,7 @@ use dashmap::DashMap;
 use serde_json::{Value, json};
 
 use super::XdsType;
+use super::failures::Failures;
 use super::untrusted::{short, text};
 
 /// Envoy's NACK messages name the resource and the field; 4 KiB keeps them whole.
@@ -161,6 +162,8 @@ pub struct Clients {
     streams: DashMap<ClientId, ClientInfo>,
     /// Bumped whenever a stream's position changes or a stream ends, for whoever waits on proxies.
     events: tokio::sync::watch::Sender<u64>,
+    /// Streams that ended in failure lately (a proxy in a reconnect loop is rarely connected).
+    pub failures: Failures,
 }
 
 impl Clients {
@@ -321,10 +324,12 @@ impl Clients {
         out.into_iter().collect()
     }
 
-    /// `/debug/clients`: `{"clients": [{id, node, cluster, gateway, mode, connected_at_unix, types: {
-    /// clusters: {state, sent_version, acked_version, nack_count, rejecting, last_nack: {version,
-    /// message}}}, states: {clusters: SYNCED, ...}}]}`. `states` has every type's [`ConfigState`];
-    /// `types` the ones sent or answered at least once.
+    /// `/debug/clients`: `{"clients": [{id, node, cluster, gateway, mode, connected_at_unix,
+    /// recent_failures, types: {clusters: {state, sent_version, acked_version, nack_count, rejecting,
+    /// last_nack: {version, message}}}, states: {clusters: SYNCED, ...}}], "failing": [...]}`.
+    /// `states` has every type's [`ConfigState`]; `types` the ones sent or answered at least once;
+    /// `recent_failures` counts the proxy's streams that failed in the last ten minutes, and `failing`
+    /// lists every failed stream's peer ([`Failures::to_json`]), connected or not.
     pub fn to_json(&self) -> Value {
         let clients: Vec<Value> = self
             .list()
@@ -362,12 +367,13 @@ impl Clients {
                     "identity": c.identity,
                     "mode": c.mode.as_str(),
                     "connected_at_unix": c.connected_at_unix,
+                    "recent_failures": self.failures.recent(&c.identity, &c.node_id),
                     "states": states,
                     "types": types,
                 })
             })
             .collect();
-        json!({ "clients": clients })
+        json!({ "clients": clients, "failing": self.failures.to_json() })
     }
 }
 

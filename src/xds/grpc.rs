@@ -7,8 +7,8 @@
 //! route configuration is megabytes) — so every connected proxy pinned that much memory while idle
 //! (measured: 128 KiB per idle stream at 100 routes, all of it that buffer; see docs/performance.md).
 //! Here each response is encoded into an allocation of its exact size, which the transport frees once
-//! it is written. Requests still go through tonic's decoder (`Streaming`): they are small, and it
-//! enforces the size limit.
+//! it is written. Requests are read by [`requests`](super::requests), whose size bound follows what
+//! is served.
 //!
 //! The gRPC surface is what the generated service gives: `application/grpc` responses, status in
 //! trailers, `Unimplemented` for another method or a compressed request (pier offers no compression).
@@ -17,19 +17,17 @@ use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use envoy_types::pb::envoy::service::discovery::v3::{
-    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
-};
+use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DiscoveryRequest};
 use http_body::Frame;
 use prost::Message;
 use tokio_stream::Stream;
 use tonic::Status;
 use tonic::body::Body;
-use tonic::codec::{Codec, Streaming};
 use tonic::codegen::{Bytes, Service, http};
 use tonic::server::NamedService;
 
 use super::delta::Delta;
+use super::requests::Requests;
 use super::server::AdsServer;
 use super::sotw::Sotw;
 use super::stream;
@@ -42,15 +40,11 @@ const DELTA: &str = "/envoy.service.discovery.v3.AggregatedDiscoveryService/Delt
 #[derive(Clone)]
 pub struct AdsService {
     server: AdsServer,
-    max_request_bytes: usize,
 }
 
 impl AdsService {
-    pub fn new(server: AdsServer, max_request_bytes: usize) -> AdsService {
-        AdsService {
-            server,
-            max_request_bytes,
-        }
+    pub fn new(server: AdsServer) -> AdsService {
+        AdsService { server }
     }
 
     /// The transport put the connection's [`PeerInfo`] into the request; a request without one did not
@@ -63,7 +57,7 @@ impl AdsService {
             .ok_or_else(|| Status::unauthenticated("no transport identity for this connection"))?;
         match req.uri().path() {
             SOTW => {
-                let requests = requests::<DiscoveryResponse, DiscoveryRequest>(req, self.max_request_bytes)?;
+                let requests = self.requests::<DiscoveryRequest>(req)?;
                 Ok(Body::new(Framed::new(stream::spawn::<Sotw>(
                     self.server.shared(),
                     peer,
@@ -71,7 +65,7 @@ impl AdsService {
                 ))))
             }
             DELTA => {
-                let requests = requests::<DeltaDiscoveryResponse, DeltaDiscoveryRequest>(req, self.max_request_bytes)?;
+                let requests = self.requests::<DeltaDiscoveryRequest>(req)?;
                 Ok(Body::new(Framed::new(stream::spawn::<Delta>(
                     self.server.shared(),
                     peer,
@@ -80,6 +74,19 @@ impl AdsService {
             }
             other => Err(Status::unimplemented(format!("no method {other} here"))),
         }
+    }
+
+    /// The request stream of `req`; a compressed one is refused (pier advertises no compression, so a
+    /// client that compresses anyway is broken).
+    fn requests<M: Message + Default>(&self, req: http::Request<Body>) -> Result<Requests<M>, Status> {
+        if let Some(encoding) = req.headers().get("grpc-encoding")
+            && encoding != "identity"
+        {
+            return Err(Status::unimplemented(format!(
+                "request compression {encoding:?} is not supported"
+            )));
+        }
+        Ok(Requests::new(req.into_body(), self.server.bounds.clone()))
     }
 }
 
@@ -113,24 +120,6 @@ impl Service<http::Request<Body>> for AdsService {
 }
 
 const GRPC_CONTENT_TYPE: http::HeaderValue = http::HeaderValue::from_static("application/grpc");
-
-/// The request stream of `req`, decoded by tonic with the size limit; a compressed request is refused
-/// (pier advertises no compression, so a client that compresses anyway is broken).
-fn requests<E, D>(req: http::Request<Body>, max_bytes: usize) -> Result<Streaming<D>, Status>
-where
-    E: Message + Send + 'static,
-    D: Message + Default + Send + 'static,
-{
-    if let Some(encoding) = req.headers().get("grpc-encoding")
-        && encoding != "identity"
-    {
-        return Err(Status::unimplemented(format!(
-            "request compression {encoding:?} is not supported"
-        )));
-    }
-    let decoder = tonic_prost::ProstCodec::<E, D>::default().decoder();
-    Ok(Streaming::new_request(decoder, req.into_body(), None, Some(max_bytes)))
-}
 
 /// A response stream as gRPC frames: each message length-prefixed in an allocation of its own, then
 /// the status as trailers when the stream ends (OK) or yields an error.
@@ -196,6 +185,7 @@ fn frame<M: Message>(message: &M) -> Result<Bytes, Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse;
     use http_body_util::BodyExt;
 
     #[tokio::test]

@@ -1,6 +1,10 @@
 //! Prometheus metrics of the ADS server, registered into the runtime's registry:
 //!
 //! - `pier_xds_connected_proxies{mode}` (gauge): open ADS streams, `sotw` or `delta`;
+//! - `pier_xds_streams_total{mode}` (counter): ADS streams that named their node (a proxy in a
+//!   reconnect loop makes it climb while the gauge stays put);
+//! - `pier_xds_stream_failures_total` (counter): ADS streams that ended in failure (a bound, a
+//!   refusal, an undecodable request, a reset); `/debug/clients` lists who (`failing`);
 //! - `pier_xds_pushes_total{type}` (counter): responses sent, by resource type (`clusters`, `endpoints`,
 //!   `listeners`, `routes`, `secrets`);
 //! - `pier_xds_nacks_total{type}` (counter): responses a proxy rejected;
@@ -67,6 +71,8 @@ struct SnapshotLabels {
 #[derive(Debug, Default)]
 pub struct XdsMetrics {
     connected: Family<ModeLabels, Gauge>,
+    streams: Family<ModeLabels, Counter>,
+    stream_failures: Counter,
     pushes: Family<TypeLabels, Counter>,
     nacks: Family<TypeLabels, Counter>,
     snapshot_info: Family<SnapshotLabels, Gauge>,
@@ -87,6 +93,16 @@ impl XdsMetrics {
             "pier_xds_connected_proxies",
             "Open ADS streams by mode",
             metrics.connected.clone(),
+        );
+        registry.register(
+            "pier_xds_streams",
+            "ADS streams opened (that named their node), by mode",
+            metrics.streams.clone(),
+        );
+        registry.register(
+            "pier_xds_stream_failures",
+            "ADS streams that ended in failure: a bound, a refusal, an undecodable request, a reset",
+            metrics.stream_failures.clone(),
         );
         registry.register(
             "pier_xds_pushes",
@@ -122,12 +138,21 @@ impl XdsMetrics {
         for mode in [Mode::Sotw, Mode::Delta] {
             // Export both modes from the start, at 0.
             let _ = metrics.connected.get_or_create(&ModeLabels { mode: mode.as_str() });
+            let _ = metrics.streams.get_or_create(&ModeLabels { mode: mode.as_str() });
         }
         metrics
     }
 
     pub(crate) fn connected(&self, mode: Mode) {
         self.connected.get_or_create(&ModeLabels { mode: mode.as_str() }).inc();
+    }
+
+    pub(crate) fn stream_opened(&self, mode: Mode) {
+        self.streams.get_or_create(&ModeLabels { mode: mode.as_str() }).inc();
+    }
+
+    pub(crate) fn stream_failed(&self) {
+        self.stream_failures.inc();
     }
 
     pub(crate) fn disconnected(&self, mode: Mode) {

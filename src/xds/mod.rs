@@ -23,10 +23,12 @@
 //! This module never translates, never edits resources, and never decides *what* a Gateway serves: it
 //! serves exactly what the runtime published, or nothing.
 
+pub mod bounds;
 pub mod cache;
 pub mod clients;
 pub mod csds;
 mod delta;
+pub mod failures;
 #[cfg(any(feature = "fuzzing", feature = "testkit"))]
 #[doc(hidden)]
 pub mod fuzz;
@@ -36,6 +38,7 @@ mod latency;
 pub mod metrics;
 pub mod plan;
 mod report;
+mod requests;
 pub mod server;
 mod sotw;
 mod stream;

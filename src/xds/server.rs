@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::bounds::RequestBounds;
 use super::csds::Csds;
 use super::grpc::AdsService;
 use super::stream::Shared;
@@ -35,6 +36,8 @@ pub struct AdsServer {
     pub clients: Arc<Clients>,
     pub metrics: Arc<XdsMetrics>,
     pub limits: XdsLimits,
+    /// The request bounds in force, raised by each publish to what the snapshots need.
+    pub bounds: Arc<RequestBounds>,
     /// Set by [`serve`]; `true` ends every stream.
     shutdown: watch::Receiver<bool>,
 }
@@ -44,16 +47,19 @@ impl AdsServer {
         // A receiver whose sender is gone never signals shutdown (see `stream::shut_down`); `serve`
         // replaces it with a live one.
         let (_, shutdown) = watch::channel(false);
+        let limits = XdsLimits::default();
         AdsServer {
             cache,
             clients,
             metrics,
-            limits: XdsLimits::default(),
+            bounds: Arc::new(bounds_of(&limits)),
+            limits,
             shutdown,
         }
     }
 
     pub fn with_limits(mut self, limits: XdsLimits) -> AdsServer {
+        self.bounds = Arc::new(bounds_of(&limits));
         self.limits = limits;
         self
     }
@@ -61,15 +67,29 @@ impl AdsServer {
     /// Publishes a translation's Gateways and refreshes `pier_snapshot_info`.
     pub fn publish(&self, gateways: &BTreeMap<String, Resources>) -> PublishReport {
         let report = self.cache.publish(gateways);
-        self.metrics.record_snapshots(&self.cache);
+        self.published();
         report
     }
 
     /// Publishes what the incremental translator packed (see [`SnapshotCache::publish_packed`]).
     pub fn publish_packed(&self, gateways: &BTreeMap<String, GatewayOut>) -> PublishReport {
         let report = self.cache.publish_packed(gateways);
-        self.metrics.record_snapshots(&self.cache);
+        self.published();
         report
+    }
+
+    /// After a publish: the metrics, and the request bounds raised to what the snapshots let a proxy send.
+    fn published(&self) {
+        self.metrics.record_snapshots(&self.cache);
+        let before = (self.bounds.request_bytes(), self.bounds.resource_names());
+        let now = self.bounds.fit(self.cache.all().values());
+        if (now.bytes, now.names) != before {
+            tracing::info!(
+                max_request_bytes = now.bytes,
+                max_resource_names = now.names,
+                "xDS request bounds raised to fit what is served (--xds-max-request-bytes and --xds-max-resource-names are the floors)"
+            );
+        }
     }
 
     pub(super) fn shared(&self) -> Shared {
@@ -78,9 +98,18 @@ impl AdsServer {
             clients: self.clients.clone(),
             metrics: self.metrics.clone(),
             limits: self.limits.clone(),
+            bounds: self.bounds.clone(),
             shutdown: self.shutdown.clone(),
         }
     }
+}
+
+fn bounds_of(limits: &XdsLimits) -> RequestBounds {
+    RequestBounds::new(
+        limits.max_request_bytes,
+        limits.max_resource_names,
+        limits.max_node_bytes,
+    )
 }
 
 /// Serves ADS on `listener` until `shutdown` resolves; then stops accepting, ends every stream
@@ -119,7 +148,7 @@ pub async fn serve(
         .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
         .max_concurrent_streams(Some(server.limits.max_streams_per_connection))
-        .add_service(AdsService::new(server, max_request_bytes))
+        .add_service(AdsService::new(server))
         .add_service(csds)
         .serve_with_incoming_shutdown(incoming, signal)
         .await;

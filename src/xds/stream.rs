@@ -16,17 +16,19 @@ use std::time::Instant;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
 use tokio::sync::{mpsc, watch};
-use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Status, Streaming};
+use tonic::Status;
 use tracing::{Instrument, debug, field, info, warn};
 
+use super::bounds::RequestBounds;
 use super::clients::{ClientId, ClientSync, Clients, Mode, TypeSync};
+use super::failures::Who;
 use super::latency::Timing;
 use super::metrics::XdsMetrics;
 use super::plan::{Plan, Step};
 use super::report::report;
-use super::transport::{PeerInfo, Refused, XdsLimits, refuse};
+use super::requests::{RequestError, Requests};
+use super::transport::{PeerInfo, Refused, XdsLimits, refuse, refuse_detailed};
 use super::untrusted::short;
 use super::{SnapshotCache, XdsType};
 
@@ -56,7 +58,7 @@ pub(crate) enum Event {
 
 /// A mode's per-stream protocol state machine (pure: no I/O, no clock).
 pub(crate) trait Machine: Default + Send + 'static {
-    type Request: Send + 'static;
+    type Request: prost::Message + Default + Send + 'static;
     type Response: Send + 'static;
     const MODE: Mode;
 
@@ -112,6 +114,7 @@ pub(crate) struct Shared {
     pub clients: Arc<Clients>,
     pub metrics: Arc<XdsMetrics>,
     pub limits: XdsLimits,
+    pub bounds: Arc<RequestBounds>,
     pub shutdown: watch::Receiver<bool>,
 }
 
@@ -119,7 +122,7 @@ pub(crate) struct Shared {
 pub(crate) fn spawn<M: Machine>(
     shared: Shared,
     peer: PeerInfo,
-    inbound: Streaming<M::Request>,
+    inbound: Requests<M::Request>,
 ) -> ReceiverStream<Result<M::Response, Status>> {
     let (tx, rx) = mpsc::channel(RESPONSE_BUFFER);
     let span = tracing::info_span!(
@@ -157,7 +160,10 @@ impl Drop for Registration {
 
 /// The proxy on the other end, fixed by the first request.
 pub(crate) struct Peer {
+    /// `node.id` escaped for logs.
     pub node: String,
+    /// `node.id` as sent (the failure registry escapes it as the client registry does).
+    pub node_id: String,
     pub gateway: Option<String>,
     pub reg: Registration,
     /// Warned that the Gateway is unknown (or gone); reset once it is served.
@@ -170,7 +176,7 @@ pub(crate) struct Peer {
 async fn run<M: Machine>(
     shared: Shared,
     conn: PeerInfo,
-    mut inbound: Streaming<M::Request>,
+    mut inbound: Requests<M::Request>,
     tx: mpsc::Sender<Result<M::Response, Status>>,
 ) {
     let _active = conn.activity.stream();
@@ -190,6 +196,7 @@ async fn run<M: Machine>(
             message = inbound.next() => match message {
                 Some(Ok(request)) => {
                     if let Err(status) = admit::<M>(&shared, &conn, peer.is_none(), &request) {
+                        failed(&shared, &conn, peer.as_ref(), M::node(&request), status.message());
                         let _ = tx.send(Err(status)).await;
                         return;
                     }
@@ -204,8 +211,11 @@ async fn run<M: Machine>(
                     debug!("proxy closed the stream");
                     return;
                 }
-                Some(Err(status)) => {
-                    debug!(code = ?status.code(), message = status.message(), "stream ended with an error");
+                Some(Err(error)) => {
+                    let status = request_failed(&shared, &conn, peer.as_ref(), &error);
+                    if let Some(status) = status {
+                        let _ = tx.send(Err(status)).await;
+                    }
                     return;
                 }
             },
@@ -234,6 +244,48 @@ async fn run<M: Machine>(
     }
 }
 
+/// A request stream that ended in error: logged (a refusal at warn, throttled, with the option that
+/// raises the bound), counted, remembered for `/debug/clients`; the status to end the call with, if the
+/// proxy can still hear it.
+fn request_failed(shared: &Shared, conn: &PeerInfo, peer: Option<&Peer>, error: &RequestError) -> Option<Status> {
+    let message = error.to_string();
+    failed(shared, conn, peer, None, &message);
+    match error {
+        RequestError::TooLarge { .. } => {
+            refuse_detailed(
+                &shared.metrics,
+                Refused::RequestTooLarge,
+                conn.addr,
+                "--xds-max-request-bytes",
+                &message,
+            );
+            Some(Status::resource_exhausted(message))
+        }
+        RequestError::Compressed => Some(Status::unimplemented(message)),
+        RequestError::Decode(_) => {
+            warn!(error = %message, "an xDS request did not decode; ending the stream");
+            Some(Status::invalid_argument(message))
+        }
+        RequestError::Truncated | RequestError::Transport(_) => {
+            debug!(error = %message, "stream ended with an error");
+            None
+        }
+    }
+}
+
+/// Remembers a stream that ended in failure (`xds::failures`) and counts it.
+fn failed(shared: &Shared, conn: &PeerInfo, peer: Option<&Peer>, node: Option<&Node>, error: &str) {
+    let identity = conn.identity.describe();
+    let who = Who {
+        peer: conn.addr,
+        identity: &identity,
+        node: peer.map(|p| p.node_id.as_str()).or(node.map(|n| n.id.as_str())),
+        gateway: peer.and_then(|p| p.gateway.as_deref()),
+    };
+    shared.clients.failures.record(who, error);
+    shared.metrics.stream_failed();
+}
+
 /// Resolves when the server shuts down; never if the signal's sender is gone without firing.
 async fn shut_down(signal: &mut watch::Receiver<bool>) {
     if signal.wait_for(|down| *down).await.is_err() {
@@ -246,16 +298,18 @@ async fn shut_down(signal: &mut watch::Receiver<bool>) {
 fn admit<M: Machine>(shared: &Shared, conn: &PeerInfo, first: bool, request: &M::Request) -> Result<(), Status> {
     let limits = &shared.limits;
     let names = M::names(request);
-    if names > limits.max_resource_names {
-        refuse(
+    let max_names = shared.bounds.resource_names();
+    if names > max_names {
+        let detail = format!("the request lists {names} resource names; the limit is {max_names}");
+        refuse_detailed(
             &shared.metrics,
             Refused::TooManyNames,
             conn.addr,
             "--xds-max-resource-names",
+            &detail,
         );
         return Err(Status::resource_exhausted(format!(
-            "the request lists {names} resource names; the limit is {} (--xds-max-resource-names)",
-            limits.max_resource_names
+            "{detail} (--xds-max-resource-names)"
         )));
     }
     if !first {
@@ -313,6 +367,7 @@ fn identify<M: Machine>(shared: &Shared, conn: &PeerInfo, node: Option<&Node>) -
         info!(identity = %short(&conn.identity.describe()), "proxy connected");
     }
     shared.metrics.connected(M::MODE);
+    shared.metrics.stream_opened(M::MODE);
     let reg = Registration {
         clients: shared.clients.clone(),
         metrics: shared.metrics.clone(),
@@ -323,6 +378,7 @@ fn identify<M: Machine>(shared: &Shared, conn: &PeerInfo, node: Option<&Node>) -
     };
     Peer {
         node: short(&id),
+        node_id: id,
         gateway,
         reg,
         warned: false,

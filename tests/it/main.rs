@@ -48,6 +48,7 @@ mod fake_apiserver;
 mod kube;
 mod kube_support;
 mod layering;
+mod oversize;
 mod proxy_status;
 mod re2_size;
 mod resolve_cli;

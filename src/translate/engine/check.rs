@@ -4,6 +4,10 @@
 //! changed route configuration, only the changed virtual hosts) are fed to the Gateway's
 //! [`Checker`]. Each resource's facts are read once and kept beside it ([`Res`]), so a resource that
 //! stays is never decoded again.
+//!
+//! It keeps, the same way, what each type's whole response would weigh ([`ResponseSizes`]): a proxy
+//! that cannot take a response (gRPC clients accept 4 MiB by default) drops the stream and reconnects
+//! into the same response, so the runtime refuses such a Gateway before publishing it.
 
 use std::sync::Arc;
 
@@ -21,6 +25,48 @@ type Map = imbl::OrdMap<String, Arc<Res>>;
 pub struct GatewayCheck {
     checked: GatewayOut,
     checker: Checker<VhostKey>,
+    sizes: ResponseSizes,
+}
+
+/// Bytes a response carrying every resource of a type would take, per type, and how many resources
+/// it holds. An upper bound for both ADS modes: each resource counts its packed message, its name, its
+/// version and its type URL, as a delta response's `Resource` carries them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResponseSizes {
+    pub clusters: TypeSize,
+    pub endpoints: TypeSize,
+    pub listeners: TypeSize,
+    pub routes: TypeSize,
+    pub secrets: TypeSize,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TypeSize {
+    pub bytes: usize,
+    pub resources: usize,
+}
+
+/// Field tags and lengths around one resource in a response.
+const FRAMING: usize = 16;
+/// The longest type URL pier serves (`type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment`).
+const TYPE_URL: usize = 70;
+
+/// What `res`, named `name`, adds to a response.
+pub fn weight(name: &str, res: &Res) -> usize {
+    res.encoded_len() + name.len() + res.version.len() + TYPE_URL + FRAMING
+}
+
+impl TypeSize {
+    fn apply(&mut self, name: &str, old: Option<&Res>, new: Option<&Res>) {
+        if let Some(old) = old {
+            self.bytes -= weight(name, old);
+            self.resources -= 1;
+        }
+        if let Some(new) = new {
+            self.bytes += weight(name, new);
+            self.resources += 1;
+        }
+    }
 }
 
 /// A virtual host's place in its route configuration: the engine's domain key, or (for a
@@ -36,21 +82,27 @@ impl GatewayCheck {
     pub fn check(&mut self, next: &GatewayOut) -> Result<(), Vec<CheckError>> {
         let prev = std::mem::replace(&mut self.checked, next.clone());
         let c = &mut self.checker;
-        for (name, res) in changed(&prev.clusters, &next.clusters) {
+        let sizes = &mut self.sizes;
+        for (name, old, res) in changed(&prev.clusters, &next.clusters) {
+            sizes.clusters.apply(name, old, res);
             c.set_cluster(name, res.map(|r| r.cluster_facts()));
         }
-        for (name, res) in changed(&prev.endpoints, &next.endpoints) {
+        for (name, old, res) in changed(&prev.endpoints, &next.endpoints) {
+            sizes.endpoints.apply(name, old, res);
             c.set_load_assignment(name, res.is_some());
         }
-        for (name, res) in changed(&prev.secrets, &next.secrets) {
+        for (name, old, res) in changed(&prev.secrets, &next.secrets) {
+            sizes.secrets.apply(name, old, res);
             c.set_secret(name, res.map(|r| r.secret_kind()));
         }
-        for (name, res) in changed(&prev.listeners, &next.listeners) {
+        for (name, old, res) in changed(&prev.listeners, &next.listeners) {
+            sizes.listeners.apply(name, old, res);
             c.set_listener(name, res.map(|r| r.listener_facts()));
         }
         for item in prev.routes.diff(&next.routes) {
             match item {
                 DiffItem::Add(name, new) => {
+                    sizes.routes.apply(name, None, Some(new));
                     c.set_route_config(name, true);
                     vhosts(c, name, &Vhosts::default(), &Vhosts::of(new));
                 }
@@ -58,21 +110,36 @@ impl GatewayCheck {
                     old: (name, old),
                     new: (_, new),
                 } => {
+                    sizes.routes.apply(name, Some(old), Some(new));
                     vhosts(c, name, &Vhosts::of(old), &Vhosts::of(new));
                 }
-                DiffItem::Remove(name, _) => c.set_route_config(name, false),
+                DiffItem::Remove(name, old) => {
+                    sizes.routes.apply(name, Some(old), None);
+                    c.set_route_config(name, false);
+                }
             }
         }
         let errors = self.checker.errors();
         if errors.is_empty() { Ok(()) } else { Err(errors) }
     }
+
+    /// What each type's whole response weighs in the output last checked.
+    pub fn sizes(&self) -> ResponseSizes {
+        self.sizes
+    }
 }
 
-/// The resources of one type that changed: the new one, or `None` where it went away.
-fn changed<'a>(prev: &'a Map, next: &'a Map) -> impl Iterator<Item = (&'a str, Option<&'a Res>)> {
+/// The resources of one type that changed: the old one and the new one (`None` where there is none).
+type Change<'a> = (&'a str, Option<&'a Res>, Option<&'a Res>);
+
+fn changed<'a>(prev: &'a Map, next: &'a Map) -> impl Iterator<Item = Change<'a>> {
     prev.diff(next).map(|item| match item {
-        DiffItem::Add(name, new) | DiffItem::Update { new: (name, new), .. } => (name.as_str(), Some(new.as_ref())),
-        DiffItem::Remove(name, _) => (name.as_str(), None),
+        DiffItem::Add(name, new) => (name.as_str(), None, Some(new.as_ref())),
+        DiffItem::Update {
+            old: (name, old),
+            new: (_, new),
+        } => (name.as_str(), Some(old.as_ref()), Some(new.as_ref())),
+        DiffItem::Remove(name, old) => (name.as_str(), Some(old.as_ref()), None),
     })
 }
 

@@ -32,6 +32,8 @@ pub struct Res {
     pub version: String,
     /// The version as a number, to combine with others (an endpoint's with its cluster's).
     pub fingerprint: u64,
+    /// The packed message's length in bytes (known before it is packed).
+    len: usize,
     packed: OnceLock<Any>,
     parts: Option<(Vec<u8>, VhostMap)>,
     /// What the integrity check knows of it, read once when first checked.
@@ -60,6 +62,7 @@ impl Res {
         Res {
             version: fingerprint::version(fp),
             fingerprint: fp,
+            len: value.len(),
             packed: OnceLock::from(Any {
                 type_url: M::type_url(),
                 value,
@@ -83,6 +86,11 @@ impl Res {
                 value,
             }
         })
+    }
+
+    /// The packed message's length in bytes, without packing it.
+    pub fn encoded_len(&self) -> usize {
+        self.len
     }
 
     /// A route configuration's virtual hosts, when the engine built it.
@@ -146,12 +154,21 @@ impl Res {
     /// A route configuration from its virtual hosts, in order (packed when first used).
     pub fn route_config(name: &str, vhosts: &VhostMap) -> Res {
         let header = items::route_config(name);
-        let fp = route_config_fingerprint(&header, vhosts.values().map(|v| v.fingerprint));
+        let bytes = header.encode_to_vec();
+        let mut len = bytes.len();
+        let fp = route_config_fingerprint(
+            &header,
+            vhosts.values().map(|v| {
+                len += v.bytes.len();
+                v.fingerprint
+            }),
+        );
         Res {
             version: fingerprint::version(fp),
             fingerprint: fp,
+            len,
             packed: OnceLock::new(),
-            parts: Some((header.encode_to_vec(), vhosts.clone())),
+            parts: Some((bytes, vhosts.clone())),
             facts: OnceLock::new(),
         }
     }

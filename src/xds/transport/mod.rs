@@ -44,11 +44,16 @@ pub enum Security {
 /// `pier_xds_refused_total{reason}` and a log line naming the option.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct XdsLimits {
-    /// Largest request message (gRPC frame) accepted.
+    /// Largest request message (gRPC frame) accepted, at least: raised to what the served snapshots let a
+    /// proxy send (`xds::bounds`).
     pub max_request_bytes: usize,
+    /// Largest response a proxy accepts: a Gateway with a larger one is refused at translation
+    /// (`runtime::refusals`), never sent.
+    pub max_response_bytes: usize,
     /// Largest `node` (encoded) a stream may announce.
     pub max_node_bytes: usize,
-    /// Most resource names one request may list (subscribe plus unsubscribe).
+    /// Most resource names one request may list (subscribe, unsubscribe and initial versions), at least:
+    /// raised like `max_request_bytes`.
     pub max_resource_names: usize,
     /// HTTP/2 streams open at once on one connection.
     pub max_streams_per_connection: u32,
@@ -62,10 +67,13 @@ pub struct XdsLimits {
 
 impl Default for XdsLimits {
     /// Generous for real proxies (Envoy opens one ADS stream per connection, a node of a few KiB, and at
-    /// most one name per cluster or listener it knows), tight for anything else.
+    /// most one name per cluster or listener it knows), tight for anything else. The request bounds are
+    /// floors: Envoy Gateway's 32 MiB for bytes (it raised its own from 4 MiB when proxies' reconnects
+    /// outgrew it), and each grows with what pier serves (`xds::bounds`).
     fn default() -> XdsLimits {
         XdsLimits {
-            max_request_bytes: 4 * 1024 * 1024,
+            max_request_bytes: 32 * 1024 * 1024,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_node_bytes: 64 * 1024,
             max_resource_names: 100_000,
             max_streams_per_connection: 8,
@@ -76,6 +84,12 @@ impl Default for XdsLimits {
     }
 }
 
+/// What Envoy accepts: its xDS gRPC client has no message limit unless the bootstrap sets
+/// `max_receive_message_length` (`pier bootstrap` does not), and protobuf cannot parse a message of
+/// 2 GiB or more. gRPC's own clients accept 4 MiB unless told otherwise: run pier with
+/// `--xds-max-response-bytes 4194304` for them.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = (i32::MAX as usize) - 1024;
+
 /// Why a connection or stream was refused (the `reason` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Refused {
@@ -85,6 +99,7 @@ pub enum Refused {
     IdleTimeout,
     NodeTooLarge,
     TooManyNames,
+    RequestTooLarge,
     PermissionDenied,
 }
 
@@ -97,6 +112,7 @@ impl Refused {
             Refused::IdleTimeout => "idle-timeout",
             Refused::NodeTooLarge => "node-too-large",
             Refused::TooManyNames => "too-many-names",
+            Refused::RequestTooLarge => "request-too-large",
             Refused::PermissionDenied => "permission-denied",
         }
     }
@@ -187,6 +203,25 @@ pub(crate) fn refuse(metrics: &XdsMetrics, reason: Refused, peer: impl std::fmt:
             reason = reason.as_str(),
             %peer,
             suppressed,
+            "refused an xDS client (bound: {option})"
+        );
+    }
+}
+
+/// [`refuse`], with what was over the bound (a size, a count) in the log line.
+pub(crate) fn refuse_detailed(
+    metrics: &XdsMetrics,
+    reason: Refused,
+    peer: impl std::fmt::Display,
+    option: &str,
+    detail: &str,
+) {
+    if let Some(suppressed) = metrics.refused(reason) {
+        warn!(
+            reason = reason.as_str(),
+            %peer,
+            suppressed,
+            detail,
             "refused an xDS client (bound: {option})"
         );
     }

@@ -67,7 +67,10 @@ async fn a_large_node_and_too_many_names_end_the_stream() {
         "{}",
         status.message()
     );
-    let names = (0..11).map(|i| format!("c{i}")).collect();
+    // The floor (10) is raised to what the published configuration lets a proxy name: one past that.
+    let max = h.server.bounds.resource_names();
+    assert!(max > 10, "{max}");
+    let names = (0..=max).map(|i| format!("c{i}")).collect();
     let request = DiscoveryRequest {
         node: Some(node(GW)),
         type_url: Cluster.type_url().into(),

@@ -8,6 +8,7 @@
 mod auth;
 mod bounds;
 mod delta;
+mod fleet_limits;
 mod fuzz_props;
 mod latency;
 mod scenarios;
