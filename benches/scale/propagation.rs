@@ -130,14 +130,22 @@ impl Pier {
     }
 
     pub async fn start(bin: &Path, dir: &Path, work: &Path, extra: &[String]) -> Pier {
+        Pier::start_at(bin, dir, work, None, extra).await
+    }
+
+    /// [`Pier::start`] with xDS on `xds` (an ephemeral port if `None`): a restarted pier serves where
+    /// its proxies' bootstrap points.
+    pub async fn start_at(bin: &Path, dir: &Path, work: &Path, xds: Option<SocketAddr>, extra: &[String]) -> Pier {
         let address_file = work.join("pier-address.json");
+        let _ = std::fs::remove_file(&address_file);
+        let xds = xds.map_or_else(|| "127.0.0.1:0".to_string(), |a| a.to_string());
         let log = std::fs::File::create(work.join("pier.log")).expect("pier log");
         let child = Command::new(bin)
             .args([
                 "serve",
                 "--allow-loopback",
                 "--xds-address",
-                "127.0.0.1:0",
+                &xds,
                 "--admin-address",
                 "127.0.0.1:0",
             ])
