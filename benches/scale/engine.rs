@@ -1,4 +1,5 @@
-//! `engine SIZES [ROUNDS [CHANGE]]`: the incremental translator at each size, against the batch translation of
+//! `engine SIZES [ROUNDS [CHANGE [one-vhost]]]`: the incremental translator at each size (with `one-vhost`,
+//! in the workload's hostname-less shape: every route in one virtual host), against the batch translation of
 //! the same model in the same run. For every [`Change`] the engine takes the changed model and the
 //! original one in turn, ROUNDS times each; one JSON line per size and change with the median and
 //! maximum of each direction, beside the time a full `translate()` takes; and the serve pipeline's
@@ -12,10 +13,13 @@ use pier::testkit::workload::{Change, Workload};
 use pier::translate::engine::Engine;
 use pier::translate::engine::check::GatewayCheck;
 
-pub fn run(sizes: &[usize], rounds: usize, only: Option<&str>) {
+pub fn run(sizes: &[usize], rounds: usize, only: Option<&str>, one_vhost: bool) {
     let opts = pier::Options::default();
     for &n in sizes {
-        let w = Workload::new(n);
+        let w = Workload {
+            one_vhost,
+            ..Workload::new(n)
+        };
         for change in Change::ALL.into_iter().filter(|c| only.is_none_or(|o| o == c.name())) {
             let (before, after) = w.models(change);
             let t = Instant::now();
@@ -57,7 +61,7 @@ pub fn run(sizes: &[usize], rounds: usize, only: Option<&str>) {
                 check_all(&engine, &mut checks);
             }
             let line = serde_json::json!({
-                "routes": n, "change": change.name(), "rounds": rounds,
+                "routes": n, "change": change.name(), "rounds": rounds, "one_vhost": one_vhost,
                 "batch_translate_ms": ms(batch), "engine_build_ms": ms(build), "rss_mib_after_build": rss,
                 "decode_ms": ms(decode), "check_ms": ms(check),
                 "first_incremental_check_ms": ms(first_check), "incremental_check_ms": stats(&mut checked),

@@ -26,7 +26,7 @@ use pier::testkit::workload::Workload;
 use prost::Message;
 use serde_json::{Value, json};
 
-use super::propagation::{Upstreams, new_route, put, shared_backend, time_until};
+use super::propagation::{Upstreams, probe, put, shaped_route, shared_backend, time_until_at};
 
 /// Every resource of the Gateway for the state `files`, rewritten to read from `dir`.
 struct State {
@@ -173,15 +173,23 @@ fn split_routes(routes: &[route::RouteConfiguration], from: &str) -> route::Rout
 
 /// The floor for `samples` new routes with `n` present; with `split`, each new route arrives in a small
 /// route configuration of its own (see the module doc).
-pub async fn floor_run(envoy_bin: &Path, n: usize, samples: usize, ups: &Upstreams, split: bool) -> Vec<Duration> {
+pub async fn floor_run(
+    envoy_bin: &Path,
+    n: usize,
+    samples: usize,
+    ups: &Upstreams,
+    split: bool,
+    one_vhost: bool,
+) -> Vec<Duration> {
     let work = tempfile::tempdir().expect("work dir");
     let dir = work.path().join("xds");
     std::fs::create_dir_all(&dir).expect("xds dir");
     let mut w = Workload::new(n);
     w.port = free_port(Ipv4Addr::LOCALHOST);
+    w.one_vhost = one_vhost;
     let mut files = w.files();
     files.push(("shared.yaml".into(), shared_backend(ups.a.addr)));
-    files.push(("warm.yaml".into(), new_route(999_999)));
+    files.push(("warm.yaml".into(), shaped_route(999_999, one_vhost)));
     let s = state(&files, &dir);
     write(&dir, "sds.pb", &response(0, &s.secrets));
     write(&dir, "rds.pb", &response(0, &s.routes));
@@ -215,10 +223,11 @@ pub async fn floor_run(envoy_bin: &Path, n: usize, samples: usize, ups: &Upstrea
         .expect("starting Envoy");
     envoy.wait_live(Duration::from_secs(300)).await.expect("Envoy LIVE");
     let listener = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    time_until(listener, "new-999999.example.com", Instant::now(), |r| r.status == 200).await;
+    let (host, path) = probe(999_999, one_vhost);
+    time_until_at(listener, &host, &path, Instant::now(), |r| r.status == 200).await;
     let mut out = Vec::new();
     for k in 0..samples {
-        files.push((format!("new-{k}.yaml"), new_route(k)));
+        files.push((format!("new-{k}.yaml"), shaped_route(k, one_vhost)));
         let s = state(&files, &dir);
         // A new route to an existing backend changes the route configuration only.
         let (file, rds) = match &split_from {
@@ -227,7 +236,8 @@ pub async fn floor_run(envoy_bin: &Path, n: usize, samples: usize, ups: &Upstrea
         };
         let t0 = Instant::now();
         write(&dir, file, &rds);
-        out.push(time_until(listener, &format!("new-{k}.example.com"), t0, |r| r.status == 200).await);
+        let (host, path) = probe(k, one_vhost);
+        out.push(time_until_at(listener, &host, &path, t0, |r| r.status == 200).await);
     }
     drop(envoy);
     out

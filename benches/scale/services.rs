@@ -18,7 +18,7 @@ pub fn write(dir: &Path, n: usize) {
 }
 
 /// Service `s-i`, its slice (two ready endpoints), and route `r-i` to it on its own hostname.
-pub fn service(i: usize) -> String {
+fn service(i: usize) -> String {
     let (a, b) = (i / 250 % 250, i % 250 + 1);
     format!(
         "apiVersion: v1

@@ -35,6 +35,11 @@ pub fn virtual_host(vh: &ir::VirtualHost, clusters: &dyn ClusterLookup, at: List
     routes::virtual_host(vh, clusters, at)
 }
 
+/// One route entry of a virtual host, and what it uses.
+pub fn route(r: &ir::Route, clusters: &dyn ClusterLookup, at: Listening) -> (route::Route, Used) {
+    routes::route_entry(r, clusters, at)
+}
+
 /// A route configuration without its virtual hosts.
 pub fn route_config(name: &str) -> route::RouteConfiguration {
     routes::config_header(name)

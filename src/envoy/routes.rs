@@ -81,7 +81,7 @@ pub(super) fn virtual_host(
     (built, used)
 }
 
-fn route_entry(r: &ir::Route, clusters: &dyn ClusterLookup, at: Listening) -> (route::Route, Used) {
+pub(super) fn route_entry(r: &ir::Route, clusters: &dyn ClusterLookup, at: Listening) -> (route::Route, Used) {
     let invalid_status = if r.grpc {
         GRPC_INVALID_BACKEND_STATUS
     } else {

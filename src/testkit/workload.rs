@@ -4,6 +4,9 @@
 //! BackendTLSPolicy on it, and a second rule sending to it. Routes and their objects are spread over 50
 //! namespaces; one Gateway (`infra/edge`, HTTP port `port`) takes routes from all of them.
 //!
+//! With [`Workload::one_vhost`], the common API-gateway shape instead: no route has a hostname, each matches
+//! its own path prefix (`/r-<i>`), so every route lands in the one `*` virtual host of the listener.
+//!
 //! [`Workload::files`] gives one file per route (its XBackend, Service, EndpointSlice and policy in the
 //! same file) plus `gateway.yaml`, the layout a directory source sees; [`Workload::text`] gives it all as
 //! one text. Deterministic: the same size gives the same bytes.
@@ -18,6 +21,8 @@ pub struct Workload {
     pub port: u16,
     /// Where every external hostname resolves in tests that send traffic (the names are made up).
     pub endpoint_base: [u8; 2],
+    /// Hostname-less routes on paths of their own: one virtual host of every route.
+    pub one_vhost: bool,
 }
 
 impl Workload {
@@ -26,6 +31,7 @@ impl Workload {
             routes,
             port: 8080,
             endpoint_base: [10, 1],
+            one_vhost: false,
         }
     }
 
@@ -53,14 +59,28 @@ spec:
     pub fn route(&self, i: usize) -> String {
         let ns = namespace(i);
         let mut docs = vec![self.xbackend(i)];
+        let (api, rest, hostnames) = if self.one_vhost {
+            (format!("/r-{i}"), format!("/r-{i}/svc"), String::new())
+        } else {
+            (
+                "/api".to_string(),
+                "/".to_string(),
+                format!("  hostnames: [h-{i}.example.com]\n"),
+            )
+        };
         let mut rules = format!(
-            "  - matches: [{{path: {{type: PathPrefix, value: /api}}}}]
+            "  - matches: [{{path: {{type: PathPrefix, value: {api}}}}}]
     backendRefs: [{{group: gateway.networking.x-k8s.io, kind: XBackend, name: x-{i}}}]
 "
         );
         if i.is_multiple_of(4) {
             docs.push(self.service(i));
-            rules.push_str(&format!("  - backendRefs: [{{name: s-{i}, port: 80}}]\n"));
+            let matches = if self.one_vhost {
+                format!("matches: [{{path: {{type: PathPrefix, value: {rest}}}}}], ")
+            } else {
+                String::new()
+            };
+            rules.push_str(&format!("  - {{{matches}backendRefs: [{{name: s-{i}, port: 80}}]}}\n"));
         }
         docs.push(format!(
             "apiVersion: gateway.networking.k8s.io/v1
@@ -68,8 +88,7 @@ kind: HTTPRoute
 metadata: {{name: r-{i}, namespace: {ns}}}
 spec:
   parentRefs: [{{name: edge, namespace: infra}}]
-  hostnames: [h-{i}.example.com]
-  rules:
+{hostnames}  rules:
 {rules}"
         ));
         docs.join("---\n")
@@ -200,6 +219,7 @@ impl Workload {
         let mut after = before.clone();
         let edit = match change {
             Change::RouteAdded => self.route(self.routes),
+            Change::RouteEdited if self.one_vhost => self.route(5).replace("value: /r-5}", "value: /r-5/v2}"),
             Change::RouteEdited => self.route(5).replace("value: /api", "value: /api/v2"),
             Change::BackendEdited => self.xbackend(5).replace("x-5.example.com}", "x-5b.example.com}"),
             Change::EndpointMoved => self
@@ -282,6 +302,27 @@ mod tests {
         refused(&serde_json::to_value(&t.statuses).unwrap(), &mut refused_conditions);
         let refused = refused_conditions;
         assert!(refused.is_empty(), "{refused:?}");
+    }
+
+    #[test]
+    fn one_vhost_puts_every_route_in_the_listeners_one_virtual_host() {
+        let w = Workload {
+            one_vhost: true,
+            ..Workload::new(8)
+        };
+        for change in Change::ALL {
+            let (before, after) = w.models(change);
+            let opts = crate::Options::default();
+            let (a, b) = (crate::translate(&before, &opts), crate::translate(&after, &opts));
+            assert_ne!(a.gateways, b.gateways, "{change:?} changes no resource");
+        }
+        let loaded = crate::model::load::parse_texts(&w.files()).expect("the workload parses");
+        let t = crate::translate(&loaded.model, &crate::Options::default());
+        let res = t.resources(Some("infra/edge")).unwrap();
+        let vhosts: Vec<_> = res.routes.iter().flat_map(|r| &r.virtual_hosts).collect();
+        assert_eq!(vhosts.len(), 1);
+        assert_eq!(vhosts[0].domains, ["*"]);
+        assert_eq!(vhosts[0].routes.len(), 8 + 2, "a route per rule");
     }
 
     #[test]

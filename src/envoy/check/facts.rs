@@ -3,6 +3,8 @@
 //! resource's content, so a resource that did not change keeps its facts (the incremental translator
 //! caches them beside each packed resource and reads them only for what changed).
 
+use std::sync::Arc;
+
 use super::super::pb::{
     aggregate_cluster, cluster, dfp_cluster, dfp_filter, ext, hcm, listener, protobuf, rbac, rbac_filter, route, tls,
 };
@@ -94,11 +96,13 @@ impl ClusterFacts {
     }
 }
 
+/// A virtual host's facts. Its routes' are shared: a virtual host rebuilt around one changed route keeps
+/// every other route's `Arc`, which is how the checker tells what changed (`state.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VhostFacts {
     pub name: String,
     pub domains: Vec<String>,
-    pub routes: Vec<RouteFacts>,
+    pub routes: Vec<Arc<RouteFacts>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,21 +114,23 @@ pub struct RouteFacts {
     pub guarded: bool,
 }
 
+impl RouteFacts {
+    pub fn of(r: &route::Route) -> RouteFacts {
+        RouteFacts {
+            name: r.name.clone(),
+            clusters: r
+                .action
+                .as_ref()
+                .map(|a| routes::action_clusters(a).into_iter().map(str::to_string).collect())
+                .unwrap_or_default(),
+            guarded: has_deny_rules(r),
+        }
+    }
+}
+
 impl VhostFacts {
     pub fn of(vh: &route::VirtualHost) -> VhostFacts {
-        let routes = vh
-            .routes
-            .iter()
-            .map(|r| RouteFacts {
-                name: r.name.clone(),
-                clusters: r
-                    .action
-                    .as_ref()
-                    .map(|a| routes::action_clusters(a).into_iter().map(str::to_string).collect())
-                    .unwrap_or_default(),
-                guarded: has_deny_rules(r),
-            })
-            .collect();
+        let routes = vh.routes.iter().map(|r| Arc::new(RouteFacts::of(r))).collect();
         VhostFacts {
             name: vh.name.clone(),
             domains: vh.domains.clone(),

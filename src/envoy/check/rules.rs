@@ -80,7 +80,7 @@ pub(super) fn check_owner<K: Ord + Clone>(c: &Checker<K>, owner: &Owner<K>) -> (
                 errors.push(CheckError::OrphanLoadAssignment(name.clone()));
             }
         }
-        Owner::Vhost(rc, key) => vhost(&mut r, rc, key, &mut errors),
+        Owner::Route(rc, key, name) => route(&mut r, rc, key, name, &mut errors),
         Owner::Domain(rc, domain) => duplicate_domains(c, rc, domain, &mut errors),
         Owner::Listener(name) => listener(&mut r, name, &mut errors),
     }
@@ -114,11 +114,13 @@ fn cluster<K: Ord + Clone>(r: &mut Reads<'_, K>, name: &str, errors: &mut Vec<Ch
     }
 }
 
-fn vhost<K: Ord + Clone>(r: &mut Reads<'_, K>, rc: &str, key: &K, errors: &mut Vec<CheckError>) {
+/// The routes named `name` of a virtual host: what they reach exists, and a route to a dynamic forward
+/// proxy carries the authority guard.
+fn route<K: Ord + Clone>(r: &mut Reads<'_, K>, rc: &str, key: &K, name: &str, errors: &mut Vec<CheckError>) {
     let Some(vh) = r.c.route_configs.get(rc).and_then(|s| s.vhosts.get(key)).cloned() else {
         return;
     };
-    for route in &vh.routes {
+    for route in vh.routes.iter().filter(|route| route.name == name) {
         if let Some(cluster) = route.clusters.iter().find(|c| r.reaches_dfp(c))
             && !route.guarded
         {
@@ -129,8 +131,6 @@ fn vhost<K: Ord + Clone>(r: &mut Reads<'_, K>, rc: &str, key: &K, errors: &mut V
                 cluster: cluster.clone(),
             });
         }
-    }
-    for route in &vh.routes {
         for cluster in &route.clusters {
             if cluster != names::INVALID_BACKEND_CLUSTER && !r.cluster_exists(cluster) {
                 errors.push(CheckError::MissingCluster {

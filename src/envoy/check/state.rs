@@ -7,18 +7,19 @@
 //! A batch check feeds every resource of a set once; the serve pipeline feeds what changed between
 //! two translations (`translate::engine::check`). Both end in the same rules, so they cannot disagree.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use super::CheckError;
-use super::facts::{ClusterFacts, ListenerFacts, SecretKind, VhostFacts};
+use super::facts::{ClusterFacts, ListenerFacts, RouteFacts, SecretKind, VhostFacts};
 
 /// Who errors belong to. `K` orders a route configuration's virtual hosts.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Owner<K> {
     Cluster(String),
     LoadAssignment(String),
-    Vhost(String, K),
+    /// The routes named so of a virtual host (one, unless a builder repeated a name).
+    Route(String, K, String),
     /// A domain (lower-cased) of a route configuration, carried by one or more virtual hosts.
     Domain(String, String),
     Listener(String),
@@ -35,6 +36,28 @@ pub(super) enum Dep {
     Reached(String),
     /// Which clusters are dynamic forward proxies (or reach one), and their DNS caches.
     Dfp,
+}
+
+/// The routes of `old` that `new` lacks and those `new` brings, by `Arc` identity (routes whose facts
+/// are equal but not shared count as both: checked again, which is always right).
+fn changed_routes(old: Option<&VhostFacts>, new: Option<&VhostFacts>) -> (Vec<Arc<RouteFacts>>, Vec<Arc<RouteFacts>>) {
+    fn routes(v: Option<&VhostFacts>) -> &[Arc<RouteFacts>] {
+        v.map(|v| v.routes.as_slice()).unwrap_or_default()
+    }
+    let (old, new) = (routes(old), routes(new));
+    let ptrs = |list: &[Arc<RouteFacts>]| list.iter().map(Arc::as_ptr).collect::<HashSet<_>>();
+    let (old_ptrs, new_ptrs) = (ptrs(old), ptrs(new));
+    let gone = old
+        .iter()
+        .filter(|r| !new_ptrs.contains(&Arc::as_ptr(r)))
+        .cloned()
+        .collect();
+    let came = new
+        .iter()
+        .filter(|r| !old_ptrs.contains(&Arc::as_ptr(r)))
+        .cloned()
+        .collect();
+    (gone, came)
 }
 
 /// One route configuration.
@@ -186,7 +209,10 @@ impl<K: Ord + Clone> Checker<K> {
         self.touch(Dep::RouteConfig(name.to_string()));
     }
 
-    /// A virtual host of a route configuration (which must be present) changes.
+    /// A virtual host of a route configuration (which must be present) changes. Its routes are checked
+    /// one by one: only those whose facts are not the very ones the virtual host had (`Arc` identity: an
+    /// engine that rebuilt the virtual host around one changed route kept the others') are checked
+    /// again, so a change costs a pass of pointer comparisons, not a check of every route.
     pub fn set_vhost(&mut self, rc_name: &str, key: K, facts: Option<Arc<VhostFacts>>) {
         let rc = self.route_configs.entry(rc_name.to_string()).or_default();
         let old = match &facts {
@@ -194,7 +220,6 @@ impl<K: Ord + Clone> Checker<K> {
             None => rc.vhosts.remove(&key),
         };
         let mut domains_touched = BTreeSet::new();
-        let mut reached_changed = false;
         if let Some(old) = &old {
             for d in &old.domains {
                 let lower = d.to_ascii_lowercase();
@@ -205,15 +230,6 @@ impl<K: Ord + Clone> Checker<K> {
                     }
                 }
                 domains_touched.insert(lower);
-            }
-            for c in old.routes.iter().flat_map(|r| &r.clusters) {
-                if let Some(n) = rc.reached.get_mut(c) {
-                    *n -= 1;
-                    if *n == 0 {
-                        rc.reached.remove(c);
-                        reached_changed = true;
-                    }
-                }
             }
         }
         if let Some(new) = &facts {
@@ -226,7 +242,22 @@ impl<K: Ord + Clone> Checker<K> {
                 written.push(d.clone());
                 domains_touched.insert(lower);
             }
-            for c in new.routes.iter().flat_map(|r| &r.clusters) {
+        }
+        let (gone, came) = changed_routes(old.as_deref(), facts.as_deref());
+        let mut reached_changed = false;
+        for route in &gone {
+            for c in &route.clusters {
+                if let Some(n) = rc.reached.get_mut(c) {
+                    *n -= 1;
+                    if *n == 0 {
+                        rc.reached.remove(c);
+                        reached_changed = true;
+                    }
+                }
+            }
+        }
+        for route in &came {
+            for c in &route.clusters {
                 let n = rc.reached.entry(c.clone()).or_default();
                 *n += 1;
                 reached_changed |= *n == 1;
@@ -235,7 +266,10 @@ impl<K: Ord + Clone> Checker<K> {
         for d in domains_touched {
             self.dirty.insert(Owner::Domain(rc_name.to_string(), d));
         }
-        self.dirty.insert(Owner::Vhost(rc_name.to_string(), key));
+        for route in gone.iter().chain(&came) {
+            self.dirty
+                .insert(Owner::Route(rc_name.to_string(), key.clone(), route.name.clone()));
+        }
         if reached_changed {
             self.touch(Dep::Reached(rc_name.to_string()));
         }

@@ -1,11 +1,18 @@
 //! Route entries of one Gateway listener, indexed by the hostnames they carry, so a changed entry tells
 //! which virtual hosts it touches: its exact hostnames, and for a wildcard (or `*`) hostname every host
 //! of the listener it serves.
+//!
+//! Each host also keeps the entries that serve it in the order of its virtual host's routes
+//! (`order::route_precedence` for that host), each with its encoding once built ([`RouteOut`]): an
+//! entry added to a virtual host of N routes is one insertion and one encoding, and the virtual host is
+//! reassembled from the encodings (`VhostOut::assemble`) rather than sorted, rebuilt and encoded anew.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use super::out::{RouteOut, VhostOut};
+use crate::envoy::items::{ClusterLookup, Listening};
 use crate::gateway::order;
 use crate::gateway::routes::Entry;
 use crate::gateway::spec::RouteOrder;
@@ -23,14 +30,48 @@ pub struct ListenerEntries {
     wild: BTreeSet<EntryId>,
     /// How many entries carry each hostname: the listener's hosts.
     hosts: BTreeMap<String, usize>,
+    /// Per host, the entries that serve it in its virtual host's order, with their encodings once built.
+    ranked: BTreeMap<String, BTreeMap<Ranked, Option<Arc<RouteOut>>>>,
 }
+
+/// An entry in the order of the virtual host of `host` (one host per map, so the order is total: ties
+/// fall to the entry's place among all routes).
+#[derive(Debug, Clone)]
+struct Ranked {
+    host: Arc<str>,
+    entry: Arc<Entry>,
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        order::route_precedence(&self.host, &self.entry, &other.entry)
+    }
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
 
 impl ListenerEntries {
     /// Adds an entry; the hosts whose virtual host it changes go to `touched`.
     pub fn add(&mut self, e: Arc<Entry>, touched: &mut BTreeSet<String>) {
         let id = e.tie.clone();
         for h in &e.hostnames {
-            *self.hosts.entry(h.clone()).or_default() += 1;
+            let n = self.hosts.entry(h.clone()).or_default();
+            *n += 1;
+            if *n == 1 {
+                self.open_host(h);
+            }
             if h.starts_with('*') {
                 self.wild.insert(id.clone());
             } else {
@@ -38,7 +79,57 @@ impl ListenerEntries {
             }
         }
         self.touch(&e, touched);
+        for host in self.served_by(&e) {
+            self.rank(&host, &e, true);
+        }
         self.entries.insert(id, e);
+    }
+
+    /// A host appears: the wildcard entries already there that serve it join its virtual host (the entry
+    /// being added, which may be in `wild` already, joins through `served_by`).
+    fn open_host(&mut self, host: &str) {
+        let serving: Vec<Arc<Entry>> = self
+            .wild
+            .iter()
+            .filter_map(|id| self.entries.get(id).cloned())
+            .filter(|w| vhosts::serving(w, host))
+            .collect();
+        let ranked = self.ranked.entry(host.to_string()).or_default();
+        let key: Arc<str> = Arc::from(host);
+        for entry in serving {
+            ranked.insert(
+                Ranked {
+                    host: key.clone(),
+                    entry,
+                },
+                None,
+            );
+        }
+    }
+
+    /// The hosts of the listener `e` serves (it must be counted in `hosts` already).
+    fn served_by(&self, e: &Entry) -> Vec<String> {
+        if e.hostnames.iter().any(|h| h.starts_with('*')) {
+            self.hosts.keys().filter(|h| vhosts::serving(e, h)).cloned().collect()
+        } else {
+            e.hostnames.clone()
+        }
+    }
+
+    /// Puts `e` in (or takes it out of) the order of `host`'s virtual host.
+    fn rank(&mut self, host: &str, e: &Arc<Entry>, add: bool) {
+        let Some(ranked) = self.ranked.get_mut(host) else {
+            return;
+        };
+        let key = Ranked {
+            host: Arc::from(host),
+            entry: e.clone(),
+        };
+        if add {
+            ranked.insert(key, None);
+        } else {
+            ranked.remove(&key);
+        }
     }
 
     /// Removes the entry with `id`, if there is one; the hosts it touched go to `touched`.
@@ -47,11 +138,15 @@ impl ListenerEntries {
             return;
         };
         self.touch(&e, touched);
+        for host in self.served_by(&e) {
+            self.rank(&host, &e, false);
+        }
         for h in &e.hostnames {
             if let Some(n) = self.hosts.get_mut(h) {
                 *n -= 1;
                 if *n == 0 {
                     self.hosts.remove(h);
+                    self.ranked.remove(h);
                 }
             }
             if h.starts_with('*') {
@@ -78,11 +173,16 @@ impl ListenerEntries {
         self.hosts.contains_key(host)
     }
 
-    /// The entries that serve `host` (each once).
-    pub fn serving(&self, host: &str) -> Vec<&Entry> {
-        let mut ids: BTreeSet<&EntryId> = self.exact.get(host).into_iter().flatten().collect();
-        ids.extend(self.wild.iter().filter(|id| vhosts::serving(&self.entries[*id], host)));
-        ids.into_iter().map(|id| self.entries[id].as_ref()).collect()
+    /// The virtual host `name` of `host`: its routes in order, those not encoded yet encoded now.
+    pub fn vhost(&mut self, host: &str, name: &str, clusters: &dyn ClusterLookup, at: Listening) -> VhostOut {
+        let ranked = self.ranked.entry(host.to_string()).or_default();
+        for (r, out) in ranked.iter_mut() {
+            if out.is_none() {
+                *out = Some(Arc::new(RouteOut::build(&r.entry.route, clusters, at)));
+            }
+        }
+        let routes = ranked.values().map(|o| o.as_deref().expect("encoded above"));
+        VhostOut::assemble(name, &[host.to_string()], routes)
     }
 }
 

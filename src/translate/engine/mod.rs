@@ -40,6 +40,7 @@ mod hosts;
 pub mod out;
 mod status;
 mod statuses;
+mod vhost_out;
 
 pub use status::StatusSet;
 

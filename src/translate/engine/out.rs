@@ -10,11 +10,13 @@ use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 
 use super::hosts::Domain;
-use crate::envoy::check::{ClusterFacts, ListenerFacts, SecretKind, VhostFacts};
+use crate::envoy::check::{ClusterFacts, ListenerFacts, SecretKind};
 use crate::envoy::fingerprint;
-use crate::envoy::items::{self, ClusterLookup, Listening, Used};
+use crate::envoy::items::{self, Used};
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
 use crate::ir;
+
+pub use super::vhost_out::{RouteOut, VhostOut, vhost_fingerprint};
 
 /// Virtual hosts in configuration order.
 pub type VhostMap = imbl::OrdMap<Domain, Arc<VhostOut>>;
@@ -174,43 +176,6 @@ impl Res {
     }
 }
 
-/// One virtual host, encoded as a `RouteConfiguration.virtual_hosts` element, and what its routes use.
-#[derive(Debug, Clone)]
-pub struct VhostOut {
-    pub bytes: Vec<u8>,
-    pub fingerprint: u64,
-    pub used: Used,
-    facts: OnceLock<Arc<VhostFacts>>,
-}
-
-impl PartialEq for VhostOut {
-    fn eq(&self, other: &Self) -> bool {
-        (self.fingerprint, &self.bytes, &self.used) == (other.fingerprint, &other.bytes, &other.used)
-    }
-}
-
-impl VhostOut {
-    pub fn build(vh: &ir::VirtualHost, clusters: &dyn ClusterLookup, at: Listening) -> VhostOut {
-        let (built, used) = items::virtual_host(vh, clusters, at);
-        let mut bytes = Vec::new();
-        // Field 2 of RouteConfiguration: `repeated VirtualHost virtual_hosts`.
-        prost::encoding::message::encode(2, &built, &mut bytes);
-        VhostOut {
-            bytes,
-            fingerprint: fingerprint::of(&built),
-            used,
-            facts: OnceLock::new(),
-        }
-    }
-
-    /// The check's facts of this virtual host, read once.
-    pub fn facts(&self) -> Arc<VhostFacts> {
-        self.facts
-            .get_or_init(|| Arc::new(VhostFacts::of_encoded(&self.bytes)))
-            .clone()
-    }
-}
-
 /// A packed resource the engine encoded.
 fn unpack<M: Message + Default>(any: &Any) -> M {
     M::decode(any.value.as_slice()).expect("the engine encoded it")
@@ -323,7 +288,7 @@ fn route_config_of(rc: &route::RouteConfiguration) -> Res {
         virtual_hosts: Vec::new(),
         ..rc.clone()
     };
-    let fp = route_config_fingerprint(&header, rc.virtual_hosts.iter().map(fingerprint::of));
+    let fp = route_config_fingerprint(&header, rc.virtual_hosts.iter().map(vhost_fingerprint));
     let mut r = Res::of(rc);
     r.fingerprint = fp;
     r.version = fingerprint::version(fp);

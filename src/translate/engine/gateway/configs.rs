@@ -11,6 +11,7 @@ use super::GatewayState;
 use crate::envoy::items::{Listening, Used};
 use crate::gateway::vhosts;
 use crate::ir as vhosts_ir;
+use crate::ir::names;
 
 impl GatewayState {
     /// Rebuilds the route virtual hosts of configuration `name` for the touched hosts, then its extras
@@ -28,10 +29,10 @@ impl GatewayState {
         let mut changes: Vec<(Domain, Option<Arc<VhostOut>>)> = Vec::new();
         for &li in &group.build {
             for host in touched.get(&li).into_iter().flatten() {
-                let entries = &self.entries[li];
+                let entries = &mut self.entries[li];
                 let vh = (entries.has_host(host) && vhosts::owns(listeners, &group.members, li, host)).then(|| {
-                    let ir = vhosts::route_vhost(&listeners[li], host, entries.serving(host));
-                    Arc::new(VhostOut::build(&ir, &self.clusters, at))
+                    let name = names::virtual_host(&listeners[li].name, host);
+                    Arc::new(entries.vhost(host, &name, &self.clusters, at))
                 });
                 // Only the owner of a host builds its virtual host; another listener's touch does not
                 // remove it.
