@@ -53,6 +53,7 @@ mod s19_backend_protocols_on_the_wire;
 mod s20_mcp;
 mod s21_proxy_status;
 mod s22_cluster_trust_bundle;
+mod s23_no_op_pushes;
 
 use crate::harness::PierOptions;
 
