@@ -1,7 +1,7 @@
-//! `fanout STREAMS ROUTES SAMPLES`: one change reaching a fleet. `pier serve` (the release binary) holds
-//! the workload of ROUTES routes; STREAMS state-of-the-world ADS clients, each on its own HTTP/2
-//! connection as separate Envoys would be, subscribe to what Envoy subscribes to (clusters and
-//! listeners by wildcard, then the load assignments and route configurations they name, from
+//! `fanout STREAMS ROUTES SAMPLES [delta]`: one change reaching a fleet. `pier serve` (the release binary)
+//! holds the workload of ROUTES routes; STREAMS ADS clients (state of the world, or delta), each on its
+//! own HTTP/2 connection as separate Envoys would be, subscribe to what Envoy subscribes to (clusters
+//! and listeners by wildcard, then the load assignments and route configurations they name, from
 //! `/debug/config_dump`) and ACK every response at once. Each sample adds a route file and times, per
 //! stream, how long until it has ACKed the route configuration that carries it: p50, p99 and max (all
 //! ACKed). Resident memory of pier is read before the streams connect and once they are idle, for the
@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use envoy_types::pb::envoy::config::core::v3::Node;
-use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
 use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
+use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DiscoveryRequest};
 use pier::testkit::workload::Workload;
 use pier::xds::XdsType;
 use tokio::sync::{mpsc, watch};
@@ -25,7 +25,7 @@ use crate::propagation::{Pier, new_route, put};
 /// What each stream reports: the route-configuration version it has ACKed, and when.
 type Acked = watch::Sender<(String, Instant)>;
 
-pub async fn run(pier_bin: &Path, streams: usize, routes: usize, samples: usize) -> serde_json::Value {
+pub async fn run(pier_bin: &Path, streams: usize, routes: usize, samples: usize, delta: bool) -> serde_json::Value {
     let work = tempfile::tempdir().expect("work dir");
     let dir = work.path().join("config");
     std::fs::create_dir_all(&dir).expect("config dir");
@@ -44,7 +44,11 @@ pub async fn run(pier_bin: &Path, streams: usize, routes: usize, samples: usize)
     let mut acks = Vec::with_capacity(streams);
     for i in 0..streams {
         let (tx, rx) = watch::channel((String::new(), Instant::now()));
-        tokio::spawn(client(pier.xds, i, eds.clone(), rds.clone(), tx));
+        if delta {
+            tokio::spawn(delta_client(pier.xds, i, eds.clone(), rds.clone(), tx));
+        } else {
+            tokio::spawn(client(pier.xds, i, eds.clone(), rds.clone(), tx));
+        }
         acks.push(rx);
     }
     // Connected and synced: every stream has ACKed a route configuration.
@@ -78,7 +82,7 @@ pub async fn run(pier_bin: &Path, streams: usize, routes: usize, samples: usize)
     }
     let per_stream_kib = idle_after.saturating_sub(idle_before) as f64 / streams as f64;
     serde_json::json!({
-        "streams": streams, "routes": routes, "samples": samples,
+        "streams": streams, "routes": routes, "samples": samples, "mode": if delta { "delta" } else { "sotw" },
         "ack_ms": crate::summary(&per_stream), "all_acked_ms": crate::summary(&all),
         "pier_rss_kib": {"before_streams": idle_before, "idle_streams": idle_after},
         "rss_kib_per_idle_stream": (per_stream_kib * 10.0).round() / 10.0,
@@ -159,6 +163,55 @@ async fn client(xds: SocketAddr, i: usize, eds: Arc<Vec<String>>, rds: Arc<Vec<S
         }
         if ty == XdsType::Route {
             acked.send_replace((resp.version_info.clone(), Instant::now()));
+        }
+    }
+}
+
+/// One delta proxy: wildcard clusters and listeners, the load assignments and route configurations by
+/// name, every response ACKed at once; reports its route-configuration ACKs.
+async fn delta_client(xds: SocketAddr, i: usize, eds: Arc<Vec<String>>, rds: Arc<Vec<String>>, acked: Acked) {
+    let mut ads = AggregatedDiscoveryServiceClient::connect(format!("http://{xds}"))
+        .await
+        .expect("connecting to pier");
+    let (tx, rx) = mpsc::channel(16);
+    let subscribe = |ty: XdsType, names: &[String]| DeltaDiscoveryRequest {
+        type_url: ty.type_url().to_string(),
+        resource_names_subscribe: names.to_vec(),
+        ..Default::default()
+    };
+    let mut first = subscribe(XdsType::Cluster, &[]);
+    first.node = Some(Node {
+        id: format!("fanout-{i}"),
+        cluster: "infra/edge".into(),
+        ..Default::default()
+    });
+    for req in [
+        first,
+        subscribe(XdsType::Listener, &[]),
+        subscribe(XdsType::Endpoint, &eds),
+        subscribe(XdsType::Route, &rds),
+    ] {
+        tx.send(req).await.expect("request stream open");
+    }
+    let mut responses = ads
+        .delta_aggregated_resources(ReceiverStream::new(rx))
+        .await
+        .expect("delta ADS stream")
+        .into_inner();
+    while let Ok(Some(resp)) = responses.message().await {
+        let Some(ty) = XdsType::from_type_url(&resp.type_url) else {
+            continue;
+        };
+        let ack = DeltaDiscoveryRequest {
+            type_url: resp.type_url.clone(),
+            response_nonce: resp.nonce.clone(),
+            ..Default::default()
+        };
+        if tx.send(ack).await.is_err() {
+            return;
+        }
+        if ty == XdsType::Route && !resp.resources.is_empty() {
+            acked.send_replace((resp.system_version_info.clone(), Instant::now()));
         }
     }
 }

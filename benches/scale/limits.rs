@@ -221,14 +221,14 @@ async fn wait_ready(admin: SocketAddr) -> Duration {
     }
 }
 
-/// How many ADS streams connected to this pier so far (`pier_xds_connections_total`).
+/// How many ADS streams connected to this pier so far (`pier_xds_streams_total`, both modes).
 async fn connects(admin: SocketAddr) -> u64 {
     let Ok(r) = http::get(admin, "localhost", "/metrics").await else {
         return 0;
     };
     r.body
         .lines()
-        .filter(|l| l.starts_with("pier_xds_connections_total"))
+        .filter(|l| l.starts_with("pier_xds_streams_total"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum::<f64>() as u64
 }

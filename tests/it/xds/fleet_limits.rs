@@ -235,3 +235,53 @@ async fn a_request_larger_than_the_configuration_explains_is_refused_and_shown()
     );
     h.shutdown().await;
 }
+
+/// A restarted pier is when every proxy reconnects naming all it holds, before anything is published:
+/// such a request waits for the first publish to size the bounds, rather than being judged by floors
+/// nothing has sized yet (the 50,000-cluster benchmark's delta Envoy was refused for 100,002 names).
+#[tokio::test]
+async fn a_reconnect_before_the_first_publish_waits_for_the_bounds() {
+    const CLUSTERS: usize = 1_000;
+    let h = Harness::start_with(
+        None,
+        pier::xds::transport::XdsLimits {
+            max_resource_names: 1_500,
+            ..Default::default()
+        },
+    )
+    .await;
+    let names: Vec<String> = (0..CLUSTERS).map(name).collect();
+    let mut c = client(&h).await;
+    let (tx, rx) = mpsc::channel(2);
+    let mut stream = c
+        .delta_aggregated_resources(ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    tx.send(DeltaDiscoveryRequest {
+        node: Some(node(GW)),
+        type_url: XdsType::Endpoint.type_url().into(),
+        resource_names_subscribe: names.clone(),
+        initial_resource_versions: names.iter().map(|n| (n.clone(), "stale".to_string())).collect(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    // 2,000 names against a floor of 1,500: held, not refused.
+    let held = tokio::time::timeout(Duration::from_millis(500), stream.message()).await;
+    assert!(held.is_err(), "answered before anything was published: {held:?}");
+    let mut small = fleet();
+    let res = small.get_mut(GW).unwrap();
+    res.clusters.truncate(CLUSTERS);
+    res.endpoints.truncate(CLUSTERS);
+    h.publish(&small);
+    let update: DeltaDiscoveryResponse = next(&mut stream).await;
+    assert_eq!(
+        update.resources.len(),
+        CLUSTERS,
+        "every stale load assignment sent again"
+    );
+    assert_eq!(h.server.metrics.refusals(Refused::TooManyNames), 0);
+    drop(tx);
+    h.shutdown().await;
+}
