@@ -21,7 +21,7 @@
 //!
 //! Owns the wire rules only; which snapshot a type is served from is [`Plan`]'s decision.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use imbl::ordmap::DiffItem;
@@ -30,8 +30,9 @@ use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource};
 
 use super::XdsType;
-use super::cache::{Entries, Entry, View};
+use super::cache::{Entry, View};
 use super::clients::{Mode, TypeSync};
+use super::known::Known;
 use super::plan::{Plan, Progress};
 use super::stream::{Event, Machine, type_sync};
 
@@ -43,12 +44,10 @@ struct TypeState {
     /// The wildcard came from an empty first request, not an explicit `"*"`.
     legacy: bool,
     names: BTreeSet<String>,
-    /// What the proxy holds (as far as pier knows): name → version.
-    known: BTreeMap<String, String>,
-    /// For a wildcard subscription, the view `known` equals exactly (same names, same versions), when it
-    /// does: the next diff is then the persistent maps' own difference, which skips every resource the
-    /// two views share, instead of a walk of every resource of the type.
-    base: Option<Entries>,
+    /// What the proxy holds (as far as pier knows): name → version. While a wildcard proxy holds exactly
+    /// a view, that view (`Known::View`): the next diff is then the persistent maps' own difference,
+    /// which skips every resource the two views share, and nothing is copied.
+    known: Known,
     /// Names to answer in the next response whatever the proxy holds (just subscribed).
     resend: BTreeSet<String>,
     last_nonce: Option<String>,
@@ -66,21 +65,25 @@ struct TypeState {
 struct Diff<'a> {
     upserts: Vec<(&'a String, &'a Arc<Entry>)>,
     removed: Vec<String>,
+    /// Removals held back (`Plan::holds_removals`): the proxy keeps more than the view.
+    held: bool,
 }
 
 impl TypeState {
-    /// Records a response as what the proxy now holds.
-    fn sent(&mut self, resources: &[Resource], removed: &[String], view: &View) {
+    /// Records a response as what the proxy now holds. A wildcard proxy sent every difference from what
+    /// it held (nothing `held`) holds exactly the view.
+    fn sent(&mut self, resources: &[Resource], removed: &[String], view: &View, held: bool) {
         self.resend.clear();
+        if self.wildcard && !held {
+            self.known = Known::View(view.entries.clone());
+            return;
+        }
         for r in resources {
             self.known.insert(r.name.clone(), r.version.clone());
         }
         for name in removed {
             self.known.remove(name);
         }
-        // Every resource of the view is now known at its version; if nothing else is (no removal
-        // held back), the proxy holds exactly this view.
-        self.base = (self.wildcard && self.known.len() == view.entries.len()).then(|| view.entries.clone());
     }
 
     fn interested(&self, name: &str) -> bool {
@@ -89,22 +92,23 @@ impl TypeState {
 
     fn diff<'a>(&self, ty: XdsType, view: &'a View, hold_removals: bool) -> Diff<'a> {
         let hold = hold_removals && !ty.is_gated();
-        if let Some(base) = self.base.as_ref().filter(|_| self.wildcard && self.resend.is_empty()) {
+        if let Some(base) = self.known.view().filter(|_| self.wildcard && self.resend.is_empty()) {
             let mut diff = Diff {
                 upserts: Vec::new(),
                 removed: Vec::new(),
+                held: false,
             };
             for item in base.diff(&view.entries) {
                 match item {
                     DiffItem::Add(n, e) | DiffItem::Update { new: (n, e), .. } => diff.upserts.push((n, e)),
                     DiffItem::Remove(n, _) if !hold => diff.removed.push(n.clone()),
-                    DiffItem::Remove(..) => {}
+                    DiffItem::Remove(..) => diff.held = true,
                 }
             }
             return diff;
         }
         let stale = |name: &String, entry: &Arc<Entry>| {
-            self.resend.contains(name) || self.known.get(name) != Some(&entry.version)
+            self.resend.contains(name) || self.known.get(name) != Some(entry.version.as_str())
         };
         let upserts = if self.wildcard {
             view.entries.iter().filter(|(n, e)| stale(n, e)).collect()
@@ -115,17 +119,17 @@ impl TypeState {
                 .filter(|(n, e)| stale(n, e))
                 .collect()
         };
-        let gone = self
-            .known
-            .keys()
-            .filter(|n| !hold && self.interested(n) && !view.entries.contains_key(*n));
+        let leaving = |n: &&String| self.interested(n) && !view.entries.contains_key(*n);
+        let held = hold && self.known.names().any(|n| leaving(&n));
+        let gone = self.known.names().filter(|n| !hold && leaving(n));
         let missing = self
             .resend
             .iter()
-            .filter(|n| !self.known.contains_key(*n) && !view.entries.contains_key(*n));
+            .filter(|n| !self.known.contains_key(n) && !view.entries.contains_key(*n));
         Diff {
             upserts,
             removed: gone.chain(missing).cloned().collect(),
+            held,
         }
     }
 }
@@ -206,11 +210,6 @@ impl Machine for Delta {
             return;
         };
         let st = &mut self.types[ty.index()];
-        let subscription_changes =
-            !st.subscribed || !req.resource_names_subscribe.is_empty() || !req.resource_names_unsubscribe.is_empty();
-        if subscription_changes {
-            st.base = None;
-        }
         if !req.response_nonce.is_empty() {
             if st.awaiting_ack && st.last_nonce.as_ref() == Some(&req.response_nonce) {
                 st.awaiting_ack = false;
@@ -232,7 +231,7 @@ impl Machine for Delta {
         if first {
             st.subscribed = true;
             st.owes_first_answer = req.initial_resource_versions.is_empty();
-            st.known = req.initial_resource_versions.into_iter().collect();
+            st.known = Known::Map(req.initial_resource_versions.into_iter().collect());
             if req.resource_names_subscribe.is_empty()
                 && req.resource_names_unsubscribe.is_empty()
                 && ty.is_full_state()
@@ -273,7 +272,7 @@ impl Machine for Delta {
         if !st.wildcard {
             // Whatever only the wildcard covered is no longer the proxy's concern.
             let names = &st.names;
-            st.known.retain(|n, _| names.contains(n));
+            st.known.retain(|n| names.contains(n));
         }
     }
 
@@ -298,7 +297,7 @@ impl Delta {
             return None;
         }
         let view = self.plan.view(ty)?;
-        let Diff { upserts, removed } = st.diff(ty, view, hold_removals);
+        let Diff { upserts, removed, held } = st.diff(ty, view, hold_removals);
         let resources: Vec<Resource> = upserts
             .into_iter()
             .map(|(name, entry)| Resource {
@@ -308,7 +307,7 @@ impl Delta {
                 ..Default::default()
             })
             .collect();
-        st.sent(&resources, &removed, view);
+        st.sent(&resources, &removed, view, held);
         if resources.is_empty() && removed.is_empty() && !st.owes_first_answer {
             return None;
         }

@@ -5,6 +5,7 @@ use super::*;
 use crate::envoy::Resources;
 use crate::envoy::pb::cluster::Cluster;
 use crate::translate::engine::out::pack;
+use crate::xds::known::Known;
 
 /// A view of clusters `c0..c{n}`: each present or not, at one of a few contents.
 fn view(state: &[Option<u32>]) -> View {
@@ -73,17 +74,22 @@ fn the_fast_wildcard_diff_is_the_full_walk() {
         let v = view(&state);
         let hold = next(4) == 0;
         let fast = st.diff(XdsType::Cluster, &v, hold);
+        let copied = st
+            .known
+            .names()
+            .map(|n| (n.clone(), st.known.get(n).unwrap().to_string()))
+            .collect();
         let slow = TypeState {
-            base: None,
-            known: st.known.clone(),
+            known: Known::Map(copied),
             wildcard: true,
             ..TypeState::default()
         };
         let walked = slow.diff(XdsType::Cluster, &v, hold);
         assert_eq!(summary(&fast), summary(&walked));
-        fast_paths += usize::from(st.base.is_some());
+        assert_eq!(fast.held, walked.held);
+        fast_paths += usize::from(st.known.view().is_some());
         let sent = resources(&fast);
-        st.sent(&sent, &fast.removed, &v);
+        st.sent(&sent, &fast.removed, &v, fast.held);
     }
     assert!(fast_paths > 200, "the fast path ran {fast_paths} times in 400");
 }

@@ -34,6 +34,7 @@ pub mod failures;
 pub mod fuzz;
 mod grpc;
 pub mod identity;
+mod known;
 mod latency;
 pub mod metrics;
 pub mod plan;
