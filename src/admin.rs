@@ -64,6 +64,8 @@ pub struct View {
     pub source_warnings: Vec<String>,
     /// Gateways whose newest translation failed `envoy::check` (they keep their last good config).
     pub check_errors: BTreeMap<String, Vec<String>>,
+    /// Kinds the source cannot read now (forbidden, failing, not listed yet), with why.
+    pub unavailable_kinds: Vec<(String, String)>,
     pub statuses: crate::translate::engine::StatusSet,
     /// What is published, per Gateway.
     pub published: BTreeMap<String, GatewayOut>,
@@ -107,6 +109,7 @@ async fn readyz(State(s): State<AdminState>) -> Response {
         "generation": v.generation,
         "source_error": v.source_error,
         "check_errors": v.check_errors,
+        "unavailable_kinds": kinds_json(&v.unavailable_kinds),
     });
     let code = if v.ready {
         StatusCode::OK
@@ -114,6 +117,16 @@ async fn readyz(State(s): State<AdminState>) -> Response {
         StatusCode::SERVICE_UNAVAILABLE
     };
     (code, redact::json(body)).into_response()
+}
+
+/// `[{kind, reason}]`: what `/readyz` and `/debug/status` say of the kinds the source cannot read.
+fn kinds_json(kinds: &[(String, String)]) -> Value {
+    Value::Array(
+        kinds
+            .iter()
+            .map(|(kind, reason)| json!({"kind": kind, "reason": reason}))
+            .collect(),
+    )
 }
 
 async fn metrics(State(s): State<AdminState>) -> Response {
@@ -183,6 +196,7 @@ async fn status(State(s): State<AdminState>) -> Response {
         "source_error": v.source_error,
         "source_warnings": v.source_warnings,
         "check_errors": v.check_errors,
+        "unavailable_kinds": kinds_json(&v.unavailable_kinds),
         "quarantined": v.quarantined,
         "unexplained_rejection": v.unexplained_rejection,
         "objects": v.statuses.values().map(AsRef::as_ref).collect::<Vec<&ObjectStatus>>(),

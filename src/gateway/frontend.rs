@@ -108,7 +108,10 @@ fn resolve(model: &Model, gw: &ObjectKey, w: &Written) -> PortValidation {
         if !refs::gateway_may_use(model, gw, kind, &ns, name) {
             problems.push((
                 ListenerReason::RefNotPermitted,
-                format!("{at}: {kind} {ns}/{name} is in another namespace and no ReferenceGrant allows it"),
+                format!(
+                    "{at}: {kind} {ns}/{name} is in another namespace and no ReferenceGrant allows it{}",
+                    model.grants_note()
+                ),
             ));
             continue;
         }

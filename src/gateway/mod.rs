@@ -311,8 +311,9 @@ fn gateway_client_cert(
                 GatewayType::ResolvedRefs,
                 GatewayReason::RefNotPermitted,
                 format!(
-                    "spec.tls.backend.clientCertificateRef: Secret {ns}/{} is in another namespace and no ReferenceGrant allows it",
-                    r.name
+                    "spec.tls.backend.clientCertificateRef: Secret {ns}/{} is in another namespace and no ReferenceGrant allows it{}",
+                    r.name,
+                    model.grants_note()
                 ),
                 g,
             ),

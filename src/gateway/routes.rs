@@ -333,7 +333,15 @@ fn undeclared_namespace_note(model: &Model, listeners: &[ListenerInfo], selected
     let by_selector = selected
         .iter()
         .any(|&i| matches!(listeners[i].allowed, AllowedNamespaces::Selector(_)));
-    if by_selector && !model.namespaces.contains_key(&ObjectKey::cluster(route_ns)) {
+    if !by_selector {
+        return String::new();
+    }
+    if let Some(why) = model.unavailable(crate::model::Kind::Namespace) {
+        return format!(
+            " (Namespaces cannot be read ({why}), so the namespace selector saw only the implied label {NAMESPACE_NAME_LABEL}={route_ns})"
+        );
+    }
+    if !model.namespaces.contains_key(&ObjectKey::cluster(route_ns)) {
         format!(
             " (no Namespace {route_ns:?} is declared, so the namespace selector saw only its implied label {NAMESPACE_NAME_LABEL}={route_ns}; declare the Namespace with the labels the selector expects)"
         )

@@ -47,7 +47,7 @@ pub fn resolve_tls_secret(
     let secret = model
         .secrets
         .get(&ObjectKey::new(namespace, &r.name))
-        .ok_or_else(|| format!("{path} not found"))?;
+        .ok_or_else(|| model.not_found(crate::model::Kind::Secret, &path))?;
     let ty = secret.type_.as_deref().unwrap_or(SECRET_TYPE_OPAQUE);
     // Gateway API leaves types other than kubernetes.io/tls to implementations, and Envoy Gateway takes
     // an Opaque Secret holding tls.crt and tls.key, which users' manifests rely on. The keys and their

@@ -237,6 +237,7 @@ impl Model {
             namespaces: _,
             resolutions: _,
             slices_by_service: _,
+            unavailable: _,
         } = other;
         fn extend<T: ModelKind>(dst: &mut Objects<T>, src: &Objects<T>) {
             for (k, v) in src.iter() {

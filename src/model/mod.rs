@@ -132,6 +132,10 @@ pub struct Model {
     pub resolutions: Objects<Resolution>,
     /// EndpointSlice keys by the Service their `kubernetes.io/service-name` label names.
     slices_by_service: imbl::OrdMap<ObjectKey, imbl::OrdSet<ObjectKey>>,
+    /// Kinds the source could not read, with why (a watch the API server refuses as forbidden, one that
+    /// keeps failing before it ever listed). Their maps are empty; whatever needs them says so
+    /// ([`Model::unavailable`]). Only the Kubernetes source sets it.
+    unavailable: imbl::OrdMap<Kind, Arc<str>>,
 }
 
 macro_rules! model_kind {
@@ -168,6 +172,47 @@ pub fn slice_service(key: &ObjectKey, slice: &EndpointSlice) -> Option<ObjectKey
 }
 
 impl Model {
+    /// Why the source could not read `kind`, if it could not (a recorded read: [`objects::Read::Unavailable`]).
+    pub fn unavailable(&self, kind: Kind) -> Option<&str> {
+        objects::record(|| objects::Read::Unavailable(kind));
+        self.unavailable.get(&kind).map(|r| &**r)
+    }
+
+    /// `what` could not be found, said with the reason when the source could not read its kind: `Service
+    /// ns/web not found` or `Service ns/web not found: Services cannot be read (forbidden: ...)`.
+    pub fn not_found(&self, kind: Kind, what: impl std::fmt::Display) -> String {
+        match self.unavailable(kind) {
+            Some(why) => format!("{what} not found: {} cannot be read ({why})", kind.plural()),
+            None => format!("{what} not found"),
+        }
+    }
+
+    /// What a refusal for want of a ReferenceGrant adds when ReferenceGrants cannot be read: without them
+    /// no cross-namespace reference is allowed (never more access for an unreadable kind).
+    pub fn grants_note(&self) -> String {
+        self.unavailable(Kind::ReferenceGrant)
+            .map(|why| format!("; ReferenceGrants cannot be read ({why}), so no cross-namespace reference is allowed"))
+            .unwrap_or_default()
+    }
+
+    /// Marks `kind` unreadable (with `why`) or readable again.
+    pub fn set_unavailable(&mut self, kind: Kind, why: Option<&str>) {
+        match why {
+            Some(why) if self.unavailable.get(&kind).is_none_or(|w| &**w != why) => {
+                self.unavailable.insert(kind, Arc::from(why));
+            }
+            Some(_) => {}
+            None => {
+                self.unavailable.remove(&kind);
+            }
+        }
+    }
+
+    /// Every unreadable kind, with why (not recorded: for the source and the admin API).
+    pub fn unavailable_kinds(&self) -> impl Iterator<Item = (Kind, &str)> {
+        self.unavailable.iter().map(|(k, r)| (*k, &**r))
+    }
+
     /// The EndpointSlices of Service `svc`, in key order (a recorded read: [`objects::Read::SlicesOf`]).
     pub fn slices_of<'a>(
         &'a self,

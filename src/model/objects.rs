@@ -44,6 +44,42 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind a backendRef of `kind` reads.
+    pub fn of_backend(kind: crate::ir::names::BackendKind) -> Kind {
+        use crate::ir::names::BackendKind;
+        match kind {
+            BackendKind::Service => Kind::Service,
+            BackendKind::XBackend => Kind::XBackend,
+            BackendKind::Backend => Kind::Backend,
+            BackendKind::EgBackend => Kind::EgBackend,
+        }
+    }
+
+    /// How a status message names the kind's objects: `Pods`, `EndpointSlices`, `BackendTLSPolicies`.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Kind::GatewayClass => "GatewayClasses",
+            Kind::Gateway => "Gateways",
+            Kind::HttpRoute | Kind::HttpRouteExtras => "HTTPRoutes",
+            Kind::GrpcRoute => "GRPCRoutes",
+            Kind::ReferenceGrant => "ReferenceGrants",
+            Kind::BackendTlsPolicy => "BackendTLSPolicies",
+            Kind::XBackend => "XBackends",
+            Kind::Backend => "Backends (gateway.networking.k8s.io)",
+            Kind::EgBackend => "Backends (gateway.envoyproxy.io)",
+            Kind::Service => "Services",
+            Kind::EndpointSlice => "EndpointSlices",
+            Kind::Pod => "Pods",
+            Kind::Secret => "Secrets",
+            Kind::ConfigMap => "ConfigMaps",
+            Kind::ClusterTrustBundle => "ClusterTrustBundles",
+            Kind::Namespace => "Namespaces",
+            Kind::Resolution => "DNS answers",
+        }
+    }
+}
+
+impl Kind {
     /// The kind whose objects [`Object::kind_name`](super::Object::kind_name) calls `name`.
     pub fn from_name(name: &str) -> Option<Kind> {
         Some(match name {
@@ -87,6 +123,8 @@ pub enum Read {
     /// Something the translator derived once per translation and shares (an evaluated Backend, the
     /// BackendTLSPolicy applying to a Service), by a tag and the key it is about.
     Derived(&'static str, ObjectKey),
+    /// Whether the source could read the kind at all ([`Model::unavailable`](super::Model::unavailable)).
+    Unavailable(Kind),
 }
 
 thread_local! {

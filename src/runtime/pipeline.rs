@@ -356,10 +356,19 @@ fn quarantine_json(q: &Quarantined) -> serde_json::Value {
 fn record_source(state: &SourceState, sinks: &Sinks) {
     let mut v = sinks.view.write().expect("view lock");
     v.source_error = state.error.clone();
+    v.unavailable_kinds = state.unavailable.clone();
+    sinks.metrics.set_kinds(&source_kinds(), &state.unavailable);
     if state.error.is_none() {
         v.source_warnings = state.warnings.clone();
     }
     sinks.metrics.set_source_error(state.error.is_some());
+}
+
+/// Every kind a source reads, by the name the Kubernetes source reports it under.
+fn source_kinds() -> Vec<&'static str> {
+    let mut kinds: Vec<&'static str> = crate::source::kube::kinds::WATCHED.iter().map(|k| k.name).collect();
+    kinds.dedup();
+    kinds
 }
 
 /// The blocking part: update the engine, check what changed, collect what to publish.

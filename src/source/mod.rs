@@ -36,6 +36,9 @@ pub struct SourceState {
     pub warnings: Vec<String>,
     /// Files the last good read took objects from (directory source only).
     pub files: Arc<Vec<PathBuf>>,
+    /// Kinds the source cannot read now, with why: forbidden, failing, not listed yet (Kubernetes
+    /// source only; `source::kube::availability`).
+    pub unavailable: Vec<(String, String)>,
 }
 
 /// How long a source lets a burst of changes settle before publishing: a quiet period that each new

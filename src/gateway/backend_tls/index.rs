@@ -16,7 +16,7 @@ use crate::api::validation::BackendTlsPolicy;
 use crate::gateway::backends::{Ctx, article};
 use crate::gateway::conditions::Problem;
 use crate::ir::names::BackendKind;
-use crate::model::ObjectKey;
+use crate::model::{Kind, ObjectKey};
 
 /// A policy's precedence among the policies on one target: the oldest first, then namespace/name of
 /// its metadata (`order::oldest_first`), then its key.
@@ -61,7 +61,7 @@ pub fn verdict(ctx: Ctx<'_>, key: &ObjectKey) -> Option<(PolicyVerdict, Rank, Ve
                 let Some(svc) = ctx.model.services.get(&target) else {
                     verdict.target_problems.push(Problem::accepted(
                         Reason::TargetNotFound,
-                        format!("{field}: Service {target} not found"),
+                        ctx.model.not_found(Kind::Service, format!("{field}: Service {target}")),
                     ));
                     continue;
                 };
@@ -86,7 +86,8 @@ pub fn verdict(ctx: Ctx<'_>, key: &ObjectKey) -> Option<(PolicyVerdict, Rank, Ve
                 if !ctx.model.eg_backends.contains_key(&target) {
                     verdict.target_problems.push(Problem::accepted(
                         Reason::TargetNotFound,
-                        format!("{field}: Backend {target} ({EG_GROUP}) not found"),
+                        ctx.model
+                            .not_found(Kind::EgBackend, format!("{field}: Backend {target} ({EG_GROUP})")),
                     ));
                     continue;
                 }

@@ -177,7 +177,10 @@ fn service_choices(
     let Some(service) = ctx.model.services.get(&svc_key) else {
         return Err(Problem::refs(
             BackendReason::BackendNotFound,
-            format!("spec.destination.kubernetesService: Service {svc_key} not found"),
+            ctx.model.not_found(
+                crate::model::Kind::Service,
+                format!("spec.destination.kubernetesService: Service {svc_key}"),
+            ),
         ));
     };
     if ports.is_empty() {

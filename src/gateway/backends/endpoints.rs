@@ -31,6 +31,12 @@ pub struct Found {
 /// Endpoints of `svc` for its port numbered `port`.
 pub fn for_service_port(ctx: Ctx<'_>, svc: &ObjectKey, port: u16) -> Result<Found, EndpointsProblem> {
     let service_port = service_port(ctx, svc, port)?;
+    if let Some(why) = ctx.model.unavailable(crate::model::Kind::EndpointSlice) {
+        return Err(Problem::refs(
+            EndpointsReason::BackendNotFound,
+            format!("Service {svc}: its endpoints are unknown: EndpointSlices cannot be read ({why})"),
+        ));
+    }
     let port_name = service_port.name.clone().unwrap_or_default();
     let mut found = Found {
         endpoints: Vec::new(),
@@ -58,11 +64,12 @@ pub(super) fn in_cluster_guard(ctx: Ctx<'_>) -> crate::options::Guardrails {
 
 /// The Service's port numbered `port`; an ExternalName Service has none pier routes to.
 fn service_port(ctx: Ctx<'_>, svc: &ObjectKey, port: u16) -> Result<ServicePort, EndpointsProblem> {
-    let service = ctx
-        .model
-        .services
-        .get(svc)
-        .ok_or_else(|| Problem::refs(EndpointsReason::BackendNotFound, format!("Service {svc} not found")))?;
+    let service = ctx.model.services.get(svc).ok_or_else(|| {
+        let message = ctx
+            .model
+            .not_found(crate::model::Kind::Service, format!("Service {svc}"));
+        Problem::refs(EndpointsReason::BackendNotFound, message)
+    })?;
     let spec = service.spec.as_ref();
     if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
         return Err(Problem::refs(

@@ -164,6 +164,13 @@ fn selected(
             ));
         }
     };
+    if let Some(why) = ctx.model.unavailable(crate::model::Kind::Pod) {
+        // Unknown endpoints are not "no endpoints": say why rather than serve 503s that look healthy.
+        return Err(Problem::refs(
+            BackendReason::BackendNotFound,
+            format!("spec.endpointSelector: the Pods it selects are unknown: Pods cannot be read ({why})"),
+        ));
+    }
     let endpoints = pods::selected(ctx, key, labels, port, &mut found.notes);
     Ok(ir::Discovery::Eds { endpoints })
 }

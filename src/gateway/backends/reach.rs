@@ -90,7 +90,8 @@ impl<'a> Backends<'a> {
         }
         let what = format!("{} {key}", r.kind);
         let Some(ev) = self.evaluation(kind, &key) else {
-            return Err(Problem::refs(RouteReason::BackendNotFound, format!("{what} not found")));
+            let message = self.ctx.model.not_found(crate::model::Kind::of_backend(kind), &what);
+            return Err(Problem::refs(RouteReason::BackendNotFound, message));
         };
         reached.refs.push((kind, key.clone()));
         let usable = ev.usable.as_ref().ok_or_else(|| not_accepted(&what, ev))?;
@@ -119,6 +120,9 @@ impl<'a> Backends<'a> {
             BackendKind::EgBackend => names::eg_backend_cluster(r.namespace, r.name),
             _ => names::cluster(kind, r.namespace, r.name, choice.port),
         };
+        if kind == BackendKind::EgBackend {
+            super::service::policies_readable(self.ctx, &what)?;
+        }
         let mut t = target(kind, &key, name, usable, choice);
         match crate::gateway::backend_tls::to_backend(self.policies, kind, &key, &mut t)? {
             crate::gateway::backend_tls::Applied::Serve => Ok(Some(t)),
@@ -225,8 +229,11 @@ fn permitted(model: &Model, route: RouteSide<'_>, r: &RefSpec<'_>, kind: Backend
         return Err(Problem::refs(
             RouteReason::RefNotPermitted,
             format!(
-                "{what}: cross-namespace reference from {} {} needs a ReferenceGrant in namespace {}",
-                route.kind, route.namespace, r.namespace
+                "{what}: cross-namespace reference from {} {} needs a ReferenceGrant in namespace {}{}",
+                route.kind,
+                route.namespace,
+                r.namespace,
+                model.grants_note()
             ),
         ));
     }

@@ -33,6 +33,7 @@ pub fn resolve(
             format!("Service {key}: port {port} is out of range"),
         )
     })?;
+    policies_readable(ctx, &format!("Service {key}"))?;
     let found = endpoints::for_service_port(ctx, key, port).map_err(Problem::widen)?;
     let notes = found.notes.clone();
     let port_name = found.service_port.name.clone().unwrap_or_default();
@@ -64,4 +65,19 @@ pub fn resolve(
         .notes
         .extend(policies.missing_section_notes(BackendKind::Service, key));
     Ok(Some(target))
+}
+
+/// A backend a BackendTLSPolicy may target (a Service, an Envoy Gateway Backend) is refused while the
+/// policies cannot be read: one of them may ask for TLS, and serving the backend without knowing would
+/// send its traffic in plaintext. Its share answers 500 and the route says why.
+pub(crate) fn policies_readable(ctx: Ctx<'_>, what: &str) -> Result<(), RouteProblem> {
+    match ctx.model.unavailable(crate::model::Kind::BackendTlsPolicy) {
+        Some(why) => Err(Problem::refs(
+            RouteReason::InvalidBackend,
+            format!(
+                "{what}: BackendTLSPolicies cannot be read ({why}), so whether its traffic must use TLS is unknown; this share answers 500 rather than risk plaintext"
+            ),
+        )),
+        None => Ok(()),
+    }
 }

@@ -54,8 +54,9 @@ pub(super) fn resolve(
             problems.push((
                 Reason::RefNotPermitted,
                 format!(
-                    "tls.certificateRefs[{i}]: Secret {ns}/{} is in another namespace and no ReferenceGrant allows it",
-                    r.name
+                    "tls.certificateRefs[{i}]: Secret {ns}/{} is in another namespace and no ReferenceGrant allows it{}",
+                    r.name,
+                    model.grants_note()
                 ),
             ));
             continue;

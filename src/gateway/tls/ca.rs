@@ -14,7 +14,7 @@ use crate::api::consts::{CA_CERT_KEY, CERTIFICATES_GROUP, KIND_CLUSTER_TRUST_BUN
 use crate::gateway::conditions::{Problem, TlsProblem, TlsReason};
 use crate::ir;
 use crate::ir::names;
-use crate::model::{Model, ObjectKey};
+use crate::model::{Kind, Model, ObjectKey};
 
 /// A resolved trust bundle: its SDS name and content.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,10 +139,16 @@ fn core_pem(model: &Model, namespace: &str, r: &CaRef) -> Result<Found, String> 
     let path = format!("{} {namespace}/{}", r.kind, r.name);
     let key = ObjectKey::new(namespace, &r.name);
     let pem = if r.kind == KIND_CONFIGMAP {
-        let cm = model.config_maps.get(&key).ok_or_else(|| format!("{path} not found"))?;
+        let cm = model
+            .config_maps
+            .get(&key)
+            .ok_or_else(|| model.not_found(Kind::ConfigMap, &path))?;
         cm.data.as_ref().and_then(|d| d.get(&r.key).cloned())
     } else {
-        let s = model.secrets.get(&key).ok_or_else(|| format!("{path} not found"))?;
+        let s = model
+            .secrets
+            .get(&key)
+            .ok_or_else(|| model.not_found(Kind::Secret, &path))?;
         secret_string(s, &r.key)
     };
     Ok(Found {
@@ -158,7 +164,7 @@ fn trust_bundle_pem(model: &Model, name: &str) -> Result<Found, String> {
     let ctb = model
         .cluster_trust_bundles
         .get(&ObjectKey::cluster(name))
-        .ok_or_else(|| format!("{path} not found"))?;
+        .ok_or_else(|| model.not_found(Kind::ClusterTrustBundle, &path))?;
     Ok(Found {
         secret_name: names::cluster_trust_bundle_secret(name),
         pem: ctb.spec.trust_bundle.clone(),

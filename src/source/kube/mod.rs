@@ -20,6 +20,7 @@
 //! touches the last good model: kube-rs resumes the watch (or re-lists after 410 Gone, swapping the
 //! re-listed objects in whole) while the current model stays published.
 
+mod availability;
 pub mod kinds;
 mod merged;
 mod refetch;
@@ -84,7 +85,9 @@ pub async fn run(
             _ = stop.changed() => return,
             ev = events.next() => {
                 let Some((i, ev)) = ev else { return };
-                if src.apply(i, ev) {
+                let changed = src.apply(i, ev);
+                src.report(&tx);
+                if changed {
                     let now = Instant::now();
                     burst = Some(match burst {
                         None if now >= last_flush + cfg.debounce.quiet => (now, now),
@@ -174,6 +177,11 @@ impl Source {
                 return false;
             }
             Err(e) => {
+                if self.parts[i].sync != Sync::Synced
+                    && let Some(became) = self.unavailable(i, &e)
+                {
+                    return became;
+                }
                 let p = &self.parts[i];
                 let message = format!("watch of {}: {e}", p.describe());
                 // Only a new error is worth publishing (and logging); retries of the same one are not.
@@ -204,6 +212,10 @@ impl Source {
                 if p.sync == Sync::Missing {
                     info!(watch = %p.describe(), "kind is served now");
                 }
+                if p.sync == Sync::Unavailable {
+                    info!(watch = %p.describe(), "kind can be read now");
+                }
+                availability::listed(p);
                 p.objects = p.relist.take().unwrap_or_default();
                 p.trimmed = std::mem::take(&mut p.relist_trimmed);
                 p.sync = Sync::Synced;
@@ -332,7 +344,50 @@ impl Source {
                 store::merge_into(&mut model, &p.objects);
             }
         }
+        availability::mark(&mut model, &self.parts);
         model
+    }
+
+    /// A first-list failure of watch `i`: `None` while the partition is not unavailable (the error is
+    /// an ordinary watch error), else whether it just became so (a change to publish). Logged when it
+    /// becomes unavailable and then once a minute, so a kind pier cannot read is never silent and never
+    /// floods the log.
+    fn unavailable(&mut self, i: usize, e: &watcher::Error) -> Option<bool> {
+        let now = Instant::now();
+        let p = &mut self.parts[i];
+        let became = availability::failed(p, e, now);
+        if p.sync != Sync::Unavailable {
+            return None;
+        }
+        if became
+            || p.warned_at
+                .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(60))
+        {
+            p.warned_at = Some(now);
+            warn!(
+                watch = %p.describe(),
+                reason = p.unavailable.as_deref().unwrap_or_default(),
+                "kind cannot be read; serving without it (what needs it says so in its status), retrying"
+            );
+        }
+        if became {
+            self.merged = None;
+            self.errors.remove(&i);
+        }
+        Some(became)
+    }
+
+    /// Publishes which kinds cannot be read now (before the first model too: `/readyz` says what it
+    /// waits for).
+    fn report(&self, tx: &latest::Sender<SourceState>) {
+        let now = availability::report(&self.parts);
+        tx.send_if_modified(|state| {
+            if state.unavailable == now {
+                return false;
+            }
+            state.unavailable = now;
+            true
+        });
     }
 
     /// Drops the data of Secrets and ConfigMaps nothing references any more: all of them after a

@@ -67,6 +67,9 @@ pub enum Sync {
     Synced,
     /// The API server does not serve the kind (its CRD is not installed); retried with backoff.
     Missing,
+    /// Never listed and refused (forbidden), or failing for a while (`availability`); retried with
+    /// backoff, and not waited for.
+    Unavailable,
 }
 
 /// The objects of one watch.
@@ -83,6 +86,12 @@ pub struct Partition {
     pub sync: Sync,
     /// Secrets/ConfigMaps whose data was dropped.
     pub trimmed: BTreeSet<ObjectKey>,
+    /// Why the watch is unavailable (`Sync::Unavailable`).
+    pub unavailable: Option<String>,
+    /// When its first list started failing, while it never listed.
+    pub failing_since: Option<tokio::time::Instant>,
+    /// When the log last said it is unavailable.
+    pub warned_at: Option<tokio::time::Instant>,
 }
 
 impl Partition {
@@ -95,6 +104,9 @@ impl Partition {
             relist_trimmed: BTreeSet::new(),
             sync: Sync::Pending,
             trimmed: BTreeSet::new(),
+            unavailable: None,
+            failing_since: None,
+            warned_at: None,
         }
     }
 

@@ -108,6 +108,14 @@ impl Changes {
         c.diff(&old.cluster_trust_bundles, &new.cluster_trust_bundles);
         c.diff(&old.namespaces, &new.namespaces);
         c.diff(&old.resolutions, &new.resolutions);
+        // A kind turning unreadable (or readable, or unreadable for another reason).
+        let (was, now): (BTreeMap<Kind, &str>, BTreeMap<Kind, &str>) =
+            (old.unavailable_kinds().collect(), new.unavailable_kinds().collect());
+        for kind in was.keys().chain(now.keys()) {
+            if was.get(kind) != now.get(kind) {
+                c.reads.insert(Read::Unavailable(*kind));
+            }
+        }
         // A slice moves between Services by its label: both the Service it left and the one it joined.
         for key in c.keys.get(&Kind::EndpointSlice).cloned().unwrap_or_default() {
             for model in [old, new] {

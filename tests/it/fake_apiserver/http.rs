@@ -95,6 +95,27 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
             format!("the server could not find the requested resource ({})", t.plural),
         );
     };
+    if shared.inner.lock().unwrap().forbidden.contains(&t.plural) {
+        let verb = if query.get("watch").map(String::as_str) == Some("true") {
+            "watch"
+        } else if t.name.is_some() {
+            "get"
+        } else {
+            "list"
+        };
+        let scope = t.namespace.as_deref().map_or("at the cluster scope".to_string(), |ns| {
+            format!("in the namespace \"{ns}\"")
+        });
+        return status(
+            403,
+            "Forbidden",
+            format!(
+                "{plural} is forbidden: User \"system:serviceaccount:pier-system:pier\" cannot {verb} resource \"{plural}\" in API group \"{group}\" {scope}",
+                plural = t.plural,
+                group = t.group
+            ),
+        );
+    }
     let api_version = if t.group.is_empty() {
         t.version.clone()
     } else {

@@ -117,6 +117,8 @@ pub(crate) struct Inner {
     pub interfere: BTreeMap<ObjKey, Interference>,
     /// Lists of these plurals wait until released (to hold a watch before its first sync).
     pub held: BTreeSet<String>,
+    /// Every request for these plurals is refused with 403 Forbidden, as RBAC would.
+    pub forbidden: BTreeSet<String>,
 }
 
 pub(crate) struct Shared {
@@ -180,6 +182,16 @@ impl FakeApiServer {
     /// Lists of `plural` wait until [`release_lists`](Self::release_lists).
     pub fn hold_lists(&self, plural: &str) {
         self.shared.inner.lock().unwrap().held.insert(plural.to_string());
+    }
+
+    /// Refuses every request for `plural` with 403 Forbidden, as a ClusterRole without it would.
+    pub fn forbid(&self, plural: &str) {
+        self.shared.inner.lock().unwrap().forbidden.insert(plural.to_string());
+    }
+
+    /// Lets requests for `plural` through again (the permission granted).
+    pub fn permit(&self, plural: &str) {
+        self.shared.inner.lock().unwrap().forbidden.remove(plural);
     }
 
     pub fn release_lists(&self, plural: &str) {

@@ -2,6 +2,7 @@
 //! ([`crate::fake_apiserver`], because no API server binary can be installed here), and the `deploy/`
 //! manifests checked against the code.
 
+mod degrade;
 mod equivalence;
 mod manifests;
 mod memory;

@@ -1,0 +1,128 @@
+//! Which watched kinds pier can read, and why not: a kind the API server refuses (403: the ClusterRole
+//! of an older pier, a cluster that does not let controllers list Pods), or one whose first list keeps
+//! failing, costs only the objects that need it instead of holding back everything.
+//!
+//! A watch that has never listed is *unavailable* once it is refused as forbidden, or once it has
+//! failed for [`FAILING_FOR`] without a list. The initial-sync gate does not wait for it (as for a kind
+//! that is not served), the model marks the kind unreadable with the reason
+//! ([`Model::set_unavailable`]), and the translator treats it as empty and says so wherever it is needed
+//! — failing closed where an unreadable kind could turn TLS off or widen access
+//! (`docs/kubernetes.md`, "When a kind cannot be read"). The watch keeps retrying; its first complete
+//! list makes the kind available again, without a restart.
+//!
+//! A watch that has listed and then fails keeps its last objects, as before: the kind stays available
+//! with a source error, since what it last listed is still the best knowledge there is.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kube::runtime::watcher;
+use tokio::time::Instant;
+
+use super::store::{Partition, Sync};
+use crate::model::{Kind, Model};
+
+/// How long a watch that never listed may fail before its kind counts as unavailable.
+pub const FAILING_FOR: Duration = Duration::from_secs(10);
+
+/// A watch's first-list failure: whether it made the partition unavailable just now.
+pub fn failed(p: &mut Partition, error: &watcher::Error, now: Instant) -> bool {
+    if p.sync != Sync::Pending && p.sync != Sync::Unavailable {
+        return false;
+    }
+    let since = *p.failing_since.get_or_insert(now);
+    let reason = if is_forbidden(error) {
+        Some(format!("forbidden: {}", short(error)))
+    } else if now.duration_since(since) >= FAILING_FOR {
+        Some(format!(
+            "failing for {}s: {}",
+            now.duration_since(since).as_secs(),
+            short(error)
+        ))
+    } else {
+        None
+    };
+    let Some(reason) = reason else { return false };
+    let became = p.sync != Sync::Unavailable;
+    p.sync = Sync::Unavailable;
+    p.unavailable = Some(reason);
+    became
+}
+
+/// The partition listed: it is available (again).
+pub fn listed(p: &mut Partition) {
+    p.failing_since = None;
+    p.unavailable = None;
+}
+
+/// Marks in `model` every kind no partition can supply, with the reasons of its unavailable
+/// partitions. A kind with a second version that listed (ReferenceGrant v1beta1 where v1 is refused) is
+/// available.
+pub fn mark(model: &mut Model, parts: &[Partition]) {
+    let mut reasons: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    for p in parts.iter().filter(|p| p.sync == Sync::Unavailable) {
+        let covered = parts
+            .iter()
+            .any(|q| q.kind.name == p.kind.name && q.namespace == p.namespace && q.sync == Sync::Synced);
+        if !covered {
+            let why = p.unavailable.clone().unwrap_or_default();
+            reasons.entry(p.kind.name).or_default().push(match &p.namespace {
+                Some(ns) => format!("in namespace {ns}: {why}"),
+                None => why,
+            });
+        }
+    }
+    for (name, why) in reasons {
+        if let Some(kind) = Kind::from_name(name) {
+            model.set_unavailable(kind, Some(&why.join("; ")));
+        }
+    }
+}
+
+/// `(kind, reason)` of every kind that is not available now: unreadable (as [`mark`] says), or not
+/// listed yet. For `/readyz`, the metric and the log.
+pub fn report(parts: &[Partition]) -> Vec<(String, String)> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in parts {
+        let why = match p.sync {
+            Sync::Unavailable => p.unavailable.clone().unwrap_or_default(),
+            Sync::Pending => "not listed yet".to_string(),
+            Sync::Synced | Sync::Missing => continue,
+        };
+        let covered = parts
+            .iter()
+            .any(|q| q.kind.name == p.kind.name && q.namespace == p.namespace && q.sync == Sync::Synced);
+        if covered {
+            continue;
+        }
+        let why = match &p.namespace {
+            Some(ns) => format!("in namespace {ns}: {why}"),
+            None => why,
+        };
+        out.entry(p.kind.name.to_string()).or_default().push(why);
+    }
+    out.into_iter().map(|(k, v)| (k, v.join("; "))).collect()
+}
+
+fn is_forbidden(error: &watcher::Error) -> bool {
+    api_code(error) == Some(403)
+}
+
+fn api_code(error: &watcher::Error) -> Option<u16> {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => Some(s.code),
+        _ => None,
+    }
+}
+
+/// The API server's message, without kube-rs's wrapping.
+fn short(error: &watcher::Error) -> String {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => s.message.clone(),
+        other => other.to_string(),
+    }
+}
