@@ -48,8 +48,10 @@ pub enum StatusBody {
     Route { parents: Vec<RouteParentStatus> },
     /// BackendTLSPolicy.
     Policy { ancestors: Vec<PolicyAncestorStatus> },
-    /// XBackend and the standard-group Backend: one entry per Gateway that uses it.
-    Backend { parents: Vec<BackendParentStatus> },
+    /// XBackend and the standard-group Backend: one entry per Gateway that uses it, in `status.ancestors`
+    /// (Gateway API v1.7; v1.6.0 called the list `parents`, and a cluster with the v1.7 CRD prunes that
+    /// name, so the status would silently vanish there).
+    Backend { ancestors: Vec<BackendParentStatus> },
     /// Envoy Gateway's Backend: plain conditions, reported whether used or not.
     EgBackend { conditions: Vec<BackendCondition> },
 }

@@ -69,7 +69,7 @@ fn mark(mut status: ObjectStatus, message: &str, generation: i64) -> ObjectStatu
     let policy = || Condition::fail(PolicyType::Accepted, PolicyReason::RejectedByProxy, message, generation);
     match &mut status.status {
         StatusBody::Route { parents } => parents.iter_mut().for_each(|p| replace(&mut p.conditions, route())),
-        StatusBody::Backend { parents } => parents.iter_mut().for_each(|p| replace(&mut p.conditions, backend())),
+        StatusBody::Backend { ancestors } => ancestors.iter_mut().for_each(|p| replace(&mut p.conditions, backend())),
         StatusBody::EgBackend { conditions } => replace(conditions, backend()),
         StatusBody::Policy { ancestors } => ancestors.iter_mut().for_each(|a| replace(&mut a.conditions, policy())),
         StatusBody::Gateway { conditions, .. } => replace(

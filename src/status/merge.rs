@@ -1,7 +1,7 @@
 //! Pure status merging: what pier writes into an object's existing `status`, given what the translator
 //! computed. No I/O, no clock (the caller passes `now`).
 //!
-//! - Shared lists (`status.parents` of routes and Backends, `status.ancestors` of policies) belong to
+//! - Shared lists (`status.parents` of routes, `status.ancestors` of policies and Backends) belong to
 //!   every controller: entries with another `controllerName` are kept as they are, in their order; pier's
 //!   own entries are replaced by the computed ones.
 //! - Other fields (`conditions`, `listeners`, ...) of objects pier owns are replaced by the computed

@@ -76,7 +76,7 @@ fn translate_example_prints_six_keys_and_every_backend_shape() {
         .iter()
         .find(|s| s["metadata"]["name"] == "weather")
         .unwrap();
-    let conds = weather["status"]["parents"][0]["conditions"].as_array().unwrap();
+    let conds = weather["status"]["ancestors"][0]["conditions"].as_array().unwrap();
     assert!(conds.iter().any(|c| c["type"] == "Deprecated" && c["status"] == "True"));
 }
 

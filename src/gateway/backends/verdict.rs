@@ -109,5 +109,10 @@ pub fn status_of(
             conditions: conditions_of(ev, refs.parent_problem(kind, key, gw)),
         })
         .collect();
-    Some(ObjectStatus::new(api, kind_name, key, StatusBody::Backend { parents }))
+    Some(ObjectStatus::new(
+        api,
+        kind_name,
+        key,
+        StatusBody::Backend { ancestors: parents },
+    ))
 }

@@ -199,6 +199,9 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
                 );
             }
             current["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
+            if let Err(e) = super::schema::status(&t.group, &t.plural, &t.version, &mut current["status"]) {
+                return status(422, "Invalid", format!("{} {name:?} is invalid: {e}", t.plural));
+            }
             inner.store(key.clone(), current, "MODIFIED", &shared.events);
             axum::Json(with_version(inner.objects[&key].clone(), &api_version)).into_response()
         }
@@ -244,6 +247,9 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
             }
             if t.status {
                 merge_patch(&mut current["status"], patch.get("status").unwrap_or(&Value::Null));
+                if let Err(e) = super::schema::status(&t.group, &t.plural, &t.version, &mut current["status"]) {
+                    return status(422, "Invalid", format!("{} {name:?} is invalid: {e}", t.plural));
+                }
             } else {
                 let mut p = patch.clone();
                 if let Some(m) = p.as_object_mut() {

@@ -12,6 +12,7 @@
 //! watches (410), install/uninstall a CRD, interfere with the next status write, and a request log.
 
 mod http;
+mod schema;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;

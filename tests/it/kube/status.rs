@@ -332,3 +332,37 @@ async fn change_to_ads_latency() {
         api.shutdown().await;
     }
 }
+
+/// XBackend and GEP-4488 Backend status goes out as v1.7's `status.ancestors`, which the fake API server
+/// keeps only because its schema has it (it prunes to the CRD's structural schema, as a cluster does:
+/// the v1.6 shape `status.parents` with `ancestorRef` entries is refused there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_status_is_written_in_the_v17_shape() {
+    let api = FakeApiServer::start(&[]).await;
+    let backends = "---\napiVersion: gateway.networking.x-k8s.io/v1alpha1\nkind: XBackend\nmetadata: {name: ext, namespace: default}\n\
+                    spec: {type: ExternalHostname, externalHostname: {hostname: api.example.com}, port: {number: 443}}\n---\n\
+                    apiVersion: gateway.networking.k8s.io/v1alpha1\nkind: Backend\nmetadata: {name: gep, namespace: default}\n\
+                    spec: {type: ExternalHostname, externalHostname: {hostname: gep.example.com}, port: {number: 443}}\n---\n\
+                    apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: ext, namespace: default}\n\
+                    spec:\n  parentRefs: [{name: gw}]\n  rules:\n  - matches: [{path: {type: PathPrefix, value: /ext}}]\n    \
+                    backendRefs: [{group: gateway.networking.x-k8s.io, kind: XBackend, name: ext}, {group: gateway.networking.k8s.io, kind: Backend, name: gep}]\n";
+    api.apply_yaml(&(base_model() + backends));
+    let pier = Pier::start(settings(&api, "a", &[]), QUIET).await;
+    for (group, name) in [("gateway.networking.x-k8s.io", "ext"), (GW_GROUP, "gep")] {
+        let written = wait_for("the Backend's status", || {
+            let b = api.get(
+                group,
+                if group == GW_GROUP { "backends" } else { "xbackends" },
+                "default",
+                name,
+            )?;
+            (b["status"]["ancestors"][0]["controllerName"] == ME).then_some(b)
+        })
+        .await;
+        let entry = &written["status"]["ancestors"][0];
+        assert_eq!(entry["ancestorRef"]["name"], "gw", "{written}");
+        assert_eq!(entry["conditions"][0]["type"], "Accepted", "{written}");
+        assert!(written["status"].get("parents").is_none(), "{written}");
+    }
+    pier.stop().await;
+}

@@ -1,0 +1,135 @@
+//! Status writes pruned and validated against the kind's structural schema, as the API server does: a
+//! field the schema lacks vanishes (silently, as in a cluster), and an object missing a required field
+//! is refused with 422. The schemas are the CRDs themselves: `pier crds` for pier's own kinds (XBackend,
+//! the GEP-4488 Backend, Envoy Gateway's Backend), and the `gateway-api` crate's `CustomResourceExt::crd()`
+//! for the Gateway API kinds. This is what caught XBackend status written as `status.parents[].ancestorRef`
+//! while the v1.7 schema has `status.ancestors`: every test passed, and a cluster would have dropped it.
+//!
+//! What it cannot show: upstream's own CRDs can differ from the crate's generated ones (the experimental
+//! channel carries fields the crate lacks), and CEL validation rules are not evaluated.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use kube::CustomResourceExt;
+use serde_json::Value;
+
+/// `(group, plural, version)` → the version's `openAPIV3Schema`.
+fn schemas() -> &'static BTreeMap<(String, String, String), Value> {
+    static SCHEMAS: OnceLock<BTreeMap<(String, String, String), Value>> = OnceLock::new();
+    SCHEMAS.get_or_init(|| {
+        use gateway_api::apis::standard as std_;
+        let crds = [
+            std_::gatewayclasses::GatewayClass::crd(),
+            std_::gateways::Gateway::crd(),
+            std_::httproutes::HttpRoute::crd(),
+            std_::grpcroutes::GrpcRoute::crd(),
+            std_::backendtlspolicies::BackendTlsPolicy::crd(),
+        ]
+        .into_iter()
+        .chain(pier::crds::crds());
+        let mut out = BTreeMap::new();
+        for crd in crds {
+            let crd = serde_json::to_value(&crd).expect("a CRD serializes");
+            let (group, plural) = (&crd["spec"]["group"], &crd["spec"]["names"]["plural"]);
+            for v in crd["spec"]["versions"].as_array().into_iter().flatten() {
+                let key = (
+                    group.as_str().unwrap_or_default().to_string(),
+                    plural.as_str().unwrap_or_default().to_string(),
+                    v["name"].as_str().unwrap_or_default().to_string(),
+                );
+                out.insert(key, v["schema"]["openAPIV3Schema"].clone());
+            }
+        }
+        out
+    })
+}
+
+/// Prunes `status` to the kind's status schema; `Err` names a required field it lacks. Kinds without a
+/// schema here (core kinds, Leases) are left as they are.
+pub fn status(group: &str, plural: &str, version: &str, status: &mut Value) -> Result<(), String> {
+    let Some(schema) = schemas().get(&(group.to_string(), plural.to_string(), version.to_string())) else {
+        return Ok(());
+    };
+    let status_schema = &schema["properties"]["status"];
+    if status_schema.is_null() || status.is_null() {
+        return Ok(());
+    }
+    let mut errors = Vec::new();
+    prune(status, status_schema, "status", &mut errors);
+    match errors.first() {
+        Some(e) => Err(e.clone()),
+        None => Ok(()),
+    }
+}
+
+/// The properties a schema node allows: its own and those of its `allOf` / `anyOf` / `oneOf` branches.
+fn properties(schema: &Value) -> Option<serde_json::Map<String, Value>> {
+    let mut out = schema["properties"].as_object().cloned();
+    for key in ["allOf", "anyOf", "oneOf"] {
+        for branch in schema[key].as_array().into_iter().flatten() {
+            if let Some(p) = properties(branch) {
+                out.get_or_insert_with(Default::default).extend(p);
+            }
+        }
+    }
+    out
+}
+
+fn prune(value: &mut Value, schema: &Value, at: &str, errors: &mut Vec<String>) {
+    if schema["x-kubernetes-preserve-unknown-fields"] == Value::Bool(true) {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            if let Some(props) = properties(schema) {
+                map.retain(|k, _| props.contains_key(k));
+                for (k, v) in map.iter_mut() {
+                    prune(v, &props[k], &format!("{at}.{k}"), errors);
+                }
+            } else if schema["additionalProperties"].is_object() {
+                for (k, v) in map.iter_mut() {
+                    prune(v, &schema["additionalProperties"], &format!("{at}.{k}"), errors);
+                }
+            }
+            for r in schema["required"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                if !map.contains_key(r) {
+                    errors.push(format!("{at}.{r}: Required value"));
+                }
+            }
+        }
+        Value::Array(items) if schema["items"].is_object() => {
+            for (i, item) in items.iter_mut().enumerate() {
+                prune(item, &schema["items"], &format!("{at}[{i}]"), errors);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_xbackend_status_in_the_v16_shape_does_not_survive() {
+        let gw = json!({"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "default", "name": "gw"});
+        let entry = |r: &str| json!({"controllerName": "pier.dev/gateway-controller", r: gw, "conditions": []});
+        let mut v17 = json!({"ancestors": [entry("ancestorRef")], "unknown": 1});
+        status("gateway.networking.x-k8s.io", "xbackends", "v1alpha1", &mut v17).unwrap();
+        assert_eq!(
+            v17,
+            json!({"ancestors": [entry("ancestorRef")]}),
+            "pruned to the schema"
+        );
+        let mut half = json!({"parents": [entry("ancestorRef")]});
+        let e = status("gateway.networking.x-k8s.io", "xbackends", "v1alpha1", &mut half).unwrap_err();
+        assert_eq!(e, "status.parents[0].parentRef: Required value");
+    }
+}
