@@ -177,9 +177,17 @@ pub struct BootstrapArgs {
     /// The Gateway this proxy serves (NAMESPACE/NAME); becomes node.cluster.
     #[arg(long, env = "PIER_GATEWAY", value_name = "NAMESPACE/NAME")]
     pub gateway: String,
-    /// pier's xDS address as the proxy reaches it (an IP or a DNS name, with a port).
-    #[arg(long, env = "PIER_XDS_ADDRESS", value_name = "HOST:PORT")]
-    pub xds_address: String,
+    /// pier's xDS address as the proxy reaches it (an IP or a DNS name, with a port). Repeat it (or give
+    /// a comma-separated list) for replicas: the proxy fails over between them, leaving a hung one within
+    /// 5 s. A headless Service's name that resolves to every replica works as one address.
+    #[arg(
+        long,
+        env = "PIER_XDS_ADDRESS",
+        value_name = "HOST:PORT",
+        required = true,
+        value_delimiter = ','
+    )]
+    pub xds_address: Vec<String>,
     /// Use incremental (delta) xDS instead of state-of-the-world.
     #[arg(long)]
     pub delta: bool,

@@ -155,8 +155,7 @@ async fn start_and_check(config: &DemoConfig, bin: &Path, world: &mut World) -> 
     let (xds, admin) = start_pier(&config_dir, &work, dns.addr, server_tls, &mut world.pier).await?;
     let spec = BootstrapSpec {
         gateway: GATEWAY.to_string(),
-        xds_host: Ipv4Addr::LOCALHOST.to_string(),
-        xds_port: xds.port(),
+        xds: vec![(Ipv4Addr::LOCALHOST.to_string(), xds.port())],
         delta: config.delta,
         admin_port: 0,
         node_id: Some("pier-demo".to_string()),

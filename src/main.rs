@@ -254,18 +254,14 @@ fn bootstrap(args: BootstrapArgs) -> Result<()> {
     if args.gateway.split('/').filter(|s| !s.is_empty()).count() != 2 {
         bail!("--gateway must be NAMESPACE/NAME, got {:?}", args.gateway);
     }
-    let (host, port) = args
+    let xds = args
         .xds_address
-        .rsplit_once(':')
-        .with_context(|| format!("--xds-address must be HOST:PORT, got {:?}", args.xds_address))?;
-    let port: u16 = port
-        .parse()
-        .with_context(|| format!("--xds-address port {port:?} is not a port number"))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        .iter()
+        .map(|a| host_port(a))
+        .collect::<Result<Vec<_>>>()?;
     let spec = pier::envoy::ads_bootstrap::BootstrapSpec {
         gateway: args.gateway,
-        xds_host: host,
-        xds_port: port,
+        xds,
         delta: args.delta,
         admin_port: args.admin_port,
         node_id: args.node_id,
@@ -277,6 +273,17 @@ fn bootstrap(args: BootstrapArgs) -> Result<()> {
         Some(path) => write_file(path, &render(&doc, args.output)?),
         None => print(&doc, args.output),
     }
+}
+
+/// `HOST:PORT` (`[v6]:PORT` too) of an `--xds-address`.
+fn host_port(address: &str) -> Result<(String, u16)> {
+    let (host, port) = address
+        .rsplit_once(':')
+        .with_context(|| format!("--xds-address must be HOST:PORT, got {address:?}"))?;
+    let port: u16 = port
+        .parse()
+        .with_context(|| format!("--xds-address port {port:?} is not a port number"))?;
+    Ok((host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
 }
 
 /// Writes `text` to a temporary file beside `path`, then renames it over `path`, so a reader (Envoy

@@ -5,7 +5,8 @@
 //! rewritten so that nothing Envoy sees changes (labels and a resourceVersion bumped, its endpoints in
 //! another order). Every change is a file replaced as a controller or `kubectl apply` would replace it.
 //!
-//! It prints one JSON line: pier's mean CPU over the run (cores, from /proc utime + stime), its
+//! A no-op rewrite is applied once pier's pushes have been quiet for 300 ms, and judged over the 300 ms
+//! after it, so the rate dips a little below RATE. It prints one JSON line: pier's mean CPU over the run (cores, from /proc utime + stime), its
 //! resident memory at the start, every 10 % of the run and at the end, the pushes counted in the
 //! windows after real changes and — the figure that must be 0 — in the windows after no-op rewrites
 //! (envoyproxy/gateway#5344: proxies OOM-killed by pushes of endpoint churn that changed nothing).
@@ -38,8 +39,7 @@ pub async fn run(pier_bin: &Path, envoy_bin: &Path, routes: usize, rate: f64, se
     let pier = Pier::start(pier_bin, &dir, work.path(), &[]).await;
     let spec = BootstrapSpec {
         gateway: "infra/edge".into(),
-        xds_host: pier.xds.ip().to_string(),
-        xds_port: pier.xds.port(),
+        xds: vec![(pier.xds.ip().to_string(), pier.xds.port())],
         delta: mode == Mode::Delta,
         admin_port: 0,
         node_id: None,
@@ -58,17 +58,41 @@ pub async fn run(pier_bin: &Path, envoy_bin: &Path, routes: usize, rate: f64, se
     let (cpu0, t0) = (cpu_seconds(pier.pid()), Instant::now());
     let mut rss = vec![rss_kib(pier.pid()) / 1024];
     let (mut real_pushes, mut noop_pushes, mut noops) = (0u64, 0u64, 0usize);
+    // Per type, the pushes counted in no-op windows: a no-op EndpointSlice rewrite could only ever push
+    // load assignments; anything else is the change before it arriving late.
+    let mut noop_by_type: std::collections::BTreeMap<String, u64> = Default::default();
     for k in 0..changes {
         let start = Instant::now();
-        let before = pushes(pier.admin).await;
+        // A no-op is judged on a quiet stream: the pushes of the change before it (make-before-break
+        // sends clusters, then routes once they are acknowledged, and releases old clusters later)
+        // must not be counted against it.
+        let before = if k % KINDS == KINDS - 1 {
+            settled(pier.admin).await
+        } else {
+            pushes(pier.admin).await
+        };
+        let by_type_before = by_type(pier.admin).await;
         let noop = apply(&dir, &w, k);
-        // The window: until just before the next change.
-        let rest = period.saturating_sub(start.elapsed() + Duration::from_millis(5));
+        // The window: until just before the next change (a no-op's: 300 ms, a hundred times what
+        // pier takes to translate and push).
+        let rest = if noop {
+            Duration::from_millis(300)
+        } else {
+            period.saturating_sub(start.elapsed() + Duration::from_millis(5))
+        };
         tokio::time::sleep(rest).await;
         let pushed = pushes(pier.admin).await.saturating_sub(before);
         if noop {
             noops += 1;
             noop_pushes += pushed;
+            if pushed > 0 {
+                for (ty, n) in by_type(pier.admin).await {
+                    let delta = n - by_type_before.get(&ty).copied().unwrap_or(0);
+                    if delta > 0 {
+                        *noop_by_type.entry(ty).or_default() += delta;
+                    }
+                }
+            }
         } else {
             real_pushes += pushed;
         }
@@ -81,7 +105,7 @@ pub async fn run(pier_bin: &Path, envoy_bin: &Path, routes: usize, rate: f64, se
     let cores = (cpu_seconds(pier.pid()) - cpu0) / elapsed;
     let line = serde_json::json!({
         "routes": routes, "rate_per_s": rate, "seconds": elapsed.round(), "mode": if mode == Mode::Delta { "delta" } else { "sotw" },
-        "changes": changes, "noop_rewrites": noops, "pushes_after_changes": real_pushes, "pushes_after_noops": noop_pushes,
+        "changes": changes, "noop_rewrites": noops, "pushes_after_changes": real_pushes, "pushes_after_noops": noop_pushes, "pushes_after_noops_by_type": noop_by_type,
         "pier_cpu_cores_mean": (cores * 10_000.0).round() / 10_000.0, "pier_rss_mib": rss,
         "envoy_live": envoy.admin_get("/ready").await.is_ok_and(|r| r.body.trim() == "LIVE"),
     });
@@ -150,6 +174,36 @@ fn noop(text: &str, round: usize) -> String {
     }
     endpoints.reverse();
     [head, endpoints, tail].concat().join("\n") + "\n"
+}
+
+/// The push count once it has not moved for 300 ms (at most 3 s).
+async fn settled(admin: SocketAddr) -> u64 {
+    let t0 = Instant::now();
+    let mut last = pushes(admin).await;
+    let mut since = Instant::now();
+    while since.elapsed() < Duration::from_millis(300) && t0.elapsed() < Duration::from_secs(3) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = pushes(admin).await;
+        if now != last {
+            (last, since) = (now, Instant::now());
+        }
+    }
+    last
+}
+
+/// Responses pier has sent, per type.
+async fn by_type(admin: SocketAddr) -> std::collections::BTreeMap<String, u64> {
+    let Ok(r) = http::get(admin, "localhost", "/metrics").await else {
+        return Default::default();
+    };
+    r.body
+        .lines()
+        .filter_map(|l| l.strip_prefix("pier_xds_pushes_total{type=\""))
+        .filter_map(|l| {
+            let (ty, rest) = l.split_once('"')?;
+            Some((ty.to_string(), rest.rsplit(' ').next()?.parse::<f64>().ok()? as u64))
+        })
+        .collect()
 }
 
 /// Responses pier has sent, every type and stream together.

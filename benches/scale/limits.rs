@@ -112,8 +112,7 @@ async fn one(
     let ready = wait_ready(pier.admin).await;
     let spec = BootstrapSpec {
         gateway: "infra/edge".into(),
-        xds_host: xds.ip().to_string(),
-        xds_port: xds.port(),
+        xds: vec![(xds.ip().to_string(), xds.port())],
         delta: mode == Mode::Delta,
         admin_port: 0,
         node_id: None,

@@ -255,8 +255,7 @@ pub async fn pier_run(
     let pier = Pier::start(pier_bin, &dir, work.path(), extra).await;
     let spec = BootstrapSpec {
         gateway: "infra/edge".into(),
-        xds_host: pier.xds.ip().to_string(),
-        xds_port: pier.xds.port(),
+        xds: vec![(pier.xds.ip().to_string(), pier.xds.port())],
         delta: mode == Mode::Delta,
         admin_port: 0,
         node_id: None,

@@ -26,9 +26,12 @@ use super::{Clients, PublishReport, SnapshotCache, XdsMetrics};
 use crate::envoy::Resources;
 use crate::translate::engine::out::GatewayOut;
 
-/// How often an idle connection is probed (HTTP/2 PING), so a vanished proxy's stream is reaped.
-const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
-const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often an idle connection is probed (HTTP/2 PING), so a vanished or hung proxy's stream is reaped
+/// within 15 s (and leaves `/debug/clients` and the containment verdict). At 10,000 proxies: 1,000 PINGs a
+/// second, each a small write and read on a connection task. The proxies' own pings (`pier bootstrap`,
+/// every 3 s) are what moves a proxy off a hung replica; these are pier's side of the same.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The ADS service. Cheap to clone (shared state behind `Arc`s).
 #[derive(Clone)]
 pub struct AdsServer {

@@ -51,6 +51,7 @@ mod layering;
 mod oversize;
 mod proxy_status;
 mod re2_size;
+mod replicas;
 mod resolve_cli;
 mod route_features_live;
 mod security_cli;

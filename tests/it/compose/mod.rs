@@ -19,8 +19,8 @@
 //! command and wait bounded, and a drop guard ([`stack::Stack`]) that tears everything down on any exit.
 //! Skipped, saying so, where no Docker daemon answers.
 
-mod images;
-mod run;
+pub mod images;
+pub mod run;
 mod stack;
 
 use std::net::SocketAddr;

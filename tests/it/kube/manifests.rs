@@ -148,8 +148,7 @@ fn example_envoy_bootstrap_is_what_pier_bootstrap_prints() {
     let shipped: Value = serde_saphyr::from_str(cm["data"]["envoy.yaml"].as_str().unwrap()).unwrap();
     let spec = pier::envoy::ads_bootstrap::BootstrapSpec {
         gateway: "demo/edge".into(),
-        xds_host: "pier-xds.pier-system.svc.cluster.local".into(),
-        xds_port: 18000,
+        xds: vec![("pier-xds.pier-system.svc.cluster.local".into(), 18000)],
         delta: false,
         admin_port: 9901,
         node_id: None,
