@@ -53,9 +53,15 @@ pub struct XdsArgs {
     /// HTTP/2 streams open at once on one xDS connection.
     #[arg(long, env = "PIER_XDS_MAX_STREAMS_PER_CONNECTION", default_value_t = XdsLimits::default().max_streams_per_connection)]
     pub xds_max_streams_per_connection: u32,
-    /// xDS connections open at once from one peer address.
+    /// xDS connections from one peer address that have not authenticated: still in their TLS handshake,
+    /// or whose certificate grants no Gateway (in plaintext, every connection). Proxies that presented a
+    /// certificate do not count, so a fleet behind one SNAT address is not capped.
     #[arg(long, env = "PIER_XDS_MAX_CONNECTIONS_PER_PEER", default_value_t = XdsLimits::default().max_connections_per_peer)]
     pub xds_max_connections_per_peer: usize,
+    /// xDS handshakes in flight at once, from every address together (in plaintext: connections that
+    /// have not sent their first byte).
+    #[arg(long, env = "PIER_XDS_MAX_PENDING_CONNECTIONS", default_value_t = XdsLimits::default().max_pending_connections)]
+    pub xds_max_pending_connections: usize,
     /// Time for a client's TLS handshake (plaintext: its first byte), in milliseconds.
     #[arg(long, env = "PIER_XDS_HANDSHAKE_TIMEOUT_MS", default_value_t = 10_000)]
     pub xds_handshake_timeout_ms: u64,
@@ -88,6 +94,7 @@ impl XdsArgs {
             max_resource_names: self.xds_max_resource_names,
             max_streams_per_connection: self.xds_max_streams_per_connection.max(1),
             max_connections_per_peer: self.xds_max_connections_per_peer.max(1),
+            max_pending_connections: self.xds_max_pending_connections.max(1),
             handshake_timeout: Duration::from_millis(self.xds_handshake_timeout_ms),
             idle_timeout: Duration::from_millis(self.xds_idle_timeout_ms),
         }

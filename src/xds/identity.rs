@@ -33,6 +33,12 @@ impl Identity {
         }
     }
 
+    /// A verified client certificate that grants some Gateway: a proxy that has proved who it is (and
+    /// stops counting against its address's cap on unauthenticated connections).
+    pub fn is_authenticated(&self) -> bool {
+        matches!(self, Identity::Certificate { gateways, .. } if !gateways.is_empty())
+    }
+
     /// For logs and `/debug/clients`.
     pub fn describe(&self) -> String {
         match self {

@@ -81,14 +81,18 @@ impl Drop for StreamGuard {
     }
 }
 
-/// Open connections per peer address.
+/// Connections per peer address that have not authenticated (`transport`'s module doc says when that
+/// ends), and handshakes in flight in all.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct PeerCounts(Arc<Mutex<HashMap<IpAddr, usize>>>);
+pub(crate) struct PeerCounts {
+    per_peer: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    pending: Arc<AtomicUsize>,
+}
 
 impl PeerCounts {
-    /// A slot for one more connection from `ip`, unless it already has `max`.
+    /// A slot for one more unauthenticated connection from `ip`, unless it already has `max`.
     pub fn admit(&self, ip: IpAddr, max: usize) -> Option<PeerSlot> {
-        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut counts = self.per_peer.lock().unwrap_or_else(|e| e.into_inner());
         let n = counts.entry(ip).or_default();
         if *n >= max {
             return None;
@@ -99,9 +103,19 @@ impl PeerCounts {
             ip,
         })
     }
+
+    /// A slot for one more handshake in flight, unless `max` are.
+    pub fn handshake(&self, max: usize) -> Option<PendingSlot> {
+        let n = self.pending.fetch_add(1, Ordering::SeqCst);
+        if n >= max {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(PendingSlot(self.pending.clone()))
+    }
 }
 
-/// Frees its peer's connection slot when the connection is gone.
+/// Frees its peer's slot when dropped: when the connection is gone, or once it authenticated.
 pub(crate) struct PeerSlot {
     counts: PeerCounts,
     ip: IpAddr,
@@ -109,7 +123,7 @@ pub(crate) struct PeerSlot {
 
 impl Drop for PeerSlot {
     fn drop(&mut self) {
-        let mut counts = self.counts.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut counts = self.counts.per_peer.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(n) = counts.get_mut(&self.ip) {
             *n -= 1;
             if *n == 0 {
@@ -119,18 +133,34 @@ impl Drop for PeerSlot {
     }
 }
 
+/// One handshake in flight, until dropped.
+pub(crate) struct PendingSlot(Arc<AtomicUsize>);
+
+impl Drop for PendingSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// An accepted, handshaken connection.
 pub struct PeerStream {
     io: Io,
     info: PeerInfo,
-    _slot: PeerSlot,
+    /// Held for a connection that never authenticates (plaintext): it counts against its address.
+    _slot: Option<PeerSlot>,
     idle: Duration,
     timer: Pin<Box<Sleep>>,
     metrics: Arc<XdsMetrics>,
 }
 
 impl PeerStream {
-    pub(crate) fn new(io: Io, info: PeerInfo, slot: PeerSlot, idle: Duration, metrics: Arc<XdsMetrics>) -> PeerStream {
+    pub(crate) fn new(
+        io: Io,
+        info: PeerInfo,
+        slot: Option<PeerSlot>,
+        idle: Duration,
+        metrics: Arc<XdsMetrics>,
+    ) -> PeerStream {
         PeerStream {
             io,
             info,

@@ -8,8 +8,16 @@
 //!
 //! Accepting is pier's own loop rather than tonic's, so that each connection is bounded before tonic
 //! sees it: a TLS handshake (or, in plaintext, the first byte) within `handshake_timeout`, at most
-//! `max_connections_per_peer` open connections per peer address, and a connection closed once it has
-//! carried no stream for `idle_timeout`. Handshakes run in their own tasks, so a slow or silent client
+//! `max_pending_connections` handshakes in flight in all, at most `max_connections_per_peer`
+//! connections per peer address that have not authenticated, and a connection closed once it has
+//! carried no stream for `idle_timeout`.
+//!
+//! A connection authenticates when its TLS handshake verifies a client certificate; from then on it
+//! no longer counts against its address. Behind SNAT (a load balancer, a NAT gateway) every proxy shares
+//! one address, and counting authenticated proxies there refused the 129th; only what has not proved
+//! who it is is capped, per address and in total, so a flood of silent connections costs the flood and
+//! not the fleet. In plaintext nothing ever authenticates, and every connection counts against its
+//! address for its whole life. Handshakes run in their own tasks, so a slow or silent client
 //! never holds up the next accept. Each refusal counts in `pier_xds_refused_total{reason}` and is logged
 //! (throttled, so a flood cannot flood the log too).
 
@@ -57,8 +65,10 @@ pub struct XdsLimits {
     pub max_resource_names: usize,
     /// HTTP/2 streams open at once on one connection.
     pub max_streams_per_connection: u32,
-    /// Connections open at once from one peer address.
+    /// Connections from one peer address that have not authenticated (all of them in plaintext).
     pub max_connections_per_peer: usize,
+    /// TLS handshakes (in plaintext: connections before their first byte) in flight at once.
+    pub max_pending_connections: usize,
     /// Time for the TLS handshake (plaintext: for the first byte).
     pub handshake_timeout: Duration,
     /// A connection without any stream for this long is closed.
@@ -78,6 +88,7 @@ impl Default for XdsLimits {
             max_resource_names: 100_000,
             max_streams_per_connection: 8,
             max_connections_per_peer: 128,
+            max_pending_connections: 1024,
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
         }
@@ -94,6 +105,7 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = (i32::MAX as usize) - 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Refused {
     PeerConnections,
+    PendingConnections,
     HandshakeTimeout,
     TlsHandshake,
     IdleTimeout,
@@ -107,6 +119,7 @@ impl Refused {
     pub fn as_str(self) -> &'static str {
         match self {
             Refused::PeerConnections => "peer-connections",
+            Refused::PendingConnections => "pending-connections",
             Refused::HandshakeTimeout => "handshake-timeout",
             Refused::TlsHandshake => "tls-handshake",
             Refused::IdleTimeout => "idle-timeout",
@@ -141,6 +154,15 @@ pub(crate) async fn accept(
                 }
             },
         };
+        let Some(pending) = counts.handshake(limits.max_pending_connections) else {
+            refuse(
+                &metrics,
+                Refused::PendingConnections,
+                addr,
+                "--xds-max-pending-connections",
+            );
+            continue;
+        };
         let Some(slot) = counts.admit(addr.ip(), limits.max_connections_per_peer) else {
             refuse(
                 &metrics,
@@ -154,8 +176,12 @@ pub(crate) async fn accept(
         let (tls, limits, metrics, tx) = (tls.clone(), limits.clone(), metrics.clone(), tx.clone());
         tokio::spawn(async move {
             let handshake = tokio::time::timeout(limits.handshake_timeout, handshake(tcp, addr, tls.as_deref()));
-            let stream = match handshake.await {
+            let handshaken = handshake.await;
+            drop(pending);
+            let stream = match handshaken {
                 Ok(Ok((io, identity))) => {
+                    // An authenticated proxy no longer counts against its address.
+                    let slot = (!identity.is_authenticated()).then_some(slot);
                     PeerStream::new(io, PeerInfo::new(addr, identity), slot, limits.idle_timeout, metrics)
                 }
                 Ok(Err(e)) => {

@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use envoy_types::pb::envoy::config::core::v3::Node;
-use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
+use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
+use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 use pier::xds::XdsType::Cluster;
 use pier::xds::transport::{Refused, XdsLimits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -169,4 +170,100 @@ async fn connections_per_peer_are_bounded() {
         .unwrap();
     assert!(!first.resources.is_empty());
     h.shutdown().await;
+}
+
+/// A connection with one open stream: the client, its request sender and the responses.
+type Served = (
+    AggregatedDiscoveryServiceClient<tonic::transport::Channel>,
+    tokio::sync::mpsc::Sender<DiscoveryRequest>,
+    tonic::Streaming<DiscoveryResponse>,
+);
+
+/// Opens a stream over its own connection and waits for the first response; returns what holds the
+/// stream open.
+async fn served(h: &Harness) -> Served {
+    let mut client = h.channel().await;
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tx.send(DiscoveryRequest {
+        node: Some(node(GW)),
+        type_url: Cluster.type_url().into(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let mut stream = client
+        .stream_aggregated_resources(ReceiverStream::new(rx))
+        .await
+        .expect("stream opens")
+        .into_inner();
+    let first = tokio::time::timeout(WAIT, stream.message()).await;
+    assert!(
+        matches!(first, Ok(Ok(Some(_)))),
+        "an authenticated proxy is served: {first:?}"
+    );
+    (client, tx, stream)
+}
+
+/// Behind SNAT a whole fleet shares one address: proxies that authenticated do not count against it,
+/// connections that have not proved who they are still do, and so do handshakes in flight in total.
+#[tokio::test]
+async fn authenticated_proxies_share_an_address_while_unauthenticated_connections_are_capped() {
+    let pki = Pki::new(&[GW]);
+    let mut h = Harness::start_with(Some(pki.server()), limits_with_wait()).await;
+    h.client_tls = Some(pki.client(Some(GW)));
+    h.publish(&simple(&["a"]));
+    // Twice the per-peer cap, all from 127.0.0.1, all served at once.
+    let mut fleet = Vec::new();
+    for _ in 0..6 {
+        fleet.push(served(&h).await);
+    }
+    assert_eq!(h.server.metrics.refusals(Refused::PeerConnections), 0);
+    // Silent connections (no ClientHello) fill the address's three slots; the fourth is closed.
+    let mut silent = Vec::new();
+    for _ in 0..3 {
+        silent.push(TcpStream::connect(h.addr).await.unwrap());
+    }
+    let mut fourth = TcpStream::connect(h.addr).await.unwrap();
+    closed_within(&mut fourth, WAIT).await;
+    assert_eq!(h.server.metrics.refusals(Refused::PeerConnections), 1);
+    // The fleet was never touched.
+    for (_, _, stream) in &mut fleet {
+        let more = tokio::time::timeout(Duration::from_millis(100), stream.message()).await;
+        assert!(more.is_err(), "an authenticated stream stays open and quiet: {more:?}");
+    }
+    drop(silent);
+    h.shutdown().await;
+
+    // Handshakes in flight are capped in total, whatever the address.
+    let h = Harness::start_with(
+        Some(pki.server()),
+        XdsLimits {
+            max_pending_connections: 2,
+            max_connections_per_peer: 100,
+            ..limits_with_wait()
+        },
+    )
+    .await;
+    let held = [
+        TcpStream::connect(h.addr).await.unwrap(),
+        TcpStream::connect(h.addr).await.unwrap(),
+    ];
+    let mut third = TcpStream::connect(h.addr).await.unwrap();
+    closed_within(&mut third, WAIT).await;
+    assert_eq!(h.server.metrics.refusals(Refused::PendingConnections), 1);
+    assert!(
+        h.metrics_text()
+            .contains("pier_xds_refused_total{reason=\"pending-connections\"} 1"),
+        "{}",
+        h.metrics_text()
+    );
+    drop(held);
+    h.shutdown().await;
+}
+
+fn limits_with_wait() -> XdsLimits {
+    XdsLimits {
+        handshake_timeout: WAIT,
+        ..tight()
+    }
 }
