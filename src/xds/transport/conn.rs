@@ -1,10 +1,9 @@
 //! One accepted xDS connection as tonic sees it: the socket (TLS or plain), who is on the other end, and
 //! the watchdog that closes it once it has carried no stream for the idle timeout.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,6 +17,7 @@ use tokio_rustls::server::TlsStream;
 use tonic::transport::server::Connected;
 
 use super::Refused;
+use super::admission::PeerSlot;
 use crate::xds::identity::Identity;
 use crate::xds::metrics::XdsMetrics;
 
@@ -78,67 +78,6 @@ impl Drop for StreamGuard {
         if self.0.streams.fetch_sub(1, Ordering::SeqCst) == 1 {
             *self.0.idle_since.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         }
-    }
-}
-
-/// Connections per peer address that have not authenticated (`transport`'s module doc says when that
-/// ends), and handshakes in flight in all.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct PeerCounts {
-    per_peer: Arc<Mutex<HashMap<IpAddr, usize>>>,
-    pending: Arc<AtomicUsize>,
-}
-
-impl PeerCounts {
-    /// A slot for one more unauthenticated connection from `ip`, unless it already has `max`.
-    pub fn admit(&self, ip: IpAddr, max: usize) -> Option<PeerSlot> {
-        let mut counts = self.per_peer.lock().unwrap_or_else(|e| e.into_inner());
-        let n = counts.entry(ip).or_default();
-        if *n >= max {
-            return None;
-        }
-        *n += 1;
-        Some(PeerSlot {
-            counts: self.clone(),
-            ip,
-        })
-    }
-
-    /// A slot for one more handshake in flight, unless `max` are.
-    pub fn handshake(&self, max: usize) -> Option<PendingSlot> {
-        let n = self.pending.fetch_add(1, Ordering::SeqCst);
-        if n >= max {
-            self.pending.fetch_sub(1, Ordering::SeqCst);
-            return None;
-        }
-        Some(PendingSlot(self.pending.clone()))
-    }
-}
-
-/// Frees its peer's slot when dropped: when the connection is gone, or once it authenticated.
-pub(crate) struct PeerSlot {
-    counts: PeerCounts,
-    ip: IpAddr,
-}
-
-impl Drop for PeerSlot {
-    fn drop(&mut self) {
-        let mut counts = self.counts.per_peer.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = counts.get_mut(&self.ip) {
-            *n -= 1;
-            if *n == 0 {
-                counts.remove(&self.ip);
-            }
-        }
-    }
-}
-
-/// One handshake in flight, until dropped.
-pub(crate) struct PendingSlot(Arc<AtomicUsize>);
-
-impl Drop for PendingSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -250,18 +189,6 @@ impl AsyncWrite for PeerStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn peer_slots_are_bounded_and_freed() {
-        let counts = PeerCounts::default();
-        let ip: IpAddr = "192.0.2.1".parse().unwrap();
-        let a = counts.admit(ip, 2).unwrap();
-        let _b = counts.admit(ip, 2).unwrap();
-        assert!(counts.admit(ip, 2).is_none());
-        assert!(counts.admit("192.0.2.2".parse().unwrap(), 2).is_some());
-        drop(a);
-        assert!(counts.admit(ip, 2).is_some());
-    }
 
     #[tokio::test]
     async fn a_connection_is_idle_only_without_streams() {

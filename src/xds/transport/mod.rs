@@ -9,8 +9,9 @@
 //! Accepting is pier's own loop rather than tonic's, so that each connection is bounded before tonic
 //! sees it: a TLS handshake (or, in plaintext, the first byte) within `handshake_timeout`, at most
 //! `max_pending_connections` handshakes in flight in all, at most `max_connections_per_peer`
-//! connections per peer address that have not authenticated, and a connection closed once it has
-//! carried no stream for `idle_timeout`.
+//! connections per peer address that have not authenticated (over either cap, the oldest handshake in
+//! flight is closed to make room: `admission`), and a connection closed once it has carried no stream
+//! for `idle_timeout`.
 //!
 //! A connection authenticates when its TLS handshake verifies a client certificate; from then on it
 //! no longer counts against its address. Behind SNAT (a load balancer, a NAT gateway) every proxy shares
@@ -21,6 +22,7 @@
 //! never holds up the next accept. Each refusal counts in `pier_xds_refused_total{reason}` and is logged
 //! (throttled, so a flood cannot flood the log too).
 
+mod admission;
 mod conn;
 mod tls;
 
@@ -37,7 +39,7 @@ pub use tls::{TlsFiles, TlsState};
 
 use super::identity::Identity;
 use super::metrics::XdsMetrics;
-use conn::PeerCounts;
+use admission::Admission;
 
 /// How the xDS port is secured.
 #[derive(Debug, Clone)]
@@ -140,7 +142,7 @@ pub(crate) async fn accept(
     metrics: Arc<XdsMetrics>,
     tx: mpsc::Sender<Result<PeerStream, std::io::Error>>,
 ) {
-    let counts = PeerCounts::default();
+    let admission = Admission::default();
     loop {
         let (tcp, addr) = tokio::select! {
             () = tx.closed() => return,
@@ -154,16 +156,12 @@ pub(crate) async fn accept(
                 }
             },
         };
-        let Some(pending) = counts.handshake(limits.max_pending_connections) else {
-            refuse(
-                &metrics,
-                Refused::PendingConnections,
-                addr,
-                "--xds-max-pending-connections",
-            );
-            continue;
-        };
-        let Some(slot) = counts.admit(addr.ip(), limits.max_connections_per_peer) else {
+        let admitted = admission.admit(
+            addr.ip(),
+            limits.max_connections_per_peer,
+            limits.max_pending_connections,
+        );
+        let Some(admitted) = admitted else {
             refuse(
                 &metrics,
                 Refused::PeerConnections,
@@ -172,36 +170,64 @@ pub(crate) async fn accept(
             );
             continue;
         };
+        for (peer, reason) in &admitted.closed {
+            refuse(&metrics, *reason, peer, option_for(*reason));
+        }
         let _ = tcp.set_nodelay(true);
         let (tls, limits, metrics, tx) = (tls.clone(), limits.clone(), metrics.clone(), tx.clone());
-        tokio::spawn(async move {
-            let handshake = tokio::time::timeout(limits.handshake_timeout, handshake(tcp, addr, tls.as_deref()));
-            let handshaken = handshake.await;
-            drop(pending);
-            let stream = match handshaken {
-                Ok(Ok((io, identity))) => {
-                    // An authenticated proxy no longer counts against its address.
-                    let slot = (!identity.is_authenticated()).then_some(slot);
-                    PeerStream::new(io, PeerInfo::new(addr, identity), slot, limits.idle_timeout, metrics)
-                }
-                Ok(Err(e)) => {
-                    debug!(peer = %addr, error = %e, "xDS TLS handshake failed");
-                    refuse(
-                        &metrics,
-                        Refused::TlsHandshake,
-                        addr,
-                        "a client certificate from --xds-client-ca",
-                    );
-                    return;
-                }
-                Err(_) => {
-                    refuse(&metrics, Refused::HandshakeTimeout, addr, "--xds-handshake-timeout-ms");
-                    return;
-                }
-            };
-            let _ = tx.send(Ok(stream)).await;
-        });
+        tokio::spawn(serve_connection(tcp, addr, admitted, tls, limits, metrics, tx));
     }
+}
+
+fn option_for(reason: Refused) -> &'static str {
+    match reason {
+        Refused::PendingConnections => "--xds-max-pending-connections",
+        _ => "--xds-max-connections-per-peer",
+    }
+}
+
+/// Handshakes one admitted connection (unless a newer one evicts it first) and hands it to tonic.
+async fn serve_connection(
+    tcp: TcpStream,
+    addr: SocketAddr,
+    admitted: admission::Admitted,
+    tls: Option<Arc<TlsState>>,
+    limits: XdsLimits,
+    metrics: Arc<XdsMetrics>,
+    tx: mpsc::Sender<Result<PeerStream, std::io::Error>>,
+) {
+    let admission::Admitted {
+        slot, pending, evicted, ..
+    } = admitted;
+    let handshake = tokio::time::timeout(limits.handshake_timeout, handshake(tcp, addr, tls.as_deref()));
+    let handshaken = tokio::select! {
+        h = handshake => h,
+        // Counted and logged by the accept loop, which closed it.
+        _ = evicted => return,
+    };
+    drop(pending);
+    let stream = match handshaken {
+        Ok(Ok((io, identity))) => {
+            // An authenticated proxy no longer counts against its address.
+            let slot = (!identity.is_authenticated()).then_some(slot);
+            PeerStream::new(io, PeerInfo::new(addr, identity), slot, limits.idle_timeout, metrics)
+        }
+        Ok(Err(e)) => {
+            debug!(peer = %addr, error = %e, "xDS TLS handshake failed");
+            refuse(
+                &metrics,
+                Refused::TlsHandshake,
+                addr,
+                "a client certificate from --xds-client-ca",
+            );
+            return;
+        }
+        Err(_) => {
+            refuse(&metrics, Refused::HandshakeTimeout, addr, "--xds-handshake-timeout-ms");
+            return;
+        }
+    };
+    let _ = tx.send(Ok(stream)).await;
 }
 
 /// TLS (returning the client's identity), or in plaintext the first byte.

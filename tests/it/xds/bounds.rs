@@ -126,12 +126,14 @@ async fn silent_and_idle_connections_are_closed() {
     h.shutdown().await;
 }
 
+/// In plaintext nothing authenticates: established connections hold their address's slots for good.
 #[tokio::test]
 async fn connections_per_peer_are_bounded() {
     let h = Harness::start_with(
         None,
         XdsLimits {
             handshake_timeout: WAIT,
+            idle_timeout: WAIT,
             ..tight()
         },
     )
@@ -139,7 +141,15 @@ async fn connections_per_peer_are_bounded() {
     let mut held = Vec::new();
     for _ in 0..3 {
         let mut c = TcpStream::connect(h.addr).await.unwrap();
-        c.write_all(b"P").await.unwrap();
+        // The client preface; the server's SETTINGS in reply says the connection is established.
+        c.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+            .await
+            .unwrap();
+        let mut settings = [0u8; 9];
+        tokio::time::timeout(WAIT, c.read_exact(&mut settings))
+            .await
+            .expect("the server answers the preface")
+            .unwrap();
         held.push(c);
     }
     let mut fourth = TcpStream::connect(h.addr).await.unwrap();
@@ -204,10 +214,11 @@ async fn served(h: &Harness) -> Served {
     (client, tx, stream)
 }
 
-/// Behind SNAT a whole fleet shares one address: proxies that authenticated do not count against it,
-/// connections that have not proved who they are still do, and so do handshakes in flight in total.
+/// Behind SNAT a whole fleet shares one address: proxies that authenticated do not count against it.
+/// Connections that have not proved who they are do, per address and in total, and a newcomer over a cap
+/// closes the oldest handshake in flight, so a flood of silent connections never locks a proxy out.
 #[tokio::test]
-async fn authenticated_proxies_share_an_address_while_unauthenticated_connections_are_capped() {
+async fn authenticated_proxies_share_an_address_and_silent_floods_cannot_lock_them_out() {
     let pki = Pki::new(&[GW]);
     let mut h = Harness::start_with(Some(pki.server()), limits_with_wait()).await;
     h.client_tls = Some(pki.client(Some(GW)));
@@ -218,14 +229,19 @@ async fn authenticated_proxies_share_an_address_while_unauthenticated_connection
         fleet.push(served(&h).await);
     }
     assert_eq!(h.server.metrics.refusals(Refused::PeerConnections), 0);
-    // Silent connections (no ClientHello) fill the address's three slots; the fourth is closed.
+    // A flood of silent connections (no ClientHello) from the same address: each one over the cap of
+    // three closes the oldest, so only the newest three stay.
     let mut silent = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..20 {
         silent.push(TcpStream::connect(h.addr).await.unwrap());
     }
-    let mut fourth = TcpStream::connect(h.addr).await.unwrap();
-    closed_within(&mut fourth, WAIT).await;
-    assert_eq!(h.server.metrics.refusals(Refused::PeerConnections), 1);
+    for conn in &mut silent[..17] {
+        closed_within(conn, WAIT).await;
+    }
+    assert_eq!(h.server.metrics.refusals(Refused::PeerConnections), 17);
+    // A proxy from that address still gets in, closing one more silent connection.
+    fleet.push(served(&h).await);
+    closed_within(&mut silent[17], WAIT).await;
     // The fleet was never touched.
     for (_, _, stream) in &mut fleet {
         let more = tokio::time::timeout(Duration::from_millis(100), stream.message()).await;
@@ -234,7 +250,7 @@ async fn authenticated_proxies_share_an_address_while_unauthenticated_connection
     drop(silent);
     h.shutdown().await;
 
-    // Handshakes in flight are capped in total, whatever the address.
+    // Handshakes in flight are capped in total, whatever the address: the oldest is closed.
     let h = Harness::start_with(
         Some(pki.server()),
         XdsLimits {
@@ -244,18 +260,16 @@ async fn authenticated_proxies_share_an_address_while_unauthenticated_connection
         },
     )
     .await;
-    let held = [
-        TcpStream::connect(h.addr).await.unwrap(),
-        TcpStream::connect(h.addr).await.unwrap(),
-    ];
-    let mut third = TcpStream::connect(h.addr).await.unwrap();
-    closed_within(&mut third, WAIT).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(TcpStream::connect(h.addr).await.unwrap());
+    }
+    closed_within(&mut held[0], WAIT).await;
     assert_eq!(h.server.metrics.refusals(Refused::PendingConnections), 1);
+    let text = h.metrics_text();
     assert!(
-        h.metrics_text()
-            .contains("pier_xds_refused_total{reason=\"pending-connections\"} 1"),
-        "{}",
-        h.metrics_text()
+        text.contains("pier_xds_refused_total{reason=\"pending-connections\"} 1"),
+        "{text}"
     );
     drop(held);
     h.shutdown().await;
