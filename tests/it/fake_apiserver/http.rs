@@ -57,6 +57,54 @@ fn status(code: u16, reason: &str, message: String) -> Response {
     (StatusCode::from_u16(code).unwrap(), axum::Json(body)).into_response()
 }
 
+/// Who sent a request: the `x-client` header, else the bearer token.
+fn client_of(headers: &HeaderMap) -> String {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    match header("x-client") {
+        "" => header("authorization")
+            .strip_prefix("Bearer ")
+            .unwrap_or_default()
+            .to_string(),
+        c => c.to_string(),
+    }
+}
+
+/// 403 Forbidden, worded as the API server words it, unless RBAC allows the request.
+fn authorize(
+    shared: &Shared,
+    method: &Method,
+    headers: &HeaderMap,
+    t: &Target,
+    query: &BTreeMap<String, String>,
+) -> Option<Response> {
+    if client_of(headers) == super::rbac::ADMIN {
+        return None;
+    }
+    let watch = query.get("watch").map(String::as_str) == Some("true");
+    let verb = super::rbac::verb(method.as_str(), t.name.is_some(), watch);
+    let resource = if t.status {
+        format!("{}/status", t.plural)
+    } else {
+        t.plural.clone()
+    };
+    let ns = t.namespace.as_deref();
+    if shared.inner.lock().unwrap().rbac.check(verb, &t.group, &resource, ns) {
+        return None;
+    }
+    let scope = ns.map_or("at the cluster scope".to_string(), |ns| {
+        format!("in the namespace \"{ns}\"")
+    });
+    Some(status(
+        403,
+        "Forbidden",
+        format!(
+            "{plural} is forbidden: User \"system:serviceaccount:pier-system:pier\" cannot {verb} resource \"{resource}\" in API group \"{group}\" {scope}",
+            plural = t.plural,
+            group = t.group
+        ),
+    ))
+}
+
 async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let query: BTreeMap<String, String> = uri
         .query()
@@ -69,11 +117,7 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
         method: method.to_string(),
         path: uri.path().to_string(),
         query: uri.query().unwrap_or_default().to_string(),
-        client: headers
-            .get("x-client")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string(),
+        client: client_of(&headers),
         at: std::time::Instant::now(),
     });
     let Some(t) = parse_path(uri.path()) else {
@@ -95,26 +139,8 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
             format!("the server could not find the requested resource ({})", t.plural),
         );
     };
-    if shared.inner.lock().unwrap().forbidden.contains(&t.plural) {
-        let verb = if query.get("watch").map(String::as_str) == Some("true") {
-            "watch"
-        } else if t.name.is_some() {
-            "get"
-        } else {
-            "list"
-        };
-        let scope = t.namespace.as_deref().map_or("at the cluster scope".to_string(), |ns| {
-            format!("in the namespace \"{ns}\"")
-        });
-        return status(
-            403,
-            "Forbidden",
-            format!(
-                "{plural} is forbidden: User \"system:serviceaccount:pier-system:pier\" cannot {verb} resource \"{plural}\" in API group \"{group}\" {scope}",
-                plural = t.plural,
-                group = t.group
-            ),
-        );
+    if let Some(refused) = authorize(&shared, &method, &headers, &t, &query) {
+        return refused;
     }
     let api_version = if t.group.is_empty() {
         t.version.clone()

@@ -8,10 +8,14 @@
 //! than the last compaction, get, create, status replace with resourceVersion preconditions (409 on
 //! mismatch), merge/strategic/apply patches (apply on a Lease refuses to change another holder with 409,
 //! which is what server-side apply's field ownership does for kube-lease-manager). Resources whose CRD is
-//! "not installed" answer 404. Test controls: apply/delete objects, drop every watch connection, expire
-//! watches (410), install/uninstall a CRD, interfere with the next status write, and a request log.
+//! "not installed" answer 404. Every request from pier is checked against the RBAC `deploy/10-rbac.yaml`
+//! grants ([`rbac`]), and status writes are pruned and validated with the kind's schema ([`schema`]).
+//! Test controls: apply/delete objects, drop every watch connection, expire
+//! watches (410), install/uninstall a CRD, interfere with the next status write, revoke RBAC grants, and
+//! a request log.
 
 mod http;
+pub mod rbac;
 mod schema;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -118,8 +122,8 @@ pub(crate) struct Inner {
     pub interfere: BTreeMap<ObjKey, Interference>,
     /// Lists of these plurals wait until released (to hold a watch before its first sync).
     pub held: BTreeSet<String>,
-    /// Every request for these plurals is refused with 403 Forbidden, as RBAC would.
-    pub forbidden: BTreeSet<String>,
+    /// pier's ServiceAccount's permissions, checked on every request.
+    pub rbac: rbac::Rbac,
 }
 
 pub(crate) struct Shared {
@@ -143,7 +147,10 @@ impl FakeApiServer {
         let (events, _) = broadcast::channel(4096);
         let (epoch, _) = watch::channel((0, false));
         let shared = Arc::new(Shared {
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(Inner {
+                rbac: rbac::Rbac::from_manifests(),
+                ..Inner::default()
+            }),
             events,
             epoch,
         });
@@ -185,14 +192,42 @@ impl FakeApiServer {
         self.shared.inner.lock().unwrap().held.insert(plural.to_string());
     }
 
-    /// Refuses every request for `plural` with 403 Forbidden, as a ClusterRole without it would.
+    /// Revokes every grant on `plural` (and its subresources), in every group: each request for it is
+    /// refused with 403 Forbidden, as a ClusterRole without it would.
     pub fn forbid(&self, plural: &str) {
-        self.shared.inner.lock().unwrap().forbidden.insert(plural.to_string());
+        let mut inner = self.shared.inner.lock().unwrap();
+        let on_plural: Vec<_> = inner
+            .rbac
+            .grants()
+            .into_iter()
+            .filter(|g| g.1 == plural || g.1.starts_with(&format!("{plural}/")))
+            .collect();
+        inner.rbac.revoked.extend(on_plural);
     }
 
-    /// Lets requests for `plural` through again (the permission granted).
+    /// Revokes one grant: `verb` on `resource` (or `resource/subresource`) of `group`.
+    pub fn revoke(&self, group: &str, resource: &str, verb: &str) {
+        let grant = (group.to_string(), resource.to_string(), verb.to_string());
+        self.shared.inner.lock().unwrap().rbac.revoked.insert(grant);
+    }
+
+    /// Grants back everything revoked on `plural` (the permission granted again).
     pub fn permit(&self, plural: &str) {
-        self.shared.inner.lock().unwrap().forbidden.remove(plural);
+        let mut inner = self.shared.inner.lock().unwrap();
+        inner
+            .rbac
+            .revoked
+            .retain(|g| g.1 != plural && !g.1.starts_with(&format!("{plural}/")));
+    }
+
+    /// Refusals of grants no test revoked, taken (so the server's drop does not fail the test for them).
+    pub fn take_unexpected(&self) -> Vec<String> {
+        std::mem::take(&mut self.shared.inner.lock().unwrap().rbac.unexpected)
+    }
+
+    /// The grants `deploy/10-rbac.yaml` makes pier's ServiceAccount.
+    pub fn grants(&self) -> std::collections::BTreeSet<rbac::Grant> {
+        self.shared.inner.lock().unwrap().rbac.grants()
     }
 
     pub fn release_lists(&self, plural: &str) {
@@ -347,9 +382,18 @@ impl FakeApiServer {
 }
 
 impl Drop for FakeApiServer {
+    /// Fails the test if pier made a call that `deploy/10-rbac.yaml` does not grant and no test revoked:
+    /// in a cluster that call would be refused.
     fn drop(&mut self) {
         if let Some(task) = self.task.take() {
             task.abort();
+        }
+        let unexpected = std::mem::take(&mut self.shared.inner.lock().unwrap().rbac.unexpected);
+        if !std::thread::panicking() {
+            assert!(
+                unexpected.is_empty(),
+                "pier made API calls deploy/10-rbac.yaml does not grant: {unexpected:?}"
+            );
         }
     }
 }

@@ -6,6 +6,7 @@ mod degrade;
 mod equivalence;
 mod manifests;
 mod memory;
+mod rbac;
 mod source;
 mod status;
 mod trust_bundles;
