@@ -7,6 +7,12 @@
 //! shared `status.parents`) makes the API server answer 409 and pier re-reads and merges again. Writes
 //! whose merge changes nothing are not sent, and a status pier already wrote and that has not changed
 //! since is not even read again. Writes are spaced to at most `writes_per_second`.
+//!
+//! A write the API server refuses for the object's sake (403, 422) is retried when pier's part changes
+//! or after 30 s. One that fails for the server's sake (5xx, unreachable; 429 is retried inside kube's
+//! client, honouring `Retry-After`) pauses every write, 0.5 s doubling to 30 s, and resumes where it
+//! stopped: during an outage the writer sends one request per pause, not one per object, and when the
+//! server returns it is not met by a storm of retries.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -48,6 +54,37 @@ pub enum Outcome {
 
 const CONFLICT_RETRIES: usize = 5;
 const FAILED_RETRY: Duration = Duration::from_secs(30);
+/// The first pause after the API server itself failed (5xx, unreachable), doubled each time it fails
+/// again up to [`FAILED_RETRY`].
+const SERVER_BACKOFF: Duration = Duration::from_millis(500);
+
+/// Why a write failed, and whose fault that is.
+#[derive(Debug)]
+pub struct WriteError {
+    pub message: String,
+    /// The API server failed (5xx, 429 past kube's own retries, unreachable), not this object: every
+    /// write pauses, rather than each of hundreds of objects failing on its own.
+    pub server: bool,
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl WriteError {
+    fn of(context: String, e: kube::Error) -> WriteError {
+        let server = match &e {
+            kube::Error::Api(s) => s.code >= 500 || s.code == 429,
+            _ => true,
+        };
+        WriteError {
+            message: format!("{context}: {e}"),
+            server,
+        }
+    }
+}
 
 /// Writes statuses until `stop` fires; idle while `leader` is false.
 pub async fn run(
@@ -66,6 +103,7 @@ pub async fn run(
     // Writes that failed (other than by conflict): not retried before the deadline unless pier's part
     // changes, so an object the API server keeps refusing costs one request per `FAILED_RETRY`.
     let mut failed: BTreeMap<Key, (Value, tokio::time::Instant)> = BTreeMap::new();
+    let mut backoff = SERVER_BACKOFF;
     loop {
         if tokio::time::Instant::now() >= resync_at {
             synced.clear();
@@ -112,11 +150,21 @@ pub async fn run(
                     failed.remove(&key);
                     synced.insert(key, want);
                 }
+                Err(e) if e.server => {
+                    warn!(kind = %key.1, object = %object_name(&key), error = %e, "the API server failed a status write; all writes pause for {backoff:?}");
+                    tokio::select! {
+                        _ = stopped(&mut stop) => return,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(FAILED_RETRY);
+                    break;
+                }
                 Err(e) => {
                     warn!(kind = %key.1, object = %object_name(&key), error = %e, "status write failed; retried on the next change or in {FAILED_RETRY:?}");
                     failed.insert(key, (want, tokio::time::Instant::now() + FAILED_RETRY));
                 }
             }
+            backoff = SERVER_BACKOFF;
             tokio::select! {
                 _ = stopped(&mut stop) => return,
                 _ = tokio::time::sleep(spacing) => {}
@@ -182,7 +230,7 @@ pub async fn write(
     want: &Value,
     controller: &str,
     metrics: &StatusMetrics,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, WriteError> {
     let ar = kind.api_resource();
     let api: Api<DynamicObject> = if kind.namespaced {
         Api::namespaced_with(client.clone(), &key.2, &ar)
@@ -193,7 +241,7 @@ pub async fn write(
         let Some(mut obj) = api
             .get_opt(&key.3)
             .await
-            .map_err(|e| format!("reading {}: {e}", kind.describe()))?
+            .map_err(|e| WriteError::of(format!("reading {}", kind.describe()), e))?
         else {
             return Ok(Outcome::Gone);
         };
@@ -213,19 +261,19 @@ pub async fn write(
             }
             Err(kube::Error::Api(s)) if s.code == 404 => return Ok(Outcome::Gone),
             Err(e) => {
-                return Err(format!(
-                    "replacing the status of {} {}: {e}",
-                    kind.kind,
-                    object_name(key)
-                ));
+                let context = format!("replacing the status of {} {}", kind.kind, object_name(key));
+                return Err(WriteError::of(context, e));
             }
         }
     }
-    Err(format!(
-        "{} {}: still conflicting after {CONFLICT_RETRIES} attempts",
-        kind.kind,
-        object_name(key)
-    ))
+    Err(WriteError {
+        message: format!(
+            "{} {}: still conflicting after {CONFLICT_RETRIES} attempts",
+            kind.kind,
+            object_name(key)
+        ),
+        server: false,
+    })
 }
 
 /// `lastTransitionTime` format (RFC 3339, seconds).

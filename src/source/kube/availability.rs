@@ -10,6 +10,13 @@
 //! (`docs/kubernetes.md`, "When a kind cannot be read"). The watch keeps retrying; its first complete
 //! list makes the kind available again, without a restart.
 //!
+//! The kinds that say what is served at all — GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes — are
+//! the exception for a first list that *fails* (5xx, timeouts) rather than being refused: treating
+//! them as empty would publish a Gateway without its routes, which takes away every route a proxy
+//! failing over to this replica had. So they hold the initial sync while they fail (`/readyz` 503
+//! names the kind, `failing for Ns: …`), and only a refusal, which is the cluster's decision and will
+//! not pass, degrades them.
+//!
 //! A watch that has listed and then fails keeps its last objects, as before: the kind stays available
 //! with a source error, since what it last listed is still the best knowledge there is.
 
@@ -25,20 +32,26 @@ use crate::model::{Kind, Model};
 /// How long a watch that never listed may fail before its kind counts as unavailable.
 pub const FAILING_FOR: Duration = Duration::from_secs(10);
 
+/// Kinds whose absence would publish Gateways without their routes (module doc).
+const DEFINING: &[&str] = &["GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute"];
+
 /// A watch's first-list failure: whether it made the partition unavailable just now.
 pub fn failed(p: &mut Partition, error: &watcher::Error, now: Instant) -> bool {
     if p.sync != Sync::Pending && p.sync != Sync::Unavailable {
         return false;
     }
     let since = *p.failing_since.get_or_insert(now);
+    let failing = now.duration_since(since);
     let reason = if is_forbidden(error) {
         Some(format!("forbidden: {}", short(error)))
-    } else if now.duration_since(since) >= FAILING_FOR {
-        Some(format!(
-            "failing for {}s: {}",
-            now.duration_since(since).as_secs(),
-            short(error)
-        ))
+    } else if failing >= FAILING_FOR {
+        let why = format!("failing for {}s: {}", failing.as_secs(), short(error));
+        if DEFINING.contains(&p.kind.name) && p.sync == Sync::Pending {
+            // Still waited for; `report` says why.
+            p.unavailable = Some(why);
+            return false;
+        }
+        Some(why)
     } else {
         None
     };
@@ -86,7 +99,7 @@ pub fn report(parts: &[Partition]) -> Vec<(String, String)> {
     for p in parts {
         let why = match p.sync {
             Sync::Unavailable => p.unavailable.clone().unwrap_or_default(),
-            Sync::Pending => "not listed yet".to_string(),
+            Sync::Pending => p.unavailable.clone().unwrap_or_else(|| "not listed yet".to_string()),
             Sync::Synced | Sync::Missing => continue,
         };
         let covered = parts

@@ -142,6 +142,20 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
     if let Some(refused) = authorize(&shared, &method, &headers, &t, &query) {
         return refused;
     }
+    let list = method == Method::GET && t.name.is_none() && query.get("watch").map(String::as_str) != Some("true");
+    let (faulted, slow) = {
+        let mut inner = shared.inner.lock().unwrap();
+        (
+            inner.faults.answer(&t.plural, list, t.name.is_some()),
+            inner.faults.slow_lists,
+        )
+    };
+    if let Some(answer) = faulted {
+        return answer;
+    }
+    if list && !slow.is_zero() {
+        tokio::time::sleep(slow).await;
+    }
     let api_version = if t.group.is_empty() {
         t.version.clone()
     } else {

@@ -14,6 +14,7 @@
 //! watches (410), install/uninstall a CRD, interfere with the next status write, revoke RBAC grants, and
 //! a request log.
 
+pub mod faults;
 mod http;
 pub mod rbac;
 mod schema;
@@ -122,6 +123,7 @@ pub(crate) struct Inner {
     pub interfere: BTreeMap<ObjKey, Interference>,
     /// Lists of these plurals wait until released (to hold a watch before its first sync).
     pub held: BTreeSet<String>,
+    pub faults: faults::Faults,
     /// pier's ServiceAccount's permissions, checked on every request.
     pub rbac: rbac::Rbac,
 }
@@ -159,15 +161,7 @@ impl FakeApiServer {
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = oneshot::channel();
-        let app = http::router(shared.clone());
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        let (stop, task) = serve(listener, shared.clone());
         FakeApiServer {
             addr,
             shared,
@@ -396,6 +390,20 @@ impl Drop for FakeApiServer {
             );
         }
     }
+}
+
+/// Serves `shared` on `listener` until the sender is used.
+fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) -> (oneshot::Sender<()>, JoinHandle<()>) {
+    let (stop, stopped) = oneshot::channel();
+    let app = http::router(shared);
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    (stop, task)
 }
 
 impl Inner {

@@ -4,6 +4,7 @@
 
 mod degrade;
 mod equivalence;
+mod faults;
 mod manifests;
 mod memory;
 mod rbac;

@@ -77,6 +77,14 @@ impl Proxy {
         resp
     }
 
+    /// A response, if one arrives within `within`.
+    pub async fn try_recv(&mut self, within: std::time::Duration) -> Option<DiscoveryResponse> {
+        let resp = tokio::time::timeout(within, self.rx.message()).await.ok()?;
+        let resp = resp.expect("stream healthy").expect("stream open");
+        self.last = Some(resp.clone());
+        Some(resp)
+    }
+
     pub async fn ack(&mut self) {
         let last = self.last.clone().expect("a response to ACK");
         self.send(last.version_info, last.nonce, None).await;
