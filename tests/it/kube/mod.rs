@@ -10,4 +10,5 @@ mod memory;
 mod rbac;
 mod source;
 mod status;
+mod status_churn;
 mod trust_bundles;
