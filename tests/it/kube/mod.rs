@@ -5,6 +5,7 @@
 mod degrade;
 mod equivalence;
 mod faults;
+mod leader_kill;
 mod manifests;
 mod memory;
 mod rbac;
