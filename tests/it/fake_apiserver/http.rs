@@ -21,13 +21,13 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
 }
 
 /// What a path names.
-struct Target {
-    group: String,
-    version: String,
-    plural: String,
-    namespace: Option<String>,
-    name: Option<String>,
-    status: bool,
+pub(crate) struct Target {
+    pub group: String,
+    pub version: String,
+    pub plural: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub status: bool,
 }
 
 fn parse_path(path: &str) -> Option<Target> {
@@ -51,7 +51,7 @@ fn parse_path(path: &str) -> Option<Target> {
     })
 }
 
-fn status(code: u16, reason: &str, message: String) -> Response {
+pub(crate) fn status(code: u16, reason: &str, message: String) -> Response {
     let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": message, "reason": reason, "code": code});
     (StatusCode::from_u16(code).unwrap(), axum::Json(body)).into_response()
@@ -194,140 +194,16 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
                 None => status(404, "NotFound", format!("{} {name:?} not found", t.plural)),
             }
         }
-        ("POST", None) => {
-            let Ok(mut obj) = serde_json::from_slice::<Value>(&body) else {
-                return status(400, "BadRequest", "body is not JSON".into());
-            };
-            let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            let key = (t.group.clone(), t.plural.clone(), ns.clone(), name.clone());
-            let mut inner = shared.inner.lock().unwrap();
-            if inner.objects.contains_key(&key) {
-                return status(409, "AlreadyExists", format!("{} {name:?} already exists", t.plural));
-            }
-            if t.namespace.is_some() {
-                obj["metadata"]["namespace"] = json!(ns);
-            }
-            obj["metadata"]["generation"] = json!(1);
-            obj["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
-            let obj = with_version(obj, &api_version);
-            inner.store(key.clone(), obj, "ADDED", &shared.events);
-            (StatusCode::CREATED, axum::Json(inner.objects[&key].clone())).into_response()
-        }
-        ("PUT", Some(name)) if t.status => {
-            let Ok(obj) = serde_json::from_slice::<Value>(&body) else {
-                return status(400, "BadRequest", "body is not JSON".into());
-            };
-            let key = (t.group.clone(), t.plural.clone(), ns, name.clone());
-            let mut inner = shared.inner.lock().unwrap();
-            if let Some(f) = inner.interfere.remove(&key)
-                && let Some(mut current) = inner.objects.get(&key).cloned()
-            {
-                f(&mut current);
-                inner.store(key.clone(), current, "MODIFIED", &shared.events);
-            }
-            let Some(mut current) = inner.objects.get(&key).cloned() else {
-                return status(404, "NotFound", format!("{} {name:?} not found", t.plural));
-            };
-            if obj["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"] {
-                return status(
-                    409,
-                    "Conflict",
-                    format!(
-                        "Operation cannot be fulfilled on {} {name:?}: the object has been modified; please apply your changes to the latest version and try again",
-                        t.plural
-                    ),
-                );
-            }
-            current["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
-            if let Err(e) = super::schema::status(&t.group, &t.plural, &t.version, &mut current["status"]) {
-                return status(422, "Invalid", format!("{} {name:?} is invalid: {e}", t.plural));
-            }
-            inner.store(key.clone(), current, "MODIFIED", &shared.events);
-            axum::Json(with_version(inner.objects[&key].clone(), &api_version)).into_response()
-        }
-        ("PATCH", Some(name)) => {
-            let content_type = headers
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            let patch: Value = match serde_json::from_slice(&body) {
-                Ok(v) => v,
-                Err(_) => match serde_saphyr::from_slice(&body) {
-                    Ok(v) => v,
-                    Err(e) => return status(400, "BadRequest", format!("patch body: {e}")),
-                },
-            };
-            let key = (t.group.clone(), t.plural.clone(), ns, name.clone());
-            let mut inner = shared.inner.lock().unwrap();
-            let Some(mut current) = inner.objects.get(&key).cloned() else {
-                return status(404, "NotFound", format!("{} {name:?} not found", t.plural));
-            };
-            if let Some(rv) = patch["metadata"].get("resourceVersion")
-                && rv != &current["metadata"]["resourceVersion"]
-            {
-                return status(
-                    409,
-                    "Conflict",
-                    format!("{} {name:?}: resourceVersion mismatch", t.plural),
-                );
-            }
-            if content_type.starts_with("application/apply-patch") && t.plural == "leases" {
-                let held = current["spec"]["holderIdentity"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                let wanted = patch["spec"]["holderIdentity"].as_str();
-                if !held.is_empty() && wanted.is_some_and(|w| w != held) {
-                    return status(
-                        409,
-                        "Conflict",
-                        format!("Apply failed with 1 conflict: conflict with {held:?}: .spec.holderIdentity"),
-                    );
-                }
-            }
-            if t.status {
-                merge_patch(&mut current["status"], patch.get("status").unwrap_or(&Value::Null));
-                if let Err(e) = super::schema::status(&t.group, &t.plural, &t.version, &mut current["status"]) {
-                    return status(422, "Invalid", format!("{} {name:?} is invalid: {e}", t.plural));
-                }
-            } else {
-                let mut p = patch.clone();
-                if let Some(m) = p.as_object_mut() {
-                    m.remove("apiVersion");
-                    m.remove("kind");
-                }
-                merge_patch(&mut current, &p);
-            }
-            inner.store(key.clone(), current, "MODIFIED", &shared.events);
-            axum::Json(with_version(inner.objects[&key].clone(), &api_version)).into_response()
-        }
+        ("POST", None) => super::writes::create(&shared, &t, &api_version, &ns, &body),
+        ("PUT", Some(name)) if t.status => super::writes::replace_status(&shared, &t, &api_version, ns, name, &body),
+        ("PATCH", Some(name)) => super::writes::patch(&shared, &t, &api_version, ns, name, &headers, &body),
         _ => status(405, "MethodNotAllowed", format!("{method} {}", uri.path())),
     }
 }
 
-fn with_version(mut v: Value, api_version: &str) -> Value {
+pub(crate) fn with_version(mut v: Value, api_version: &str) -> Value {
     v["apiVersion"] = json!(api_version);
     v
-}
-
-/// RFC 7386 JSON merge patch (also how this fake treats strategic merge patches: every patch pier or
-/// kube-lease-manager sends is a plain map of scalars, where the two agree).
-fn merge_patch(target: &mut Value, patch: &Value) {
-    let Some(p) = patch.as_object() else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = json!({});
-    }
-    let t = target.as_object_mut().unwrap();
-    for (k, v) in p {
-        if v.is_null() {
-            t.remove(k);
-        } else {
-            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
-        }
-    }
 }
 
 /// A watch: history since `resourceVersion`, then live events, bookmarks, and the end on a test's

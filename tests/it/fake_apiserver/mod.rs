@@ -18,6 +18,7 @@ pub mod faults;
 mod http;
 pub mod rbac;
 mod schema;
+mod writes;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -229,8 +230,13 @@ impl FakeApiServer {
     }
 
     /// Creates or replaces an object (given with apiVersion and kind); keeps its status unless given.
-    /// Returns the new resourceVersion.
-    pub fn apply(&self, mut obj: Value) -> u64 {
+    /// Returns the new resourceVersion. Panics on an object the API server would refuse.
+    pub fn apply(&self, obj: Value) -> u64 {
+        self.try_apply(obj).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`apply`](Self::apply), or why the API server refuses the object (its schema).
+    pub fn try_apply(&self, mut obj: Value) -> Result<u64, String> {
         let (group, plural, kind, namespaced) = resource_of(&obj);
         let ns = if namespaced {
             obj["metadata"]["namespace"].as_str().unwrap_or("default").to_string()
@@ -265,13 +271,43 @@ impl FakeApiServer {
         {
             obj["status"] = status.clone();
         }
+        let version = obj["apiVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        if let Err(e) = schema::object(&group, &plural, &version, &mut obj) {
+            return Err(format!(
+                "{kind} {name:?} is invalid, and an API server would refuse it: {e}",
+                name = key.3
+            ));
+        }
         let created = previous.is_none();
-        inner.store(
+        Ok(inner.store(
             key,
             obj,
             if created { "ADDED" } else { "MODIFIED" },
             &self.shared.events,
-        )
+        ))
+    }
+
+    /// Applies each document the API server accepts; returns the accepted ones as YAML, and why the
+    /// others were refused.
+    pub fn apply_accepted(&self, text: &str) -> (String, Vec<String>) {
+        let (mut accepted, mut refused) = (String::new(), Vec::new());
+        for v in pier::model::yaml::values("apply_accepted", text)
+            .unwrap()
+            .into_iter()
+            .flatten()
+        {
+            match self.try_apply(v.clone()) {
+                Ok(_) => accepted += &format!("---\n{}", pier::model::yaml::to_yaml(&v).unwrap()),
+                Err(e) => refused.push(e),
+            }
+        }
+        (accepted, refused)
     }
 
     /// Parses YAML (one or more documents) and applies each.

@@ -1,8 +1,11 @@
-//! Status writes pruned and validated against the kind's structural schema, as the API server does: a
-//! field the schema lacks vanishes (silently, as in a cluster), and an object missing a required field
-//! is refused with 422. The schemas are the CRDs themselves: `pier crds` for pier's own kinds (XBackend,
-//! the GEP-4488 Backend, Envoy Gateway's Backend), and the `gateway-api` crate's `CustomResourceExt::crd()`
-//! for the Gateway API kinds. This is what caught XBackend status written as `status.parents[].ancestorRef`
+//! Objects and status writes pruned and validated against the kind's structural schema, as the API
+//! server does: a field the schema lacks vanishes (silently, as in a cluster), and an object missing a
+//! required field is refused with 422. The schemas are the CRDs themselves: `pier crds` for pier's own
+//! kinds (XBackend, the GEP-4488 Backend, Envoy Gateway's Backend), and the `gateway-api` crate's
+//! `CustomResourceExt::crd()` for the Gateway API kinds (the experimental channel where the crate has
+//! it, the superset a cluster running either channel accepts). Core kinds go through their k8s-openapi
+//! type, which is what the API server's decoder does with a built-in kind: unknown fields are dropped,
+//! a field of the wrong type is refused. This is what caught XBackend status written as `status.parents[].ancestorRef`
 //! while the v1.7 schema has `status.ancestors`: every test passed, and a cluster would have dropped it.
 //!
 //! What it cannot show: upstream's own CRDs can differ from the crate's generated ones (the experimental
@@ -18,12 +21,14 @@ use serde_json::Value;
 fn schemas() -> &'static BTreeMap<(String, String, String), Value> {
     static SCHEMAS: OnceLock<BTreeMap<(String, String, String), Value>> = OnceLock::new();
     SCHEMAS.get_or_init(|| {
+        use gateway_api::apis::experimental as exp;
         use gateway_api::apis::standard as std_;
         let crds = [
-            std_::gatewayclasses::GatewayClass::crd(),
-            std_::gateways::Gateway::crd(),
-            std_::httproutes::HttpRoute::crd(),
-            std_::grpcroutes::GrpcRoute::crd(),
+            exp::gatewayclasses::GatewayClass::crd(),
+            exp::gateways::Gateway::crd(),
+            exp::httproutes::HttpRoute::crd(),
+            exp::grpcroutes::GrpcRoute::crd(),
+            exp::referencegrants::ReferenceGrant::crd(),
             std_::backendtlspolicies::BackendTlsPolicy::crd(),
         ]
         .into_iter()
@@ -39,6 +44,19 @@ fn schemas() -> &'static BTreeMap<(String, String, String), Value> {
                     v["name"].as_str().unwrap_or_default().to_string(),
                 );
                 out.insert(key, v["schema"]["openAPIV3Schema"].clone());
+            }
+        }
+        // The crate has BackendTLSPolicy from the standard channel only; the experimental channel's CRD
+        // adds GEP-5075's `validation.clusterTrustBundleRef` (`pier::api::validation`).
+        for v in ["v1"] {
+            let key = (
+                "gateway.networking.k8s.io".to_string(),
+                "backendtlspolicies".to_string(),
+                v.to_string(),
+            );
+            if let Some(schema) = out.get_mut(&key) {
+                schema["properties"]["spec"]["properties"]["validation"]["properties"]["clusterTrustBundleRef"] =
+                    serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
             }
         }
         out
@@ -60,6 +78,53 @@ pub fn status(group: &str, plural: &str, version: &str, status: &mut Value) -> R
     match errors.first() {
         Some(e) => Err(e.clone()),
         None => Ok(()),
+    }
+}
+
+/// Prunes a whole object as a create or update would: a custom resource to its schema (metadata is the
+/// API server's own), a core kind through its type. `Err` says what is invalid.
+pub fn object(group: &str, plural: &str, version: &str, obj: &mut Value) -> Result<(), String> {
+    if let Some(schema) = schemas().get(&(group.to_string(), plural.to_string(), version.to_string())) {
+        let mut errors = Vec::new();
+        if let Value::Object(map) = obj {
+            let props = properties(schema).unwrap_or_default();
+            map.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata") || props.contains_key(k));
+            for (k, v) in map.iter_mut().filter(|(k, _)| k.as_str() != "metadata") {
+                if let Some(s) = props.get(k) {
+                    prune(v, s, k, &mut errors);
+                }
+            }
+        }
+        return errors.first().map_or(Ok(()), |e| Err(e.clone()));
+    }
+    core(plural, obj)
+}
+
+/// A core kind decoded into its k8s-openapi type and encoded again.
+fn core(plural: &str, obj: &mut Value) -> Result<(), String> {
+    use k8s_openapi::api::{apps, coordination, core::v1 as core, discovery, networking, policy, rbac};
+    fn through<T: serde::de::DeserializeOwned + serde::Serialize>(obj: &mut Value) -> Result<(), String> {
+        let typed: T = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
+        *obj = serde_json::to_value(typed).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+    match plural {
+        "services" => through::<core::Service>(obj),
+        "secrets" => through::<core::Secret>(obj),
+        "configmaps" => through::<core::ConfigMap>(obj),
+        "namespaces" => through::<core::Namespace>(obj),
+        "pods" => through::<core::Pod>(obj),
+        "serviceaccounts" => through::<core::ServiceAccount>(obj),
+        "endpointslices" => through::<discovery::v1::EndpointSlice>(obj),
+        "leases" => through::<coordination::v1::Lease>(obj),
+        "deployments" => through::<apps::v1::Deployment>(obj),
+        "poddisruptionbudgets" => through::<policy::v1::PodDisruptionBudget>(obj),
+        "networkpolicies" => through::<networking::v1::NetworkPolicy>(obj),
+        "clusterroles" => through::<rbac::v1::ClusterRole>(obj),
+        "clusterrolebindings" => through::<rbac::v1::ClusterRoleBinding>(obj),
+        "roles" => through::<rbac::v1::Role>(obj),
+        "rolebindings" => through::<rbac::v1::RoleBinding>(obj),
+        _ => Ok(()),
     }
 }
 

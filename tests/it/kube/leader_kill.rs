@@ -13,7 +13,8 @@ use crate::kube_support::{GW_GROUP, base_model, wait_for};
 
 const LEASE: Duration = Duration::from_secs(15 + 5);
 
-struct Replica(Child, tempfile::TempDir);
+/// The child, and the directory its kubeconfig and address file live in (removed with it).
+struct Replica(Child, #[allow(dead_code)] tempfile::TempDir);
 
 impl Drop for Replica {
     fn drop(&mut self) {
