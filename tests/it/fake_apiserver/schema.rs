@@ -48,16 +48,14 @@ fn schemas() -> &'static BTreeMap<(String, String, String), Value> {
         }
         // The crate has BackendTLSPolicy from the standard channel only; the experimental channel's CRD
         // adds GEP-5075's `validation.clusterTrustBundleRef` (`pier::api::validation`).
-        for v in ["v1"] {
-            let key = (
-                "gateway.networking.k8s.io".to_string(),
-                "backendtlspolicies".to_string(),
-                v.to_string(),
-            );
-            if let Some(schema) = out.get_mut(&key) {
-                schema["properties"]["spec"]["properties"]["validation"]["properties"]["clusterTrustBundleRef"] =
-                    serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-            }
+        let key = (
+            "gateway.networking.k8s.io".to_string(),
+            "backendtlspolicies".to_string(),
+            "v1".to_string(),
+        );
+        if let Some(schema) = out.get_mut(&key) {
+            schema["properties"]["spec"]["properties"]["validation"]["properties"]["clusterTrustBundleRef"] =
+                serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
         }
         out
     })
