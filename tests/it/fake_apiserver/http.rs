@@ -28,6 +28,8 @@ pub(crate) struct Target {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub status: bool,
+    /// `fieldValidation` as the request asks.
+    pub fields: super::schema::Fields,
 }
 
 fn parse_path(path: &str) -> Option<Target> {
@@ -48,6 +50,7 @@ fn parse_path(path: &str) -> Option<Target> {
         namespace,
         name: rest.get(1).map(|s| s.to_string()),
         status: rest.get(2) == Some(&"status"),
+        fields: super::schema::Fields::Prune,
     })
 }
 
@@ -57,14 +60,15 @@ pub(crate) fn status(code: u16, reason: &str, message: String) -> Response {
     (StatusCode::from_u16(code).unwrap(), axum::Json(body)).into_response()
 }
 
-/// Who sent a request: the `x-client` header, else the bearer token.
+/// Who sent a request: the `x-client` header, else the bearer token; kubectl, which sends no token over
+/// plain HTTP, is the cluster admin ([`super::rbac::ADMIN`]).
 fn client_of(headers: &HeaderMap) -> String {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if let Some(token) = header("authorization").strip_prefix("Bearer ") {
+        return token.to_string();
+    }
     match header("x-client") {
-        "" => header("authorization")
-            .strip_prefix("Bearer ")
-            .unwrap_or_default()
-            .to_string(),
+        "" if header("user-agent").starts_with("kubectl/") => super::rbac::ADMIN.to_string(),
         c => c.to_string(),
     }
 }
@@ -120,9 +124,18 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
         client: client_of(&headers),
         at: std::time::Instant::now(),
     });
-    let Some(t) = parse_path(uri.path()) else {
+    if method == Method::GET {
+        let uninstalled = shared.inner.lock().unwrap().uninstalled.clone();
+        if let Some(document) = super::resources::discovery(uri.path(), &uninstalled) {
+            return document;
+        }
+    }
+    let Some(mut t) = parse_path(uri.path()) else {
         return status(404, "NotFound", format!("no route {}", uri.path()));
     };
+    if query.get("fieldValidation").map(String::as_str) == Some("Strict") {
+        t.fields = super::schema::Fields::Strict;
+    }
     let served = super::RESOURCES
         .iter()
         .find(|r| r.0 == t.group && r.1 == t.plural && r.4.contains(&t.version.as_str()));

@@ -17,6 +17,7 @@
 pub mod faults;
 mod http;
 pub mod rbac;
+mod resources;
 mod schema;
 mod writes;
 
@@ -28,56 +29,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot, watch};
 use tokio::task::JoinHandle;
 
-/// (group, plural, kind, namespaced, versions served).
-pub const RESOURCES: &[(&str, &str, &str, bool, &[&str])] = &[
-    ("", "services", "Service", true, &["v1"]),
-    ("", "secrets", "Secret", true, &["v1"]),
-    ("", "configmaps", "ConfigMap", true, &["v1"]),
-    ("", "namespaces", "Namespace", false, &["v1"]),
-    ("", "pods", "Pod", true, &["v1"]),
-    ("discovery.k8s.io", "endpointslices", "EndpointSlice", true, &["v1"]),
-    (
-        "certificates.k8s.io",
-        "clustertrustbundles",
-        "ClusterTrustBundle",
-        false,
-        &["v1beta1"],
-    ),
-    ("coordination.k8s.io", "leases", "Lease", true, &["v1"]),
-    (
-        "gateway.networking.k8s.io",
-        "gatewayclasses",
-        "GatewayClass",
-        false,
-        &["v1"],
-    ),
-    ("gateway.networking.k8s.io", "gateways", "Gateway", true, &["v1"]),
-    ("gateway.networking.k8s.io", "httproutes", "HTTPRoute", true, &["v1"]),
-    ("gateway.networking.k8s.io", "grpcroutes", "GRPCRoute", true, &["v1"]),
-    (
-        "gateway.networking.k8s.io",
-        "referencegrants",
-        "ReferenceGrant",
-        true,
-        &["v1", "v1beta1"],
-    ),
-    (
-        "gateway.networking.k8s.io",
-        "backendtlspolicies",
-        "BackendTLSPolicy",
-        true,
-        &["v1"],
-    ),
-    ("gateway.networking.k8s.io", "backends", "Backend", true, &["v1alpha1"]),
-    (
-        "gateway.networking.x-k8s.io",
-        "xbackends",
-        "XBackend",
-        true,
-        &["v1alpha1"],
-    ),
-    ("gateway.envoyproxy.io", "backends", "Backend", true, &["v1alpha1"]),
-];
+pub use resources::RESOURCES;
 
 /// One event in the store's history.
 #[derive(Debug, Clone)]
@@ -278,7 +230,7 @@ impl FakeApiServer {
             .next()
             .unwrap_or_default()
             .to_string();
-        if let Err(e) = schema::object(&group, &plural, &version, &mut obj) {
+        if let Err(e) = schema::object(&group, &plural, &version, &mut obj, schema::Fields::Prune) {
             return Err(format!(
                 "{kind} {name:?} is invalid, and an API server would refuse it: {e}",
                 name = key.3

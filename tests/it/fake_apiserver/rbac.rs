@@ -4,8 +4,8 @@
 //! without them; any other refusal is pier calling something the manifests do not grant, and
 //! [`FakeApiServer::shutdown`](super::FakeApiServer::shutdown) fails the test for it.
 //!
-//! Requests from the client named [`ADMIN`] (kubectl in the tests) are a cluster admin's and never
-//! checked. Aggregated roles, resourceNames and non-resource URLs are not modelled: pier's manifests use
+//! Requests from the client named [`ADMIN`] (kubectl, recognised by its user agent since it sends no
+//! token over plain HTTP) are a cluster admin's and never checked. Aggregated roles, resourceNames and non-resource URLs are not modelled: pier's manifests use
 //! none of them.
 
 use std::collections::BTreeSet;
@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use serde_json::Value;
 
-/// The client (`x-client` header, or bearer token) RBAC does not apply to.
+/// The client RBAC does not apply to.
 pub const ADMIN: &str = "admin";
 
 /// A grant: (API group, resource or `resource/subresource`, verb).

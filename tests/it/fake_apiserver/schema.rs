@@ -61,9 +61,34 @@ fn schemas() -> &'static BTreeMap<(String, String, String), Value> {
     })
 }
 
+/// What happens to a field the schema lacks: dropped silently (the API server's default for CRDs), or
+/// the request refused (`fieldValidation=Strict`, what kubectl asks for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fields {
+    Prune,
+    Strict,
+}
+
+/// What a check found: invalid values, and fields the schema lacks (already pruned).
+#[derive(Default)]
+struct Found {
+    errors: Vec<String>,
+    unknown: Vec<String>,
+}
+
+impl Found {
+    fn verdict(self, fields: Fields) -> Result<(), String> {
+        if fields == Fields::Strict && !self.unknown.is_empty() {
+            let unknown: Vec<String> = self.unknown.iter().map(|u| format!("unknown field \"{u}\"")).collect();
+            return Err(format!("strict decoding error: {}", unknown.join(", ")));
+        }
+        self.errors.first().map_or(Ok(()), |e| Err(e.clone()))
+    }
+}
+
 /// Prunes `status` to the kind's status schema; `Err` names a required field it lacks. Kinds without a
 /// schema here (core kinds, Leases) are left as they are.
-pub fn status(group: &str, plural: &str, version: &str, status: &mut Value) -> Result<(), String> {
+pub fn status(group: &str, plural: &str, version: &str, status: &mut Value, fields: Fields) -> Result<(), String> {
     let Some(schema) = schemas().get(&(group.to_string(), plural.to_string(), version.to_string())) else {
         return Ok(());
     };
@@ -71,31 +96,59 @@ pub fn status(group: &str, plural: &str, version: &str, status: &mut Value) -> R
     if status_schema.is_null() || status.is_null() {
         return Ok(());
     }
-    let mut errors = Vec::new();
-    prune(status, status_schema, "status", &mut errors);
-    match errors.first() {
-        Some(e) => Err(e.clone()),
-        None => Ok(()),
-    }
+    let mut found = Found::default();
+    prune(status, status_schema, "status", &mut found);
+    found.verdict(fields)
 }
 
 /// Prunes a whole object as a create or update would: a custom resource to its schema (metadata is the
 /// API server's own), a core kind through its type. `Err` says what is invalid.
-pub fn object(group: &str, plural: &str, version: &str, obj: &mut Value) -> Result<(), String> {
+pub fn object(group: &str, plural: &str, version: &str, obj: &mut Value, fields: Fields) -> Result<(), String> {
+    let mut found = Found::default();
     if let Some(schema) = schemas().get(&(group.to_string(), plural.to_string(), version.to_string())) {
-        let mut errors = Vec::new();
         if let Value::Object(map) = obj {
             let props = properties(schema).unwrap_or_default();
-            map.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata") || props.contains_key(k));
+            map.retain(|k, _| {
+                let known = matches!(k.as_str(), "apiVersion" | "kind" | "metadata") || props.contains_key(k);
+                if !known {
+                    found.unknown.push(k.clone());
+                }
+                known
+            });
             for (k, v) in map.iter_mut().filter(|(k, _)| k.as_str() != "metadata") {
                 if let Some(s) = props.get(k) {
-                    prune(v, s, k, &mut errors);
+                    prune(v, s, k, &mut found);
                 }
             }
         }
-        return errors.first().map_or(Ok(()), |e| Err(e.clone()));
+    } else {
+        let before = obj.clone();
+        core(plural, obj).map_err(|e| format!("decoding: {e}"))?;
+        dropped(&before, obj, "", &mut found.unknown);
     }
-    core(plural, obj)
+    found.verdict(fields)
+}
+
+/// Keys of `before` that `after` lacks (null values aside): what a typed decode dropped.
+fn dropped(before: &Value, after: &Value, at: &str, out: &mut Vec<String>) {
+    match (before, after) {
+        (Value::Object(b), Value::Object(a)) => {
+            for (k, v) in b {
+                let path = if at.is_empty() { k.clone() } else { format!("{at}.{k}") };
+                match a.get(k) {
+                    None if !v.is_null() => out.push(path),
+                    Some(av) => dropped(v, av, &path, out),
+                    None => {}
+                }
+            }
+        }
+        (Value::Array(b), Value::Array(a)) => {
+            for (i, (bv, av)) in b.iter().zip(a).enumerate() {
+                dropped(bv, av, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// A core kind decoded into its k8s-openapi type and encoded again.
@@ -139,20 +192,26 @@ fn properties(schema: &Value) -> Option<serde_json::Map<String, Value>> {
     out
 }
 
-fn prune(value: &mut Value, schema: &Value, at: &str, errors: &mut Vec<String>) {
+fn prune(value: &mut Value, schema: &Value, at: &str, found: &mut Found) {
     if schema["x-kubernetes-preserve-unknown-fields"] == Value::Bool(true) {
         return;
     }
     match value {
         Value::Object(map) => {
             if let Some(props) = properties(schema) {
-                map.retain(|k, _| props.contains_key(k));
+                map.retain(|k, _| {
+                    let known = props.contains_key(k);
+                    if !known {
+                        found.unknown.push(format!("{at}.{k}"));
+                    }
+                    known
+                });
                 for (k, v) in map.iter_mut() {
-                    prune(v, &props[k], &format!("{at}.{k}"), errors);
+                    prune(v, &props[k], &format!("{at}.{k}"), found);
                 }
             } else if schema["additionalProperties"].is_object() {
                 for (k, v) in map.iter_mut() {
-                    prune(v, &schema["additionalProperties"], &format!("{at}.{k}"), errors);
+                    prune(v, &schema["additionalProperties"], &format!("{at}.{k}"), found);
                 }
             }
             for r in schema["required"]
@@ -162,13 +221,13 @@ fn prune(value: &mut Value, schema: &Value, at: &str, errors: &mut Vec<String>) 
                 .filter_map(Value::as_str)
             {
                 if !map.contains_key(r) {
-                    errors.push(format!("{at}.{r}: Required value"));
+                    found.errors.push(format!("{at}.{r}: Required value"));
                 }
             }
         }
         Value::Array(items) if schema["items"].is_object() => {
             for (i, item) in items.iter_mut().enumerate() {
-                prune(item, &schema["items"], &format!("{at}[{i}]"), errors);
+                prune(item, &schema["items"], &format!("{at}[{i}]"), found);
             }
         }
         _ => {}
@@ -185,14 +244,28 @@ mod tests {
         let gw = json!({"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "default", "name": "gw"});
         let entry = |r: &str| json!({"controllerName": "pier.dev/gateway-controller", r: gw, "conditions": []});
         let mut v17 = json!({"ancestors": [entry("ancestorRef")], "unknown": 1});
-        status("gateway.networking.x-k8s.io", "xbackends", "v1alpha1", &mut v17).unwrap();
+        status(
+            "gateway.networking.x-k8s.io",
+            "xbackends",
+            "v1alpha1",
+            &mut v17,
+            Fields::Prune,
+        )
+        .unwrap();
         assert_eq!(
             v17,
             json!({"ancestors": [entry("ancestorRef")]}),
             "pruned to the schema"
         );
         let mut half = json!({"parents": [entry("ancestorRef")]});
-        let e = status("gateway.networking.x-k8s.io", "xbackends", "v1alpha1", &mut half).unwrap_err();
+        let e = status(
+            "gateway.networking.x-k8s.io",
+            "xbackends",
+            "v1alpha1",
+            &mut half,
+            Fields::Prune,
+        )
+        .unwrap_err();
         assert_eq!(e, "status.parents[0].parentRef: Required value");
     }
 }

@@ -41,7 +41,7 @@ fn insert(shared: &Shared, t: &Target, api_version: &str, ns: &str, mut obj: Val
     obj["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
     obj["metadata"]["uid"] = json!(format!("uid-{}", inner.rv + 1));
     let mut obj = with_version(obj, api_version);
-    if let Err(e) = super::schema::object(&t.group, &t.plural, &t.version, &mut obj) {
+    if let Err(e) = super::schema::object(&t.group, &t.plural, &t.version, &mut obj, t.fields) {
         return invalid(t, &name, e);
     }
     inner.store(key.clone(), obj, "ADDED", &shared.events);
@@ -82,7 +82,7 @@ pub(crate) fn replace_status(
         );
     }
     current["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
-    if let Err(e) = super::schema::status(&t.group, &t.plural, &t.version, &mut current["status"]) {
+    if let Err(e) = super::schema::status(&t.group, &t.plural, &t.version, &mut current["status"], t.fields) {
         return invalid(t, name, e);
     }
     inner.store(key.clone(), current, "MODIFIED", &shared.events);
@@ -145,7 +145,7 @@ pub(crate) fn patch(
     }
     if t.status {
         merge_patch(&mut current["status"], patch.get("status").unwrap_or(&Value::Null));
-        if let Err(e) = super::schema::status(&t.group, &t.plural, &t.version, &mut current["status"]) {
+        if let Err(e) = super::schema::status(&t.group, &t.plural, &t.version, &mut current["status"], t.fields) {
             return invalid(t, name, e);
         }
     } else {
@@ -158,7 +158,7 @@ pub(crate) fn patch(
             m.remove("status");
         }
         merge_patch(&mut current, &p);
-        if let Err(e) = super::schema::object(&t.group, &t.plural, &t.version, &mut current) {
+        if let Err(e) = super::schema::object(&t.group, &t.plural, &t.version, &mut current, t.fields) {
             return invalid(t, name, e);
         }
         bump_generation(&before, &mut current);

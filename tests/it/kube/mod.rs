@@ -5,6 +5,7 @@
 mod degrade;
 mod equivalence;
 mod faults;
+mod kubectl;
 mod leader_kill;
 mod manifests;
 mod memory;
