@@ -92,15 +92,16 @@ pub fn mark(model: &mut Model, parts: &[Partition]) {
     }
 }
 
-/// `(kind, reason)` of every kind that is not available now: unreadable (as [`mark`] says), or not
-/// listed yet. For `/readyz`, the metric and the log.
+/// `(kind, reason)` of every kind that is not available now: unreadable (as [`mark`] says), not served
+/// (its CRD is not installed), failing, or not listed yet. For `/readyz`, the metric and the log.
 pub fn report(parts: &[Partition]) -> Vec<(String, String)> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in parts {
         let why = match p.sync {
             Sync::Unavailable => p.unavailable.clone().unwrap_or_default(),
             Sync::Pending => p.unavailable.clone().unwrap_or_else(|| "not listed yet".to_string()),
-            Sync::Synced | Sync::Missing => continue,
+            Sync::Missing => format!("not served: {}", p.kind.missing_hint()),
+            Sync::Synced => continue,
         };
         let covered = parts
             .iter()

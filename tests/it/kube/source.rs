@@ -240,6 +240,12 @@ async fn missing_crd_is_reported_and_watched_for() {
     let status = pier.get("/debug/status").await.1;
     let warnings = status["source_warnings"].to_string();
     assert!(warnings.contains("XBackend") && warnings.contains("CRD"), "{warnings}");
+    let (code, ready) = pier.get("/readyz").await;
+    let kinds = ready["unavailable_kinds"].to_string();
+    assert!(
+        code == 200 && kinds.contains("XBackend") && kinds.contains("not served"),
+        "/readyz names the kind not served: {ready}"
+    );
 
     api.install("xbackends.gateway.networking.x-k8s.io");
     api.apply_yaml(
