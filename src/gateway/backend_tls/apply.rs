@@ -18,8 +18,8 @@ pub enum Applied {
 }
 
 /// Applies the BackendTLSPolicy governing `key` of `kind` to its resolved target `t`. An `Err` is the
-/// route's problem: the target is named by a policy that may not target it, so no TLS can be applied
-/// and the share answers 500 rather than go out in plaintext.
+/// route's problem: the target is an XBackend or GEP Backend without TLS of its own that a policy (which
+/// may not target it) asks TLS for, so the share answers 500 rather than go out in plaintext.
 pub fn to_backend(
     policies: &PolicyIndex,
     kind: BackendKind,
@@ -31,10 +31,16 @@ pub fn to_backend(
         return Ok(Applied::Serve);
     };
     if kind != BackendKind::EgBackend {
+        // The GEP gives XBackends and GEP Backends TLS of their own and forbids policies on them: the
+        // policy is refused in its own status. A Backend with `spec.tls` keeps it; one without is the
+        // case where the policy's author clearly wanted TLS, so its share fails closed.
+        if t.cluster.tls.is_some() {
+            return Ok(Applied::Serve);
+        }
         return Err(Problem::refs(
             RouteReason::InvalidBackend,
             format!(
-                "{} {key}: BackendTLSPolicy {policy} targets it, which the Backend GEP forbids, so its TLS cannot be applied; this share answers 500 rather than go out without it (move the TLS settings to the Backend's spec.tls and remove the policy's targetRef)",
+                "{} {key} has no spec.tls, and BackendTLSPolicy {policy} targets it asking for TLS, which the Backend GEP does not allow; this share answers 500 rather than go out in plaintext (move the TLS settings to the Backend's spec.tls and remove the policy's targetRef)",
                 crate::gateway::backends::kind_name(kind)
             ),
         ));

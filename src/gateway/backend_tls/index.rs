@@ -45,8 +45,9 @@ impl PartialOrd for Rank {
 
 /// One policy's verdict (without `conflicted_by`, which only the index can say), its rank and the
 /// targets it contends for: every existing Service port (or whole Service) and Envoy Gateway Backend it
-/// targets, and the XBackends and GEP Backends it names (which it may not target: routes to them answer
-/// 500 rather than go out without the TLS the policy asks for).
+/// targets, and the XBackends and GEP Backends it names (which it may not target: those with TLS of
+/// their own keep it, routes to the others answer 500 rather than go out without the TLS the policy
+/// asks for).
 pub fn verdict(ctx: Ctx<'_>, key: &ObjectKey) -> Option<(PolicyVerdict, Rank, Vec<Target>)> {
     let policy = ctx.model.backend_tls_policies.get(key)?;
     let mut verdict = evaluate(ctx, key, policy);
@@ -121,7 +122,7 @@ pub fn verdict(ctx: Ctx<'_>, key: &ObjectKey) -> Option<(PolicyVerdict, Rank, Ve
                 verdict.target_problems.push(Problem::accepted(
                     Reason::Invalid,
                     format!(
-                        "{field}: a BackendTLSPolicy cannot target {} {kind} ({group}); set spec.tls on the Backend itself (until then its share of traffic answers 500)",
+                        "{field}: a BackendTLSPolicy cannot target {} {kind} ({group}), whose TLS is its own spec.tls; the policy is not applied to it. Served with its own spec.tls if it has one, else its share of traffic answers 500 rather than go out without the TLS this policy asks for",
                         article(kind)
                     ),
                 ));

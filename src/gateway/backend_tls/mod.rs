@@ -11,8 +11,9 @@
 //! users' manifests rely on it), whole only: its endpoints have no names, so a `sectionName` on it, like
 //! one naming no port of a Service, does not exist and does not attach (`TargetNotFound`); routes to
 //! that target say so. XBackends and GEP Backends may not be targeted (the GEP gives them inline TLS):
-//! such a policy is `Invalid`, and since pier cannot apply the TLS it asks for, routes to the Backend it
-//! names answer 500 for that share — never plaintext.
+//! such a policy is `Invalid` and never applied. A Backend with `spec.tls` is served with its own TLS;
+//! one without is where the policy's author clearly wanted TLS, so routes to it answer 500 for that
+//! share — never plaintext.
 
 use std::collections::{BTreeMap, BTreeSet};
 
