@@ -40,6 +40,12 @@ pub struct XBackendSpec {
     pub protocol: Option<BackendProtocol>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<BackendTls>,
+    /// Session persistence for routes to this Backend (type `EndpointSelector` only; v1.7, #5298).
+    /// Where upstream finally puts it is not settled in the sources pier was built from: top level (as
+    /// here) or under `endpointSelector`; both are read, and a rule's own setting wins.
+    // Boxed: rarely set, and it would double the size of every spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_persistence: Option<Box<super::session::SessionPersistence>>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, JsonSchema, PartialEq, Eq)]
@@ -82,6 +88,10 @@ pub struct EndpointSelector {
     pub selector_ref: Option<SelectorRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
+    /// Session persistence nested here, as #5298 proposed (see `XBackendSpec::session_persistence`).
+    // Boxed: rarely set, and it would double the size of every spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_persistence: Option<Box<super::session::SessionPersistence>>,
 }
 
 /// Reference to the object whose endpoints back this Backend. Only core `Service` is supported.

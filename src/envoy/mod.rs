@@ -126,7 +126,7 @@ fn u32_value(value: u32) -> protobuf::UInt32Value {
 }
 
 /// A typed extension config, the shape of every pluggable Envoy component.
-fn typed_extension<M: prost::Message + prost::Name>(name: &str, config: M) -> core::TypedExtensionConfig {
+pub(crate) fn typed_extension<M: prost::Message + prost::Name>(name: &str, config: M) -> core::TypedExtensionConfig {
     core::TypedExtensionConfig {
         name: name.to_string(),
         typed_config: Some(envoy_types::util::pack_any(config)),

@@ -18,11 +18,15 @@ pub use envoy_types::pb::envoy::extensions::filters::http::cors::v3 as cors_filt
 pub use envoy_types::pb::envoy::extensions::filters::http::dynamic_forward_proxy::v3 as dfp_filter;
 pub use envoy_types::pb::envoy::extensions::filters::http::rbac::v3 as rbac_filter;
 pub use envoy_types::pb::envoy::extensions::filters::http::router::v3 as router;
+pub use envoy_types::pb::envoy::extensions::filters::http::stateful_session::v3 as stateful_session;
 pub use envoy_types::pb::envoy::extensions::filters::listener::tls_inspector::v3 as tls_inspector;
 pub use envoy_types::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
+pub use envoy_types::pb::envoy::extensions::http::stateful_session::cookie::v3 as session_cookie;
+pub use envoy_types::pb::envoy::extensions::http::stateful_session::header::v3 as session_header;
 pub use envoy_types::pb::envoy::extensions::network::dns_resolver::cares::v3 as cares;
 pub use envoy_types::pb::envoy::extensions::transport_sockets::tls::v3 as tls;
 pub use envoy_types::pb::envoy::extensions::upstreams::http::v3 as upstream_http;
+pub use envoy_types::pb::envoy::r#type::http::v3 as http_types;
 pub use envoy_types::pb::envoy::r#type::matcher::v3 as matcher;
 pub use envoy_types::pb::envoy::r#type::v3 as types;
 pub use envoy_types::pb::google::protobuf;
@@ -38,6 +42,10 @@ pub mod ext {
     pub const CORS_FILTER: &str = "envoy.filters.http.cors";
     /// Also the key of the per-route RBAC config (`Route.typed_per_filter_config`).
     pub const RBAC_FILTER: &str = "envoy.filters.http.rbac";
+    /// Also the key of the per-route session config (`Route.typed_per_filter_config`).
+    pub const STATEFUL_SESSION_FILTER: &str = "envoy.filters.http.stateful_session";
+    pub const SESSION_COOKIE: &str = "envoy.http.stateful_session.cookie";
+    pub const SESSION_HEADER: &str = "envoy.http.stateful_session.header";
     pub const DFP_CLUSTER: &str = "envoy.clusters.dynamic_forward_proxy";
     pub const DNS_CLUSTER: &str = "envoy.clusters.dns";
     pub const AGGREGATE_CLUSTER: &str = "envoy.clusters.aggregate";

@@ -9,7 +9,7 @@ mod filters;
 mod matching;
 mod policy;
 
-use super::features::{Used, authority_guard, cors, dfp};
+use super::features::{Used, authority_guard, cors, dfp, session};
 use super::items::ClusterLookup;
 use super::pb::{ext, protobuf, route};
 use crate::ir;
@@ -97,16 +97,22 @@ pub(super) fn route_entry(r: &ir::Route, clusters: &dyn ClusterLookup, at: Liste
     let guard = authority_guard::per_route(&action, clusters)
         .map(|g| (ext::RBAC_FILTER.to_string(), envoy_types::util::pack_any(g)));
     let cors = r.filters.cors.as_ref().map(cors::per_route);
+    // Only a forwarded request has an endpoint to keep.
+    let session = match &action {
+        route::route::Action::Route(_) => r.filters.session.as_ref().map(session::per_route),
+        _ => None,
+    };
     let used = Used {
         cors: cors.is_some(),
         authority_guard: guard.is_some(),
+        session: session.is_some(),
         dfp: dfp::reached(action_clusters(&action), clusters),
     };
     let mut out = route::Route {
         name: r.name.clone(),
         r#match: Some(matching::route_match(r)),
         action: Some(action),
-        typed_per_filter_config: guard.into_iter().chain(cors).collect(),
+        typed_per_filter_config: guard.into_iter().chain(cors).chain(session).collect(),
         metadata: policy::rule_metadata(&r.filters),
         ..Default::default()
     };

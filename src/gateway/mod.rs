@@ -32,6 +32,7 @@ pub mod refs;
 pub mod routes;
 pub mod rules;
 pub mod selector;
+pub mod session;
 pub mod spec;
 pub mod status;
 pub mod tls;

@@ -93,6 +93,16 @@ pub(super) fn rules(
             }
         }
         let resolved = rule_backends(rule, &filters, backends, sides, &mut out, &mut reached);
+        match rule_session(route, ri, rule, &resolved) {
+            Ok(settled) => {
+                filters.session = settled.session;
+                out.notes.extend(settled.notes);
+            }
+            Err(why) => {
+                out.dropped.push(format!("Dropped Rule {ri}: {why}"));
+                continue;
+            }
+        }
         if resolved
             .iter()
             .any(|(t, _, _)| t.as_ref().is_some_and(|t| t.long_lived))
@@ -165,6 +175,38 @@ fn rule_backends(
         resolved.push((target, weight, own));
     }
     resolved
+}
+
+/// The rule's session persistence: its own (judged; a cookie without a name gets one minted for the
+/// rule) against its Backends' (`gateway::session::settle`). A redirect or failing rule forwards
+/// nothing and keeps none.
+fn rule_session(
+    route: &spec::RouteSpec,
+    ri: usize,
+    rule: &spec::Rule,
+    resolved: &[(Option<Target>, u32, ir::BackendFilters)],
+) -> Result<super::session::Settled, String> {
+    if resolved.is_empty() {
+        return Ok(Default::default());
+    }
+    let own = match &rule.session_persistence {
+        Some(sp) => {
+            let kind = route.kind.name().to_ascii_lowercase();
+            let owner = format!("{kind}/{}/{}/rule/{ri}", route.key.namespace, route.key.name);
+            let field = format!("spec.rules[{ri}].sessionPersistence");
+            Some(super::session::judge(sp, &field, &ir::names::session_cookie(&owner))?)
+        }
+        None => None,
+    };
+    let shares: Vec<super::session::Share<'_>> = resolved
+        .iter()
+        .map(|(t, weight, _)| super::session::Share {
+            origin: t.as_ref().map(|t| &t.cluster.origin),
+            session: t.as_ref().and_then(|t| t.session.as_ref()),
+            weight: *weight,
+        })
+        .collect();
+    super::session::settle(own, &shares)
 }
 
 /// A reference as written, with Gateway API's defaults (core Service, the route's namespace).

@@ -20,6 +20,22 @@ pub struct RouteFilters {
     pub retry: Option<Retry>,
     /// The rule's `name`, so an Envoy route can be traced back to the rule that made it.
     pub rule_name: Option<String>,
+    /// Session persistence (GEP-1619): the rule's own, else its one Backend's.
+    pub session: Option<Session>,
+}
+
+/// How a client is kept on the endpoint its session started on. A session whose endpoint is gone moves
+/// to another and gets a new token (Envoy's non-strict mode), as GEP-1619 asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Session {
+    /// A cookie the proxy sets; `ttl_seconds` makes it permanent (`Max-Age`), `None` a session cookie.
+    Cookie {
+        name: String,
+        path: String,
+        ttl_seconds: Option<u64>,
+    },
+    /// A response header the client must send back.
+    Header { name: String },
 }
 
 /// One `RequestMirror`: a resolved cluster and the share of requests copied to it.

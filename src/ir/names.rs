@@ -150,6 +150,15 @@ pub fn virtual_host(gateway_listener: &str, hostname: &str) -> String {
     bounded(format!("{gateway_listener}/{hostname}"))
 }
 
+/// The session cookie of an owner that names none (GEP-1619: a unique name SHOULD be generated): a
+/// rule (`httproute/ns/name/rule/0`) or a Backend (`xbackend/ns/name`). A cookie name is a token, so the
+/// owner is hashed rather than spelled: `pier-session-` and 16 hex digits, stable for its owner.
+pub fn session_cookie(owner: &str) -> String {
+    let digest = Sha256::digest(owner.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("pier-session-{hex}")
+}
+
 /// One route entry: a (route, rule, match) triple.
 pub fn route(route_kind: &str, namespace: &str, name: &str, rule: usize, match_index: usize) -> String {
     bounded(format!(

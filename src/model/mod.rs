@@ -34,9 +34,11 @@ pub struct RuleExtras {
     pub retry: Option<HttpRouteRetry>,
     /// Unknown filter types, rule filters first, then backendRef filters (`ExternalAuth on backendRefs[1]`).
     pub unknown_filters: Vec<String>,
-    /// Experimental rule fields pier does not serve (`sessionPersistence`): the rule is refused rather
-    /// than served without them.
+    /// Experimental rule fields pier does not serve: the rule is refused rather than served without
+    /// them.
     pub unsupported_fields: Vec<String>,
+    /// The rule's `sessionPersistence` (GEP-1619).
+    pub session_persistence: Option<crate::api::session::SessionPersistence>,
 }
 
 /// Gateway API `HTTPRouteRetry` (experimental channel, GEP-1731); the `gateway-api` crate has it only
@@ -51,9 +53,12 @@ pub struct HttpRouteRetry {
 
 impl HttpRouteExtras {
     pub fn is_empty(&self) -> bool {
-        self.rules
-            .iter()
-            .all(|r| r.retry.is_none() && r.unknown_filters.is_empty() && r.unsupported_fields.is_empty())
+        self.rules.iter().all(|r| {
+            r.retry.is_none()
+                && r.unknown_filters.is_empty()
+                && r.unsupported_fields.is_empty()
+                && r.session_persistence.is_none()
+        })
     }
 }
 

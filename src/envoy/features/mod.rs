@@ -1,8 +1,8 @@
 //! HTTP features that live in two places at once: a filter in the connection manager's chain and
 //! per-route configuration (`Route.typed_per_filter_config`, or a cluster the route reaches). Each feature
 //! has one file owning both halves — [`cors`], [`authority_guard`] (RBAC on the authority of requests to a
-//! dynamic forward proxy) and [`dfp`] (the dynamic forward proxy's DNS cache) — the shape of Envoy
-//! Gateway's `httpfilters.go` plus one file per filter.
+//! dynamic forward proxy), [`dfp`] (the dynamic forward proxy's DNS cache) and [`session`] (session
+//! persistence) — the shape of Envoy Gateway's `httpfilters.go` plus one file per filter.
 //!
 //! The route builder reports what each route used as a [`Used`]; the listener builder asks
 //! [`http_filters`] for the chain those facts call for. No one reads the built protos back to find out.
@@ -13,6 +13,7 @@
 pub(super) mod authority_guard;
 pub(super) mod cors;
 pub(super) mod dfp;
+pub(super) mod session;
 
 use super::pb::{dfp_common, ext, hcm, router};
 
@@ -23,6 +24,8 @@ pub struct Used {
     pub cors: bool,
     /// A route carries the authority guard.
     pub authority_guard: bool,
+    /// A route keeps sessions (GEP-1619).
+    pub session: bool,
     /// A route reaches a dynamic-forward-proxy cluster; the DNS cache of the first one (in configuration
     /// order) is the one the filter fills.
     pub dfp: Option<dfp_common::DnsCacheConfig>,
@@ -33,6 +36,7 @@ impl Used {
     pub fn merge(&mut self, other: Used) {
         self.cors |= other.cors;
         self.authority_guard |= other.authority_guard;
+        self.session |= other.session;
         if self.dfp.is_none() {
             self.dfp = other.dfp;
         }
@@ -44,6 +48,8 @@ impl Used {
 ///   whatever later filters decide;
 /// - the authority guard (RBAC) before the dynamic forward proxy, so a refused name is never resolved;
 /// - the dynamic forward proxy, which resolves the request's host into the cache its cluster reads;
+/// - the stateful session, which reads the session's endpoint for the router's load balancer and
+///   writes the token into the answer;
 /// - the router, always last.
 pub(super) fn http_filters(used: &Used) -> Vec<hcm::HttpFilter> {
     let mut filters = Vec::new();
@@ -55,6 +61,9 @@ pub(super) fn http_filters(used: &Used) -> Vec<hcm::HttpFilter> {
     }
     if let Some(cache) = &used.dfp {
         filters.push(dfp::http_filter(cache.clone()));
+    }
+    if used.session {
+        filters.push(session::http_filter());
     }
     filters.push(http_filter(ext::ROUTER, router::Router::default()));
     filters

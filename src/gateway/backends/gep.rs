@@ -59,8 +59,16 @@ fn usable(
         endpoint_selector,
         protocol,
         tls,
+        session_persistence,
     } = spec;
     let (port, v17) = port_of(port)?;
+    let session = session_of(
+        owner_kind,
+        key,
+        *type_,
+        session_persistence.as_deref(),
+        endpoint_selector.as_ref().and_then(|s| s.session_persistence.as_deref()),
+    )?;
     validation_rules(*protocol, tls.as_ref(), v17)?;
     let tls = tls.as_ref().filter(|t| t.mode != BackendTlsMode::None);
     let mcp = *protocol == Some(BackendProtocol::Mcp);
@@ -89,6 +97,7 @@ fn usable(
     };
     let mut choice = PortChoice::plain(port, discovery, protocol, tcp);
     choice.long_lived = mcp;
+    choice.session = session;
     if let Some(t) = tls {
         let owner = (owner_kind, key.namespace.as_str(), key.name.as_str());
         let hostname = external_hostname.as_ref().map(|e| e.hostname.as_str());
@@ -98,6 +107,38 @@ fn usable(
     }
     usable.choices.push(choice);
     Ok(usable)
+}
+
+/// The Backend's `sessionPersistence`, at the top of its spec or under `endpointSelector` (upstream's
+/// final place is not settled: `crate::api::xbackend`), for type `EndpointSelector` only, as upstream
+/// allows it.
+fn session_of(
+    owner_kind: &str,
+    key: &ObjectKey,
+    type_: BackendType,
+    top: Option<&crate::api::session::SessionPersistence>,
+    nested: Option<&crate::api::session::SessionPersistence>,
+) -> Result<Option<ir::Session>, BackendProblem> {
+    let (sp, field) = match (top, nested) {
+        (None, None) => return Ok(None),
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "spec.sessionPersistence: set it at the top of the spec or under endpointSelector, not both",
+            ));
+        }
+        (Some(sp), None) => (sp, "spec.sessionPersistence"),
+        (None, Some(sp)) => (sp, "spec.endpointSelector.sessionPersistence"),
+    };
+    if type_ != BackendType::EndpointSelector {
+        return Err(Problem::accepted(
+            BackendReason::UnsupportedValue,
+            format!("{field}: session persistence is defined for type EndpointSelector only"),
+        ));
+    }
+    let owner = format!("{owner_kind}/{}/{}", key.namespace, key.name);
+    crate::gateway::session::judge(sp, field, &ir::names::session_cookie(&owner))
+        .map(Some)
+        .map_err(|why| Problem::accepted(BackendReason::UnsupportedValue, why))
 }
 
 /// `ExternalHostname`: once the guardrails allow the name, Envoy resolves it (STRICT_DNS) or, with
@@ -133,6 +174,7 @@ fn selected(
         match_labels,
         selector_ref,
         selector,
+        session_persistence: _,
     } = sel;
     let labels = match (match_labels, selector_ref, selector) {
         (Some(m), None, None) => labels_of(m, "spec.endpointSelector.matchLabels")?,

@@ -145,6 +145,8 @@ pub struct PortChoice {
     pub tcp: bool,
     /// `protocol: MCP`: answers are event streams (SSE) that outlive Envoy's default 15 s route timeout.
     pub long_lived: bool,
+    /// The Backend's own session persistence (GEP-1619), judged.
+    pub session: Option<ir::Session>,
     /// Extra secrets this port needs (e.g. a BackendTLSPolicy CA for a Service port).
     pub secrets: SecretSet,
 }
@@ -160,6 +162,7 @@ impl PortChoice {
             gateway_client_cert: GatewayCert::No,
             tcp,
             long_lived: false,
+            session: None,
             secrets: SecretSet::new(),
         }
     }
@@ -177,6 +180,8 @@ pub struct Target {
     pub fallback: bool,
     /// The backend's answers are long-lived streams (MCP): the rule gets no default deadline.
     pub long_lived: bool,
+    /// The Backend's own session persistence, used by a rule that sets none and forwards to it alone.
+    pub session: Option<ir::Session>,
 }
 
 /// A backendRef as written in a route (defaults already applied by the caller).

@@ -307,6 +307,7 @@ pub(in crate::gateway) fn target(
         notes: Vec::new(),
         fallback: usable.fallback,
         long_lived: c.long_lived,
+        session: c.session.clone(),
     }
 }
 
@@ -327,5 +328,6 @@ pub fn aggregate(primary: &Target, members: Vec<String>) -> Target {
         notes: Vec::new(),
         fallback: false,
         long_lived: primary.long_lived,
+        session: primary.session.clone(),
     }
 }

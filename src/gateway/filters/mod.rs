@@ -65,6 +65,8 @@ pub struct RuleFilters {
     /// Why the rule must answer 500 instead (a filter that must not be skipped), with the condition
     /// reason to report it under.
     pub fail_closed: Option<(RouteReason, String)>,
+    /// Session persistence, once `gateway::rules` settled the rule's own against its Backend's.
+    pub session: Option<ir::Session>,
 }
 
 impl RuleFilters {
@@ -107,6 +109,7 @@ impl RuleFilters {
             timeouts: self.timeouts,
             retry: self.retry.clone(),
             rule_name: self.name.clone(),
+            session: self.session.clone(),
         };
         let redirect = self.redirect.as_ref().map(|(r, p)| ir::Redirect {
             path: p.as_ref().and_then(resolve),

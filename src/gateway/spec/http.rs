@@ -324,6 +324,7 @@ pub fn rule(r: &HttpRouteRules, extras: RuleExtras) -> Rule {
         retry,
         unknown_filters,
         unsupported_fields,
+        session_persistence,
     } = extras;
     Rule {
         name: name.clone(),
@@ -342,6 +343,7 @@ pub fn rule(r: &HttpRouteRules, extras: RuleExtras) -> Rule {
         retry,
         unknown_filters,
         unsupported_fields,
+        session_persistence,
         error: None,
     }
 }

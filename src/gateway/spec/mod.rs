@@ -133,6 +133,8 @@ pub struct Rule {
     pub unknown_filters: Vec<String>,
     /// Experimental rule fields pier does not serve: the rule is refused.
     pub unsupported_fields: Vec<String>,
+    /// `sessionPersistence` (GEP-1619), as written.
+    pub session_persistence: Option<crate::api::session::SessionPersistence>,
     /// Why the rule cannot be served, found while reading it (a GRPCRoute method match that has no
     /// path form).
     pub error: Option<String>,

@@ -233,10 +233,11 @@ fn backend(mut value: Value, at: &Location) -> Result<Backend, ParseError> {
 
 /// Deserializes `value` (found at `prefix` in the document) with the failing field's path in the error.
 /// Experimental HTTPRoute rule fields pier does not serve (the standard type would drop them silently).
-const UNSERVED_RULE_FIELDS: [&str; 1] = ["sessionPersistence"];
+const UNSERVED_RULE_FIELDS: [&str; 0] = [];
 
 /// Takes out of an HTTPRoute what its standard-channel type cannot hold (`model::HttpRouteExtras`):
-/// each rule's `retry`, and filters whose `type` that type does not know (removed from `value`).
+/// each rule's `retry` and `sessionPersistence`, and filters whose `type` that type does not know
+/// (removed from `value`).
 fn http_route_extras(value: &mut Value, at: &Location) -> Result<crate::model::HttpRouteExtras, ParseError> {
     const KNOWN: [&str; 7] = [
         "RequestHeaderModifier",
@@ -266,6 +267,10 @@ fn http_route_extras(value: &mut Value, at: &Location) -> Result<crate::model::H
         let mut extras = crate::model::RuleExtras::default();
         if let Some(retry) = rule.get("retry").filter(|r| !r.is_null()) {
             extras.retry = Some(typed(retry.clone(), at, &format!("spec.rules[{i}].retry"))?);
+        }
+        if let Some(sp) = rule.get("sessionPersistence").filter(|r| !r.is_null()) {
+            let field = format!("spec.rules[{i}].sessionPersistence");
+            extras.session_persistence = Some(typed(sp.clone(), at, &field)?);
         }
         unknown(rule.get_mut("filters"), "", &mut extras.unknown_filters);
         for field in UNSERVED_RULE_FIELDS {

@@ -368,7 +368,7 @@ fn merge_keys_and_field_paths_in_core_types() {
 }
 
 #[test]
-fn http_route_extras_keep_retry_and_set_aside_unknown_filters() {
+fn http_route_extras_keep_retry_and_sessions_and_set_aside_unknown_filters() {
     let text = r#"
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -407,15 +407,16 @@ spec:
         extras.rules[0].unknown_filters,
         vec!["ExternalAuth".to_string(), "FutureFilter on backendRefs[0]".to_string()]
     );
-    assert_eq!(
-        extras.rules[0].unsupported_fields,
-        vec!["sessionPersistence".to_string()]
-    );
+    let session = extras.rules[0].session_persistence.as_ref().unwrap();
+    assert_eq!(session.session_name.as_deref(), Some("s"));
     assert_eq!(extras.rules[1], crate::model::RuleExtras::default());
 
     let bad = text.replace("backoff: 100ms", "backof: 100ms");
     let err = parse("t.yaml", &bad).unwrap_err().to_string();
     assert!(err.contains("spec.rules[0].retry"), "{err}");
+    let bad = text.replace("sessionName: s", "sessionNam: s");
+    let err = parse("t.yaml", &bad).unwrap_err().to_string();
+    assert!(err.contains("spec.rules[0].sessionPersistence"), "{err}");
 }
 
 #[test]

@@ -16,6 +16,7 @@ pub struct Vhosts {
     extras: BTreeSet<Domain>,
     cors: usize,
     guard: usize,
+    session: usize,
     /// The DNS caches of the virtual hosts that reach a dynamic-forward-proxy cluster: the first, in
     /// configuration order, is the one the filter fills (`Used::merge`).
     dfp: BTreeMap<Domain, DnsCacheConfig>,
@@ -45,6 +46,7 @@ impl Vhosts {
         };
         step(&mut self.cors, used.cors);
         step(&mut self.guard, used.authority_guard);
+        step(&mut self.session, used.session);
         match (&used.dfp, add) {
             (Some(cache), true) => {
                 self.dfp.insert(domain.clone(), cache.clone());
@@ -75,6 +77,7 @@ impl Vhosts {
         Used {
             cors: self.cors > 0,
             authority_guard: self.guard > 0,
+            session: self.session > 0,
             dfp: self.dfp.values().next().cloned(),
         }
     }
