@@ -67,7 +67,9 @@ fn usable(
         key,
         *type_,
         session_persistence.as_deref(),
-        endpoint_selector.as_ref().and_then(|s| s.session_persistence.as_deref()),
+        endpoint_selector
+            .as_ref()
+            .and_then(|s| s.session_persistence.as_deref()),
     )?;
     validation_rules(*protocol, tls.as_ref(), v17)?;
     let tls = tls.as_ref().filter(|t| t.mode != BackendTlsMode::None);
