@@ -33,6 +33,8 @@ echo "== Envoy: ${ENVOY_BIN:-$(command -v envoy)}"
 source scripts/kubectl.sh
 ensure_kubectl
 echo "== kubectl: ${KUBECTL_BIN:-$(command -v kubectl)}"
+source scripts/python_deps.sh
+ensure_mcp_sdk
 
 # The compose test (tests/it/compose) puts pier's release binary in a container image. Built here, before
 # the tests start, so it does not compete with them for the CPU; the test skips where no Docker daemon

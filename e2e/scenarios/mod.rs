@@ -54,6 +54,7 @@ mod s20_mcp;
 mod s21_proxy_status;
 mod s22_cluster_trust_bundle;
 mod s23_no_op_pushes;
+mod s24_mcp_sdk;
 
 use crate::harness::PierOptions;
 
