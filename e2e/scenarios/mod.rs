@@ -55,6 +55,7 @@ mod s21_proxy_status;
 mod s22_cluster_trust_bundle;
 mod s23_no_op_pushes;
 mod s24_mcp_sdk;
+mod s25_session_persistence;
 
 use crate::harness::PierOptions;
 

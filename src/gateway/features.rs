@@ -8,7 +8,9 @@
 //! infrastructure), `GatewayListenerSet`, the TCP/TLS/UDP route kinds and mesh (not served),
 //! `HTTPRouteDestinationPortMatching` (no test), `GatewayFrontendClusterTrustBundle` (a Gateway's
 //! frontend validation takes ConfigMaps and Secrets only; `BackendTLSPolicyClusterTrustBundle`, the
-//! backend side, is claimed); of the Backend features, `BackendProtocolTCP` (pier serves HTTP only).
+//! backend side, is claimed); of the Backend features, `BackendProtocolTCP` (pier serves HTTP only) and
+//! `BackendSessionPersistenceSessionCookieAbsoluteTimeout` (a session cookie whose lifetime the proxy
+//! tracks: Envoy's only cookie expiry is `Max-Age`, which makes it permanent, so pier refuses it).
 
 /// Sorted, as the API requires.
 pub const SUPPORTED: &[&str] = &[
@@ -18,6 +20,9 @@ pub const SUPPORTED: &[&str] = &[
     "BackendProtocolHTTP2",
     "BackendProtocolMCP",
     "BackendProtocolWSS",
+    "BackendSessionPersistenceCookie",
+    "BackendSessionPersistenceCookiePath",
+    "BackendSessionPersistenceHeader",
     "BackendTLS",
     "BackendTLSPolicy",
     "BackendTLSPolicyClusterTrustBundle",
