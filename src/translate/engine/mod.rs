@@ -1,7 +1,7 @@
 //! The incremental translator: [`Engine::update`] takes the next model and redoes only the work whose
 //! inputs changed, keeping every Gateway's Envoy resources packed and versioned ([`out::GatewayOut`])
 //! and every status current. Its output equals [`translate`](super::translate) of the same model — the
-//! batch translation stays the specification, and a property test (`tests/it/engine.rs`) holds the two
+//! batch translation stays the specification, and a property test (`tests/golden/engine.rs`) holds the two
 //! to the same resources and statuses after every step of random edit sequences.
 //!
 //! # Design: an explicit memo and a dependency index of recorded reads
