@@ -16,6 +16,7 @@
 pub mod backend;
 pub mod draft;
 pub mod eg;
+pub mod grpc;
 pub mod session;
 pub mod validation;
 pub mod xbackend;

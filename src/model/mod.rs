@@ -10,13 +10,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use gateway_api::apis::standard::{
-    gatewayclasses::GatewayClass, gateways::Gateway, grpcroutes::GrpcRoute, httproutes::HttpRoute,
-    referencegrants::ReferenceGrant,
+    gatewayclasses::GatewayClass, gateways::Gateway, httproutes::HttpRoute, referencegrants::ReferenceGrant,
 };
 use k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
+/// pier's GRPCRoute: the standard type with the rule fields it lacks (`api::grpc`).
+pub use crate::api::grpc::GrpcRoute;
 use crate::api::{backend::Backend, eg::EgBackend, validation::BackendTlsPolicy, xbackend::XBackend};
 
 /// What the parser keeps of an HTTPRoute beside the standard-channel type pier reads it with, which

@@ -103,7 +103,8 @@ mod backend_filters {
 }
 
 /// The form of a GRPCRoute.
-pub fn route(key: &ObjectKey, route: &GrpcRoute) -> RouteSpec {
+pub fn route(key: &ObjectKey, route: &crate::api::grpc::GrpcRoute) -> RouteSpec {
+    let sessions = &route.sessions;
     let GrpcRoute {
         metadata,
         spec: GrpcRouteSpec {
@@ -112,7 +113,7 @@ pub fn route(key: &ObjectKey, route: &GrpcRoute) -> RouteSpec {
             rules,
         },
         status: _,
-    } = route;
+    } = &route.route;
     RouteSpec {
         kind: RouteKind::Grpc,
         key: key.clone(),
@@ -120,7 +121,15 @@ pub fn route(key: &ObjectKey, route: &GrpcRoute) -> RouteSpec {
         order: std::sync::Arc::new(RouteOrder::new(metadata, RouteKind::Grpc, key)),
         parent_refs: parent_refs.iter().flatten().map(parent_ref).collect(),
         hostnames: hostnames.clone().unwrap_or_default(),
-        rules: rules.iter().flatten().map(rule).collect(),
+        rules: rules
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, r)| Rule {
+                session_persistence: sessions.get(i).cloned().flatten(),
+                ..rule(r)
+            })
+            .collect(),
     }
 }
 
@@ -232,8 +241,8 @@ mod tests {
     use super::*;
     use crate::gateway::spec::Filter;
 
-    fn grpc(yaml: &str) -> GrpcRoute {
-        serde_saphyr::from_str(yaml).unwrap()
+    fn grpc(yaml: &str) -> crate::api::grpc::GrpcRoute {
+        serde_saphyr::from_str::<GrpcRoute>(yaml).unwrap().into()
     }
 
     fn path(spec: &RouteSpec, rule: usize, m: usize) -> (PathKind, String) {

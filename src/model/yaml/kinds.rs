@@ -115,7 +115,13 @@ impl Kind {
                 let extras = http_route_extras(&mut value, at)?;
                 Object::HttpRoute(typed(value, at, "")?, extras)
             }
-            Kind::GrpcRoute => Object::GrpcRoute(typed(value, at, "")?),
+            Kind::GrpcRoute => {
+                let sessions = grpc_route_sessions(&mut value, at)?;
+                Object::GrpcRoute(crate::api::grpc::GrpcRoute {
+                    route: typed(value, at, "")?,
+                    sessions,
+                })
+            }
             Kind::ReferenceGrant => Object::ReferenceGrant(typed(value, at, "")?),
             Kind::BackendTlsPolicy => Object::BackendTlsPolicy(super::btls::decode(value, at, false)?),
             Kind::BackendTlsPolicyV1alpha2 => Object::BackendTlsPolicy(super::btls::decode(value, at, true)?),
@@ -229,6 +235,28 @@ fn backend(mut value: Value, at: &Location) -> Result<Backend, ParseError> {
         Some(status) => Some(typed::<BackendStatus>(status, at, "status")?),
     };
     Ok(Backend { metadata, spec, status })
+}
+
+/// Takes each GRPCRoute rule's `sessionPersistence` out of `value` (the standard type has no such field).
+fn grpc_route_sessions(
+    value: &mut Value,
+    at: &Location,
+) -> Result<Vec<Option<crate::api::session::SessionPersistence>>, ParseError> {
+    let mut out = Vec::new();
+    let Some(rules) = value.pointer_mut("/spec/rules").and_then(Value::as_array_mut) else {
+        return Ok(out);
+    };
+    for (i, rule) in rules.iter_mut().enumerate() {
+        let sp = match rule.as_object_mut().and_then(|r| r.remove("sessionPersistence")) {
+            None | Some(Value::Null) => None,
+            Some(sp) => Some(typed(sp, at, &format!("spec.rules[{i}].sessionPersistence"))?),
+        };
+        out.push(sp);
+    }
+    while out.last().is_some_and(Option::is_none) {
+        out.pop();
+    }
+    Ok(out)
 }
 
 /// Deserializes `value` (found at `prefix` in the document) with the failing field's path in the error.

@@ -1,0 +1,33 @@
+//! A GRPCRoute with what its standard-channel type lacks: each rule's `sessionPersistence` (GEP-1619),
+//! which that type would drop without a word. The crate's type is kept whole and the field travels
+//! beside it, one object in the model (one map entry, one `Arc`), as `validation::BackendTlsPolicy`
+//! does for BackendTLSPolicy; it dereferences to the crate's type, so code that reads metadata or the
+//! spec reads it as before.
+
+use gateway_api::apis::standard::grpcroutes::GrpcRoute as StandardRoute;
+
+use super::session::SessionPersistence;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct GrpcRoute {
+    pub route: StandardRoute,
+    /// `spec.rules[i].sessionPersistence`, by rule index (shorter than the rules when the last have none).
+    pub sessions: Vec<Option<SessionPersistence>>,
+}
+
+impl std::ops::Deref for GrpcRoute {
+    type Target = StandardRoute;
+
+    fn deref(&self) -> &StandardRoute {
+        &self.route
+    }
+}
+
+impl From<StandardRoute> for GrpcRoute {
+    fn from(route: StandardRoute) -> Self {
+        GrpcRoute {
+            route,
+            sessions: Vec::new(),
+        }
+    }
+}
