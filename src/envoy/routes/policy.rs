@@ -12,7 +12,7 @@
 //! reached, refuses the stream, resets the connection or exceeds the per-try timeout is retried, which is
 //! what the conformance tests `HTTPRouteRetryConnectionError` and `HTTPRouteRetryWithTimeouts` need —
 //! plus `retriable-status-codes` with the rule's `codes`. `attempts` is `num_retries` (retries after the
-//! first try, as Gateway API counts them; unset: Envoy's default, 1), `backoff` the `base_interval`
+//! first try, as Gateway API counts them; unset: 1, v1.7's default), `backoff` the `base_interval`
 //! (Envoy backs off exponentially from there, capped at 10×, with jitter: allowed by GEP-1731).
 
 use std::collections::HashMap;

@@ -41,10 +41,13 @@ pub fn timeouts(t: Option<&Timeouts>) -> Result<ir::Timeouts, String> {
 /// The rule's retry policy, validated: codes 400–599 (the CRD's range), attempts ≥ 0.
 pub fn retry(r: Option<&HttpRouteRulesRetry>) -> Result<Option<ir::Retry>, String> {
     let Some(r) = r else { return Ok(None) };
-    let attempts = r
-        .attempts
-        .map(|a| u32::try_from(a).map_err(|_| format!("retry.attempts {a} must be 0 or more")))
-        .transpose()?;
+    // Gateway API v1.7 (#5167, retry in the Standard channel) defaults `attempts` to 1, said here
+    // rather than left to Envoy's default, which happens to agree.
+    let attempts = match r.attempts {
+        None => 1,
+        Some(a) => u32::try_from(a).map_err(|_| format!("retry.attempts {a} must be 0 or more"))?,
+    };
+    let attempts = Some(attempts);
     let mut codes: Vec<u16> = Vec::new();
     for &c in r.codes.iter().flatten() {
         let code = u16::try_from(c)
