@@ -44,17 +44,6 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The kind a backendRef of `kind` reads.
-    pub fn of_backend(kind: crate::ir::names::BackendKind) -> Kind {
-        use crate::ir::names::BackendKind;
-        match kind {
-            BackendKind::Service => Kind::Service,
-            BackendKind::XBackend => Kind::XBackend,
-            BackendKind::Backend => Kind::Backend,
-            BackendKind::EgBackend => Kind::EgBackend,
-        }
-    }
-
     /// How a status message names the kind's objects: `Pods`, `EndpointSlices`, `BackendTLSPolicies`.
     pub fn plural(self) -> &'static str {
         match self {

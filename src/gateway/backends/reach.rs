@@ -90,7 +90,7 @@ impl<'a> Backends<'a> {
         }
         let what = format!("{} {key}", r.kind);
         let Some(ev) = self.evaluation(kind, &key) else {
-            let message = self.ctx.model.not_found(crate::model::Kind::of_backend(kind), &what);
+            let message = self.ctx.model.not_found(model_kind(kind), &what);
             return Err(Problem::refs(RouteReason::BackendNotFound, message));
         };
         reached.refs.push((kind, key.clone()));
@@ -329,5 +329,16 @@ pub fn aggregate(primary: &Target, members: Vec<String>) -> Target {
         fallback: false,
         long_lived: primary.long_lived,
         session: primary.session.clone(),
+    }
+}
+
+/// The model kind a backendRef of `kind` reads.
+fn model_kind(kind: BackendKind) -> crate::model::Kind {
+    use crate::model::Kind;
+    match kind {
+        BackendKind::Service => Kind::Service,
+        BackendKind::XBackend => Kind::XBackend,
+        BackendKind::Backend => Kind::Backend,
+        BackendKind::EgBackend => Kind::EgBackend,
     }
 }

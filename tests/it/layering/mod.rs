@@ -1,0 +1,303 @@
+//! Keeps the layers honest: the pure core (`api`, `model`, `ir`, `gateway`, `envoy`, `translate`,
+//! `options`) never reaches an edge (every other top-level module; each one must be classified, so a new
+//! module cannot slip through unclassified), core modules depend only in one direction ([`CORE_MAY_USE`]:
+//! `gateway/` never reaches `envoy/`, names come from `ir::names`), and the core does no I/O and reads
+//! no clock, environment, randomness or thread-local state.
+//!
+//! The check reads the crate's sources: it follows `mod` declarations from `src/lib.rs` (honouring
+//! `#[path]`), strips comments and string literals, and resolves every `crate::`, `super::` and `self::`
+//! path — including `use` groups that rustfmt wraps over several lines, and `std::{fs, env}` groups — to
+//! the module it names. A self-test runs the same checker on planted violations, so the test cannot pass
+//! by finding nothing.
+
+mod parse;
+
+use std::path::{Path, PathBuf};
+
+use parse::{crate_sources, path_at, resolve, strip};
+
+const CORE: &[&str] = &["api", "model", "ir", "gateway", "envoy", "translate", "options"];
+const EDGES: &[&str] = &[
+    "source", "xds", "status", "runtime", "admin", "testkit", "demo", "cli", "crds", "certs", "ops", "resolve",
+];
+/// Which core modules each core module may use: the direction of the pipeline (objects → model → IR →
+/// Envoy), with `translate` composing them and `api`/`options` underneath everything.
+const CORE_MAY_USE: &[(&str, &[&str])] = &[
+    ("api", &[]),
+    // Translator options carry IR settings (DNS) as the translator will write them.
+    ("options", &["api", "ir"]),
+    ("model", &["api", "options"]),
+    ("ir", &["api"]),
+    ("gateway", &["api", "options", "model", "ir"]),
+    ("envoy", &["api", "options", "ir"]),
+    ("translate", &["api", "options", "model", "ir", "gateway", "envoy"]),
+];
+/// Text that means I/O, a clock, the environment, randomness or a network/Kubernetes client.
+const FORBIDDEN: &[&str] = &[
+    "tokio",
+    "std::fs",
+    "std::env",
+    "std::process",
+    "std::net::TcpStream",
+    "std::net::TcpListener",
+    "std::net::UdpSocket",
+    "Instant::now",
+    "SystemTime",
+    "Utc::now",
+    "rand::",
+    "getrandom",
+    "tonic::transport",
+    "kube::Client",
+    "kube::Api",
+    "kube::runtime",
+    "thread_local!",
+];
+/// Known exceptions to [`FORBIDDEN`], each with its reason; anything else is a violation.
+const ALLOWED: &[(&str, &str, &str)] = &[(
+    "src/model/objects.rs",
+    "thread_local!",
+    "the model's read recorder (what a translation step read, for the incremental engine): a per-thread \
+     stack of frames, pure within a call; issue 26 moves it into an explicit context",
+)];
+/// Test scaffolding inside core modules (`tests` modules, the IR builder, Envoy fixtures): it may build
+/// what it checks from any core module, against the pipeline's direction, but never from an edge.
+fn scaffolding(module: &[String]) -> bool {
+    module.last().is_some_and(|m| m == "tests") || module == ["ir", "build"] || module == ["envoy", "fixture"]
+}
+
+/// One source file and the module path it is (`["gateway", "backends", "eg"]`).
+struct Source {
+    file: PathBuf,
+    module: Vec<String>,
+    text: String,
+}
+
+#[test]
+fn the_core_never_reaches_an_edge_and_does_no_io() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let sources = crate_sources(&root);
+    assert!(
+        sources.iter().any(|s| s.module == ["gateway", "backends", "eg", "tls"]),
+        "the module walk found the nested modules"
+    );
+    let violations: Vec<String> = sources.iter().flat_map(violations).collect();
+    assert!(
+        violations.is_empty(),
+        "layering violations:\n  {}",
+        violations.join("\n  ")
+    );
+}
+
+#[test]
+fn every_top_level_module_is_core_or_edge() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let unclassified: Vec<String> = crate_sources(&root)
+        .iter()
+        .filter_map(|s| s.module.first().cloned())
+        .filter(|m| !CORE.contains(&m.as_str()) && !EDGES.contains(&m.as_str()))
+        .collect();
+    assert!(
+        unclassified.is_empty(),
+        "modules neither core nor edge: {unclassified:?}"
+    );
+}
+
+#[test]
+fn the_checker_catches_planted_violations() {
+    let planted = |module: &[&str], text: &str| Source {
+        file: PathBuf::from(format!("src/{}.rs", module.join("/"))),
+        module: module.iter().map(|s| s.to_string()).collect(),
+        text: text.to_string(),
+    };
+    let cases = [
+        (
+            planted(&["gateway", "x"], "use crate::xds::cache::SnapshotCache;"),
+            "edge `xds`",
+        ),
+        (
+            planted(&["gateway", "x"], "use crate::{ir, runtime::View};"),
+            "edge `runtime`",
+        ),
+        (
+            planted(&["gateway", "backends", "x"], "use super::super::super::source::files;"),
+            "edge `source`",
+        ),
+        (
+            planted(&["model", "x"], "fn f() { crate::testkit::lo(2); }"),
+            "edge `testkit`",
+        ),
+        (
+            planted(&["gateway", "x"], "use crate::envoy::pb::cluster;"),
+            "`gateway` uses `envoy`",
+        ),
+        (
+            planted(&["gateway", "x"], "use super::super::envoy::Resources;"),
+            "`gateway` uses `envoy`",
+        ),
+        (
+            planted(&["envoy", "x"], "let t = std::time::Instant::now();"),
+            "`Instant::now`",
+        ),
+        (
+            planted(&["ir", "x"], "let s = std::fs::read_to_string(p);"),
+            "`std::fs`",
+        ),
+        (planted(&["translate"], "let v = std::env::var(\"X\");"), "`std::env`"),
+        (planted(&["options"], "use tokio::sync::watch;"), "`tokio`"),
+        (
+            planted(&["gateway", "x"], "use crate::{\n    ir,\n    runtime::View,\n};"),
+            "edge `runtime`",
+        ),
+        (
+            planted(&["model", "x"], "use std::{collections::BTreeMap, fs};"),
+            "`std::fs`",
+        ),
+        (planted(&["ir", "x"], "use std::{env, fmt};"), "`std::env`"),
+        (
+            planted(&["envoy", "x"], "use std::net::{IpAddr, TcpStream};"),
+            "`std::net::TcpStream`",
+        ),
+        (
+            planted(&["gateway", "x"], "thread_local! { static X: u8 = 0; }"),
+            "`thread_local!`",
+        ),
+        (
+            planted(&["gateway", "x"], "use crate::resolve::Resolver;"),
+            "edge `resolve`",
+        ),
+        (
+            planted(&["ir", "x"], "use crate::gateway::conditions;"),
+            "`ir` uses `gateway`",
+        ),
+        (
+            planted(&["envoy", "x"], "use crate::model::Model;"),
+            "`envoy` uses `model`",
+        ),
+    ];
+    for (source, why) in &cases {
+        let found = violations(source);
+        assert!(
+            found.iter().any(|v| v.contains(why)),
+            "{:?} in {}: expected a violation mentioning {why}, got {found:?}",
+            source.text,
+            source.file.display()
+        );
+    }
+    // Comments and strings are not code; edges may use anything.
+    let clean = [
+        planted(&["gateway", "x"], "//! see [`crate::xds`] and `std::fs`\nfn f() {}"),
+        planted(&["gateway", "x"], "const S: &str = \"crate::runtime tokio\";"),
+        planted(&["xds", "x"], "use tokio::sync::watch; use crate::runtime::View;"),
+        planted(&["envoy", "x"], "use crate::ir::names;"),
+    ];
+    for source in &clean {
+        assert_eq!(violations(source), Vec::<String>::new(), "{}", source.text);
+    }
+}
+
+/// What is wrong with one file, as `file:line: why` lines.
+fn violations(s: &Source) -> Vec<String> {
+    let Some(top) = s.module.first().map(String::as_str) else {
+        return Vec::new();
+    };
+    if !CORE.contains(&top) {
+        return Vec::new();
+    }
+    let may_use = CORE_MAY_USE
+        .iter()
+        .find(|(m, _)| *m == top)
+        .map_or(&[][..], |(_, allowed)| *allowed);
+    let code = strip(&s.text);
+    let line_of = |offset: usize| code[..offset].matches('\n').count() + 1;
+    let mut out = Vec::new();
+    // Whole-file scans, so a `use` group wrapped over several lines is read as one.
+    for (offset, target) in referenced_modules(&code, &s.module) {
+        let at = format!("{}:{}", s.file.display(), line_of(offset));
+        if EDGES.contains(&target.as_str()) {
+            out.push(format!("{at}: core module `{top}` uses edge `{target}`"));
+        } else if CORE.contains(&target.as_str())
+            && target != top
+            && !may_use.contains(&target.as_str())
+            && !scaffolding(&s.module)
+        {
+            let why = if top == "gateway" && target == "envoy" {
+                " (names belong to `ir::names`; Envoy protos to `envoy`)"
+            } else {
+                ""
+            };
+            out.push(format!(
+                "{at}: `{top}` uses `{target}`, against the direction of the pipeline{why}"
+            ));
+        }
+    }
+    for (offset, path) in std_paths(&code) {
+        for word in FORBIDDEN {
+            let file = s.file.to_string_lossy();
+            let allowed = ALLOWED.iter().any(|(f, w, _)| *f == file && w == word);
+            if contains_path(&path, word) && !allowed {
+                out.push(format!(
+                    "{}:{}: core module `{top}` uses `{word}`",
+                    s.file.display(),
+                    line_of(offset)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Every path the code names that a forbidden word could be: each line as written, plus each item of
+/// a `std::…::{a, b}` group spelled out in full (`std::fs`), with its offset.
+fn std_paths(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for line in code.split_inclusive('\n') {
+        out.push((offset, line.to_string()));
+        offset += line.len();
+    }
+    for (i, _) in code.match_indices("std::") {
+        let (segments, groups, _) = path_at(&code[i..]);
+        for g in groups {
+            out.push((i, format!("{}::{g}", segments.join("::"))));
+        }
+    }
+    out
+}
+
+/// `word` appears as a path (not as part of a longer identifier).
+fn contains_path(line: &str, word: &str) -> bool {
+    line.match_indices(word).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + word.len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && (word.ends_with("::") || !after.is_some_and(|c| c.is_alphanumeric() || c == '_'))
+    })
+}
+
+/// The crate-level modules the `crate::`, `super::` and `self::` paths in `code` lead to, with the
+/// offset of each path.
+fn referenced_modules(code: &str, module: &[String]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < code.len() {
+        let boundary =
+            i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b':');
+        if boundary
+            && (code[i..].starts_with("crate::") || code[i..].starts_with("super::") || code[i..].starts_with("self::"))
+        {
+            let (segments, groups, len) = path_at(&code[i..]);
+            if let Some(resolved) = resolve(&segments, module) {
+                if resolved.is_empty() {
+                    out.extend(groups.into_iter().map(|g| (i, g)));
+                } else {
+                    out.push((i, resolved[0].clone()));
+                }
+            }
+            i += len.max(1);
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
