@@ -1,22 +1,28 @@
 //! pier: an Envoy xDS control plane for the Gateway API and its Backend resource.
 //!
 //! ```text
-//! source (dir | kube) ──▶ Arc<Model> ──translate()──▶ Translation { per-Gateway Envoy resources, statuses }
-//!                                                         │
-//!                                     envoy::check ── keep last good ── ADS (SotW, delta) ──▶ Envoy
+//! source (dir | kube) ──▶ Arc<Model> ──resolve (pier's DNS, optional)──▶ translate::engine (incremental)
+//!         ──▶ per-Gateway Envoy resources + statuses ──▶ envoy::check (keep last good, size bounds)
+//!         ──▶ ADS (SotW, delta) ──▶ Envoy ──NACK──▶ containment (bisect, quarantine) ──▶ engine
+//!                                   └──▶ status writer (Kubernetes, Lease holder only)
 //! ```
+//!
+//! `pier translate`, the goldens and the fuzz target run the batch translation ([`translate()`]); `pier
+//! serve` runs [`translate::engine`], which a property test holds equal to it after every edit
+//! (`tests/golden/engine.rs`).
 //!
 //! The pure core — [`api`], [`model`], [`ir`], [`gateway`], [`envoy`], [`translate`], [`options`] — does no
 //! I/O and reads no clock, environment or randomness: the same model always gives the same bytes. Within
 //! it, `gateway` decides *what* to configure and `envoy` *how*; `gateway` never imports `envoy` (resource
 //! names are minted in [`ir::names`]). The edges — [`source`], [`status`], [`xds`], [`runtime`], [`admin`],
-//! [`cli`], [`crds`], [`certs`], and the loopback rig `testkit` and `demo` (features `testkit` / `demo`) — depend on the
-//! core, never the reverse. `tests/it/layering.rs` enforces both rules on the sources.
+//! [`cli`], [`crds`], [`certs`], [`ops`], [`resolve`], and the loopback rig `testkit` and `demo` (features
+//! `testkit` / `demo`) — depend on the core, never the reverse, and core modules depend on each other only
+//! in the pipeline's direction. `tests/it/layering/` enforces these rules on the sources.
 //!
 //! Why one crate and not a core crate beside an edge crate (linkerd's policy-controller splits them): the
 //! layering test already fails on the violations a crate boundary would make compile errors, including the
-//! ones a crate boundary would not catch (a clock read, `std::fs` in the core); and issue #10 is about to
-//! reshape the core's pipeline, which a crate boundary drawn now would have to be redrawn for.
+//! ones a crate boundary would not catch (a clock read, `std::fs` in the core), and it also holds the
+//! direction between core modules, which crates would need one per module to express.
 
 pub mod admin;
 pub mod api;

@@ -8,7 +8,7 @@
 //!
 //! Pure: no I/O, no clock, no randomness; the output depends only on the model and options, never on
 //! input order. Must not touch Envoy protos (that is `envoy/`) nor import anything from it: resource names
-//! come from `ir::names`. `tests/it/layering.rs` enforces both.
+//! come from `ir::names`. `tests/it/layering/` enforces both.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -42,6 +42,7 @@ mod dashboard;
 #[cfg(feature = "demo")]
 mod demo;
 mod diff;
+mod doc_paths;
 mod envoy_validate;
 mod explain;
 mod fake_apiserver;
