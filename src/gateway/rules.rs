@@ -9,7 +9,8 @@
 //! that must not be skipped (`ExtensionRef`, an unknown filter type) fails closed with a 500 instead.
 //!
 //! One rule is translated in steps: its filters (`rule_filters`), its backends (`rule_backends`), the
-//! action they make (`rule_action`), its mirrors (`rule_mirrors`), and its entries (`entries`).
+//! action they make (`rule_action`, with `shares`: failover, HTTP/2 twins, session persistence), its
+//! mirrors (`rule_mirrors`), and its entries (`entries`).
 
 use super::backends::{Backends, GatewaySide, Reached, RefSpec, RouteSide, Target};
 use super::conditions::{Condition, Problem, RouteCondition, RouteProblem, RouteReason, RouteType};
@@ -21,7 +22,10 @@ use crate::ir;
 use crate::ir::names;
 
 mod checks;
+mod shares;
 use checks::{out_of_bounds, unsupported};
+pub use shares::over_http2;
+use shares::{rule_session, with_failover};
 
 /// Rules of a route that were dropped: all of them, or some (`PartiallyInvalid`). Why, per rule.
 pub(super) enum Dropped {
@@ -177,38 +181,6 @@ fn rule_backends(
     resolved
 }
 
-/// The rule's session persistence: its own (judged; a cookie without a name gets one minted for the
-/// rule) against its Backends' (`gateway::session::settle`). A redirect or failing rule forwards
-/// nothing and keeps none.
-fn rule_session(
-    route: &spec::RouteSpec,
-    ri: usize,
-    rule: &spec::Rule,
-    resolved: &[(Option<Target>, u32, ir::BackendFilters)],
-) -> Result<super::session::Settled, String> {
-    if resolved.is_empty() {
-        return Ok(Default::default());
-    }
-    let own = match &rule.session_persistence {
-        Some(sp) => {
-            let kind = route.kind.name().to_ascii_lowercase();
-            let owner = format!("{kind}/{}/{}/rule/{ri}", route.key.namespace, route.key.name);
-            let field = format!("spec.rules[{ri}].sessionPersistence");
-            Some(super::session::judge(sp, &field, &ir::names::session_cookie(&owner))?)
-        }
-        None => None,
-    };
-    let shares: Vec<super::session::Share<'_>> = resolved
-        .iter()
-        .map(|(t, weight, _)| super::session::Share {
-            origin: t.as_ref().map(|t| &t.cluster.origin),
-            session: t.as_ref().and_then(|t| t.session.as_ref()),
-            weight: *weight,
-        })
-        .collect();
-    super::session::settle(own, &shares)
-}
-
 /// A reference as written, with Gateway API's defaults (core Service, the route's namespace).
 fn ref_spec<'a>(r: &'a spec::Ref, route: RouteSide<'a>) -> RefSpec<'a> {
     RefSpec {
@@ -330,75 +302,6 @@ fn resolved_refs(problems: Vec<RouteProblem>, mut notes: Vec<String>, g: i64) ->
     }
     let msg = format!("All references resolved{ignored}");
     Condition::ok(RouteType::ResolvedRefs, RouteReason::ResolvedRefs, msg, g)
-}
-
-/// Weighted backends of one rule. Envoy Gateway `fallback` Backends take no share of their own: when a
-/// rule also has primary backends, each primary becomes an aggregate cluster that fails over to the
-/// rule's fallbacks (in backendRef order) once the primary has no healthy host — Envoy Gateway's
-/// semantics, kept while each backend still has its own shared cluster. A rule of fallbacks only
-/// serves them normally.
-fn with_failover(
-    resolved: Vec<(Option<Target>, u32, ir::BackendFilters)>,
-    sink: &mut Sink,
-) -> Vec<ir::WeightedBackend> {
-    let fallbacks: Vec<Target> = resolved
-        .iter()
-        .filter_map(|(t, _, _)| t.as_ref())
-        .filter(|t| t.fallback)
-        .cloned()
-        .collect();
-    let has_primary = resolved.iter().any(|(t, _, _)| t.as_ref().is_some_and(|t| !t.fallback));
-    let failover = has_primary && !fallbacks.is_empty();
-    let mut out = Vec::new();
-    for (target, weight, filters) in resolved {
-        let cluster = match target {
-            None => None,
-            Some(t) if failover && t.fallback => continue,
-            Some(t) if failover => {
-                let members: Vec<String> = std::iter::once(t.cluster.name.clone())
-                    .chain(fallbacks.iter().map(|f| f.cluster.name.clone()))
-                    .collect();
-                let aggregate = super::backends::aggregate(&t, members);
-                let name = aggregate.cluster.name.clone();
-                sink.targets.push(aggregate);
-                sink.targets.push(t);
-                Some(name)
-            }
-            Some(t) => {
-                let name = t.cluster.name.clone();
-                sink.targets.push(t);
-                Some(name)
-            }
-        };
-        out.push(ir::WeightedBackend {
-            cluster,
-            weight,
-            filters,
-        });
-    }
-    if has_primary {
-        sink.targets.extend(fallbacks);
-    }
-    out
-}
-
-/// gRPC needs HTTP/2 to the backend. A backend that already speaks it keeps its cluster; one whose
-/// cluster speaks HTTP/1.1 or negotiates (a Service without `appProtocol`, a Backend with protocol
-/// `HTTP`) gets an HTTP/2 twin — h2 over TLS, h2c (prior knowledge) in cleartext — named after it, so
-/// an HTTPRoute and a GRPCRoute can use the same backend side by side.
-pub fn over_http2(mut t: Target) -> Target {
-    match t.cluster.protocol {
-        ir::UpstreamProtocol::Http2 | ir::UpstreamProtocol::H2c => t,
-        ir::UpstreamProtocol::Http1 | ir::UpstreamProtocol::Auto => {
-            t.cluster.protocol = if t.cluster.tls.is_some() {
-                ir::UpstreamProtocol::Http2
-            } else {
-                ir::UpstreamProtocol::H2c
-            };
-            t.cluster.name = names::http2_twin(&t.cluster.name);
-            t
-        }
-    }
 }
 
 /// The route entry of one `HTTPRouteMatch`: path (default PathPrefix `/`), headers, query parameters
