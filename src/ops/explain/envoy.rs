@@ -122,22 +122,20 @@ impl<'a> GatewayIndex<'a> {
     }
 }
 
-/// `httproute/NS/NAME/rule/R/match/M` → its route and rule (a name cut by the length cap has none).
+/// The route and rule of a route entry, from its name (`ir::names::parse_route`; a name cut by the length
+/// cap has none).
 fn owner(name: &str) -> Option<Owner> {
-    let parts: Vec<&str> = name.split('/').collect();
-    let [kind, namespace, route, "rule", rule, "match", _] = parts.as_slice() else {
-        return None;
-    };
-    let kind = match *kind {
+    let parsed = crate::ir::names::parse_route(name)?;
+    let kind = match parsed.route_kind {
         "httproute" => "HTTPRoute",
         "grpcroute" => "GRPCRoute",
         _ => return None,
     };
     Some(Owner {
         kind: kind.to_string(),
-        namespace: namespace.to_string(),
-        name: route.to_string(),
-        rule: rule.parse().ok()?,
+        namespace: parsed.namespace.to_string(),
+        name: parsed.name.to_string(),
+        rule: parsed.rule,
     })
 }
 
