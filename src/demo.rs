@@ -324,7 +324,7 @@ fn print_addresses(a: &Addresses) {
         a.envoy.log_path().display()
     );
     let (ns, name) = GATEWAY.split_once('/').unwrap_or_default();
-    let identity = crate::xds::identity::spiffe_id(crate::cli::DEFAULT_TRUST_DOMAIN, ns, name);
+    let identity = crate::xds::identity::spiffe_id(crate::xds::identity::DEFAULT_TRUST_DOMAIN, ns, name);
     println!(
         "pier       xDS {} ({} ADS over mTLS: Envoy presents {identity})",
         a.xds, a.mode

@@ -120,7 +120,14 @@ fn proxy_status(args: ProxyStatusArgs) -> Result<()> {
 
 /// `pier explain` exits 2 when it cannot explain (object not found, unreadable input, pier unreachable).
 fn explain(args: &pier::cli::ExplainArgs) -> ExitCode {
-    match pier::ops::explain::run(args) {
+    let request = match args.request() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("pier: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match pier::ops::explain::run(&request) {
         Ok(text) => match std::io::stdout().lock().write_all(text.as_bytes()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

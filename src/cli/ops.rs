@@ -82,3 +82,28 @@ pub struct ExplainArgs {
     #[command(flatten)]
     pub translator: super::TranslatorArgs,
 }
+
+impl ExplainArgs {
+    /// The question for `ops::explain`: the admin API when no paths are given, else the manifests.
+    pub fn request(&self) -> Result<crate::ops::explain::Request, String> {
+        use crate::ops::explain::{ReadFrom, Request};
+        let from = if self.paths.is_empty() {
+            ReadFrom::Online {
+                admin: self.admin.address,
+                token_file: self.admin.admin_token_file.clone(),
+            }
+        } else {
+            ReadFrom::Offline {
+                paths: self.paths.clone(),
+                max_file_bytes: self.inputs.max_file_bytes,
+                options: Box::new(self.translator.options()?),
+            }
+        };
+        Ok(Request {
+            object: self.object.clone(),
+            gateway: self.gateway.clone(),
+            from,
+            json: self.output == Format::Json,
+        })
+    }
+}

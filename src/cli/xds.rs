@@ -9,8 +9,7 @@ use clap::Args;
 
 use crate::xds::transport::{Security, TlsFiles, XdsLimits};
 
-/// The default SPIFFE trust domain of client certificates (`pier certs` uses it too).
-pub const DEFAULT_TRUST_DOMAIN: &str = "pier.local";
+pub use crate::xds::identity::DEFAULT_TRUST_DOMAIN;
 
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "xDS security")]

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::{EXAMPLE_HTTP_PORT, EXAMPLE_HTTPS_PORT};
 use crate::certs::CertsSpec;
-use crate::cli::DEFAULT_TRUST_DOMAIN;
 use crate::envoy::ads_bootstrap::XdsTls;
+use crate::xds::identity::DEFAULT_TRUST_DOMAIN;
 use crate::xds::transport::TlsFiles;
 
 /// The listener port to use for `requested` (0: a free one), after checking that nothing else holds it on

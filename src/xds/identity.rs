@@ -12,6 +12,9 @@
 
 use std::collections::BTreeSet;
 
+/// The default SPIFFE trust domain of client certificates (`pier certs` uses it too).
+pub const DEFAULT_TRUST_DOMAIN: &str = "pier.local";
+
 /// The peer's identity as the transport established it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Identity {

@@ -31,8 +31,6 @@ use serde_json::Value;
 pub use model::Explanation;
 pub use subject::{Kind, Subject};
 
-use crate::cli::{ExplainArgs, Format};
-
 /// The documents an explanation is built from.
 #[derive(Debug, Clone, Default)]
 pub struct Inputs {
@@ -130,24 +128,55 @@ pub fn text(e: &Explanation) -> String {
     render::text(e)
 }
 
-/// `pier explain` end to end: the source the arguments name, the explanation, rendered.
-pub fn run(args: &ExplainArgs) -> Result<String, ExplainError> {
-    let subject: Subject = args.object.parse()?;
-    let inputs = if args.paths.is_empty() {
-        let admin = crate::ops::admin_client::Admin::new(args.admin.address, args.admin.admin_token_file.as_deref())
-            .map_err(ExplainError::Source)?;
-        sources::online(&admin, args.gateway.as_deref())
-    } else {
-        let opts = args.translator.options().map_err(ExplainError::Source)?;
-        sources::offline(&args.paths, args.inputs.max_file_bytes, &opts)
+/// Where `pier explain` reads the world from.
+#[derive(Debug, Clone)]
+pub enum ReadFrom {
+    /// The running pier's admin API.
+    Online {
+        admin: std::net::SocketAddr,
+        token_file: Option<std::path::PathBuf>,
+    },
+    /// Manifests, translated here as `pier translate` would.
+    Offline {
+        paths: Vec<std::path::PathBuf>,
+        max_file_bytes: usize,
+        options: Box<crate::Options>,
+    },
+}
+
+/// One `pier explain` question: `ops` takes its own request, not the command line's arguments.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `KIND/NAMESPACE/NAME`.
+    pub object: String,
+    pub gateway: Option<String>,
+    pub from: ReadFrom,
+    pub json: bool,
+}
+
+/// `pier explain` end to end: the source the request names, the explanation, rendered.
+pub fn run(req: &Request) -> Result<String, ExplainError> {
+    let subject: Subject = req.object.parse()?;
+    let inputs = match &req.from {
+        ReadFrom::Online { admin, token_file } => {
+            let admin =
+                crate::ops::admin_client::Admin::new(*admin, token_file.as_deref()).map_err(ExplainError::Source)?;
+            sources::online(&admin, req.gateway.as_deref())
+        }
+        ReadFrom::Offline {
+            paths,
+            max_file_bytes,
+            options,
+        } => sources::offline(paths, *max_file_bytes, options),
     }
     .map_err(ExplainError::Source)?;
-    let e = explain(&inputs, &subject, args.gateway.as_deref())?;
-    Ok(match args.output {
-        Format::Text => text(&e),
-        Format::Json => format!(
+    let e = explain(&inputs, &subject, req.gateway.as_deref())?;
+    Ok(if req.json {
+        format!(
             "{}\n",
             serde_json::to_string_pretty(&e).expect("explanations serialize")
-        ),
+        )
+    } else {
+        text(&e)
     })
 }
