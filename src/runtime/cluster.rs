@@ -136,10 +136,19 @@ pub(super) async fn start(
             client,
             writer,
             ch.statuses,
-            ch.clients,
+            Arc::new(XdsRejections(ch.clients)),
             leader_rx,
             ch.metrics,
             ch.stop,
         )),
     ])
+}
+
+/// The status writer's view of what proxies reject: the xDS server's client registry.
+struct XdsRejections(Arc<Clients>);
+
+impl crate::status::Rejections for XdsRejections {
+    fn of_gateway(&self, gateway: &str) -> Vec<(String, String)> {
+        self.0.nacks_for_gateway(gateway)
+    }
 }

@@ -23,11 +23,11 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
+use super::Rejections;
 use super::merge::{self, merge};
 use super::metrics::StatusMetrics;
 use crate::gateway::status::ObjectStatus;
 use crate::source::kube::kinds::{self, WatchedKind};
-use crate::xds::clients::Clients;
 
 #[derive(Debug, Clone)]
 pub struct WriterConfig {
@@ -91,7 +91,7 @@ pub async fn run(
     client: kube::Client,
     cfg: WriterConfig,
     mut statuses: watch::Receiver<crate::translate::engine::StatusSet>,
-    clients: Arc<Clients>,
+    rejections: Arc<dyn Rejections>,
     mut leader: watch::Receiver<bool>,
     metrics: StatusMetrics,
     mut stop: watch::Receiver<bool>,
@@ -120,7 +120,7 @@ pub async fn run(
             continue;
         }
         let newest = statuses.borrow_and_update().clone();
-        let desired = desired(newest.values().map(AsRef::as_ref), &clients, &synced);
+        let desired = desired(newest.values().map(AsRef::as_ref), rejections.as_ref(), &synced);
         for (key, want) in desired {
             if synced.get(&key) == Some(&want) {
                 continue;
@@ -196,7 +196,7 @@ fn object_name(key: &Key) -> String {
 /// computes.
 fn desired<'a>(
     statuses: impl Iterator<Item = &'a ObjectStatus>,
-    clients: &Clients,
+    rejections: &dyn Rejections,
     synced: &BTreeMap<Key, Value>,
 ) -> BTreeMap<Key, Value> {
     let mut out = BTreeMap::new();
@@ -205,7 +205,7 @@ fn desired<'a>(
         let key = (s.api_version.clone(), s.kind.clone(), ns, s.metadata.name.clone());
         let status = if s.kind == crate::api::consts::KIND_GATEWAY {
             let gateway = format!("{}/{}", key.2, key.3);
-            merge::with_rejections(s.status_json(), &clients.nacks_for_gateway(&gateway))
+            merge::with_rejections(s.status_json(), &rejections.of_gateway(&gateway))
         } else {
             s.status_json()
         };

@@ -12,5 +12,12 @@
 
 pub mod kube;
 pub mod leader;
+
+/// What the proxies of a Gateway currently reject, as `(type URL, Envoy's message)` pairs, for the
+/// Gateway's rejection condition. The status writer asks this of whatever the runtime hands it (the xDS
+/// server's client registry in production), so it depends on data, not on the ADS server.
+pub trait Rejections: Send + Sync {
+    fn of_gateway(&self, gateway: &str) -> Vec<(String, String)>;
+}
 pub mod merge;
 pub mod metrics;
