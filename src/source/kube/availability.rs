@@ -24,10 +24,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kube::runtime::watcher;
+use tokio::sync::watch as latest;
 use tokio::time::Instant;
+use tracing::warn;
 
 use super::store::{Partition, Sync};
 use crate::model::{Kind, Model};
+use crate::source::SourceState;
 
 /// How long a watch that never listed may fail before its kind counts as unavailable.
 pub const FAILING_FOR: Duration = Duration::from_secs(10);
@@ -138,5 +141,49 @@ fn short(error: &watcher::Error) -> String {
         | watcher::Error::WatchStartFailed(kube::Error::Api(s))
         | watcher::Error::WatchFailed(kube::Error::Api(s)) => s.message.clone(),
         other => other.to_string(),
+    }
+}
+
+impl super::Source {
+    /// A first-list failure of watch `i`: `None` while the partition is not unavailable (the error is
+    /// an ordinary watch error), else whether it just became so (a change to publish). Logged when it
+    /// becomes unavailable and then once a minute, so a kind pier cannot read is never silent and never
+    /// floods the log.
+    pub(super) fn unavailable(&mut self, i: usize, e: &watcher::Error) -> Option<bool> {
+        let now = Instant::now();
+        let p = &mut self.parts[i];
+        let became = failed(p, e, now);
+        if p.sync != Sync::Unavailable {
+            return None;
+        }
+        if became
+            || p.warned_at
+                .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(60))
+        {
+            p.warned_at = Some(now);
+            warn!(
+                watch = %p.describe(),
+                reason = p.unavailable.as_deref().unwrap_or_default(),
+                "kind cannot be read; serving without it (what needs it says so in its status), retrying"
+            );
+        }
+        if became {
+            self.merged = None;
+            self.errors.remove(&i);
+        }
+        Some(became)
+    }
+
+    /// Publishes which kinds cannot be read now (before the first model too: `/readyz` says what it
+    /// waits for).
+    pub(super) fn report(&self, tx: &latest::Sender<SourceState>) {
+        let now = report(&self.parts);
+        tx.send_if_modified(|state| {
+            if state.unavailable == now {
+                return false;
+            }
+            state.unavailable = now;
+            true
+        });
     }
 }

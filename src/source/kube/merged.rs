@@ -101,3 +101,31 @@ fn referrer_value(obj: &Object) -> Option<Value> {
         _ => None,
     }
 }
+
+impl super::Source {
+    /// Drops the data of Secrets and ConfigMaps nothing references any more: all of them after a
+    /// rebuild, else only those released since the last flush.
+    pub(super) fn trim(&mut self, rebuilt: bool) {
+        let Some(mut merged) = self.merged.take() else { return };
+        let released = if rebuilt { None } else { Some(merged.take_released()) };
+        for i in 0..self.parts.len() {
+            let only: Option<BTreeSet<ObjectKey>> = released.as_ref().map(|refs| {
+                let p = &self.parts[i];
+                refs.iter()
+                    .filter(|(kind, key)| p.covers(kind, &key.namespace))
+                    .map(|(_, key)| key.clone())
+                    .collect()
+            });
+            if only.as_ref().is_some_and(BTreeSet::is_empty) {
+                continue;
+            }
+            let contributes = self.contributes(i);
+            for obj in store::trim_unreferenced(&mut self.parts[i], only.as_ref(), |r| merged.references(r)) {
+                if contributes {
+                    merged.put(obj);
+                }
+            }
+        }
+        self.merged = Some(merged);
+    }
+}

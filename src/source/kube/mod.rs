@@ -6,8 +6,9 @@
 //! - [`watch`]: one kube-rs watcher per kind and namespace, slimming and decoding objects.
 //! - [`store`]: the per-watch object maps and the Secret/ConfigMap data trimming.
 //! - `merged`: the published model, moved by each event (not reassembled per publish), and the
-//!   Secrets/ConfigMaps it references, counted per referrer.
-//! - `refetch`: reads a trimmed Secret/ConfigMap again once something references it.
+//!   Secrets/ConfigMaps it references, counted per referrer (and the trimming of those it no longer does).
+//! - `refetch`: reads a trimmed Secret/ConfigMap again once something references it, and fills it in.
+//! - `availability`: which kinds cannot be read, and why (reported before the first model too).
 //!
 //! Stores are pier's own rather than kube-rs `reflector::Store`s: objects are decoded once into the
 //! model's typed `Arc`s (so assembling a model copies no object), Secret/ConfigMap data can be dropped
@@ -280,38 +281,6 @@ impl Source {
         }
     }
 
-    fn fetched(&mut self, r: Ref, result: Result<Option<DynamicObject>, String>) {
-        self.fetching.remove(&r);
-        let Some(i) = self.parts.iter().position(|p| p.covers(r.0, &r.1.namespace)) else {
-            return;
-        };
-        match result {
-            Ok(Some(obj)) => {
-                let p = &self.parts[i];
-                // Only fill in an object the watch still holds without data: a newer watch event, or a
-                // delete, wins over this read.
-                if !p.trimmed.contains(&r.1) {
-                    return;
-                }
-                match watch::decode(p.kind, obj) {
-                    Ok(obj) => {
-                        self.parts[i].trimmed.remove(&r.1);
-                        self.put(i, obj);
-                    }
-                    Err(e) => {
-                        warn!(error = %e, "refetched object refused");
-                        self.failed.insert(r);
-                    }
-                }
-            }
-            Ok(None) => {}
-            Err(e) => {
-                warn!(object = %format!("{} {}", r.0, r.1), error = %e, "fetching a newly referenced object failed");
-                self.failed.insert(r);
-            }
-        }
-    }
-
     /// Puts an object into partition `i`, and into the merged model if that partition counts.
     fn put(&mut self, i: usize, obj: Object) {
         if self.contributes(i)
@@ -346,74 +315,6 @@ impl Source {
         }
         availability::mark(&mut model, &self.parts);
         model
-    }
-
-    /// A first-list failure of watch `i`: `None` while the partition is not unavailable (the error is
-    /// an ordinary watch error), else whether it just became so (a change to publish). Logged when it
-    /// becomes unavailable and then once a minute, so a kind pier cannot read is never silent and never
-    /// floods the log.
-    fn unavailable(&mut self, i: usize, e: &watcher::Error) -> Option<bool> {
-        let now = Instant::now();
-        let p = &mut self.parts[i];
-        let became = availability::failed(p, e, now);
-        if p.sync != Sync::Unavailable {
-            return None;
-        }
-        if became
-            || p.warned_at
-                .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(60))
-        {
-            p.warned_at = Some(now);
-            warn!(
-                watch = %p.describe(),
-                reason = p.unavailable.as_deref().unwrap_or_default(),
-                "kind cannot be read; serving without it (what needs it says so in its status), retrying"
-            );
-        }
-        if became {
-            self.merged = None;
-            self.errors.remove(&i);
-        }
-        Some(became)
-    }
-
-    /// Publishes which kinds cannot be read now (before the first model too: `/readyz` says what it
-    /// waits for).
-    fn report(&self, tx: &latest::Sender<SourceState>) {
-        let now = availability::report(&self.parts);
-        tx.send_if_modified(|state| {
-            if state.unavailable == now {
-                return false;
-            }
-            state.unavailable = now;
-            true
-        });
-    }
-
-    /// Drops the data of Secrets and ConfigMaps nothing references any more: all of them after a
-    /// rebuild, else only those released since the last flush.
-    fn trim(&mut self, rebuilt: bool) {
-        let Some(mut merged) = self.merged.take() else { return };
-        let released = if rebuilt { None } else { Some(merged.take_released()) };
-        for i in 0..self.parts.len() {
-            let only: Option<BTreeSet<ObjectKey>> = released.as_ref().map(|refs| {
-                let p = &self.parts[i];
-                refs.iter()
-                    .filter(|(kind, key)| p.covers(kind, &key.namespace))
-                    .map(|(_, key)| key.clone())
-                    .collect()
-            });
-            if only.as_ref().is_some_and(BTreeSet::is_empty) {
-                continue;
-            }
-            let contributes = self.contributes(i);
-            for obj in store::trim_unreferenced(&mut self.parts[i], only.as_ref(), |r| merged.references(r)) {
-                if contributes {
-                    merged.put(obj);
-                }
-            }
-        }
-        self.merged = Some(merged);
     }
 
     fn flush(
@@ -481,108 +382,4 @@ impl Source {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cfg() -> SourceConfig {
-        SourceConfig {
-            namespaces: vec![],
-            debounce: Debounce {
-                quiet: Duration::from_millis(1),
-                max_delay: Duration::from_millis(1),
-            },
-            retry_max: Duration::from_millis(1),
-        }
-    }
-
-    #[test]
-    fn reference_grant_v1beta1_counts_only_where_v1_is_not_served() {
-        let mut src = Source::new(&cfg());
-        let v1 = src
-            .parts
-            .iter()
-            .position(|p| p.kind.name == "ReferenceGrant" && p.kind.version == "v1")
-            .unwrap();
-        let beta = src
-            .parts
-            .iter()
-            .position(|p| p.kind.name == "ReferenceGrant" && p.kind.version == "v1beta1")
-            .unwrap();
-        let grant = "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\nmetadata: {name: g, namespace: a}\n\
-                     spec: {from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: b}], to: [{group: '', kind: Service}]}\n";
-        let obj = crate::model::yaml::parse("t", grant).unwrap().objects.remove(0).1;
-        src.parts[beta].objects.upsert(obj);
-        src.parts[beta].sync = Sync::Synced;
-        src.parts[v1].sync = Sync::Missing;
-        assert_eq!(src.build().reference_grants.len(), 1, "v1 not served: v1beta1 is read");
-        src.parts[v1].sync = Sync::Synced;
-        assert_eq!(src.build().reference_grants.len(), 0, "v1 served: it alone is read");
-    }
-
-    fn object(text: &str) -> DynamicObject {
-        let v: serde_json::Value = serde_saphyr::from_str(text).unwrap();
-        serde_json::from_value(v).unwrap()
-    }
-
-    fn index_of(src: &Source, name: &str) -> usize {
-        src.parts.iter().position(|p| p.kind.name == name).unwrap()
-    }
-
-    /// The model moved event by event equals the one assembled from the watches, references included.
-    #[test]
-    fn events_move_the_model_as_a_rebuild_would() {
-        let mut src = Source::new(&cfg());
-        for i in 0..src.parts.len() {
-            src.apply(i, Ok(watcher::Event::Init));
-            src.apply(i, Ok(watcher::Event::InitDone));
-        }
-        let gw = "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: g, namespace: a}\n\
-                  spec: {gatewayClassName: pier, listeners: [{name: h, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: c}]}}]}\n";
-        let gw2 = gw.replace("name: c}", "name: d}");
-        let secret = |n: &str| {
-            format!(
-                "apiVersion: v1\nkind: Secret\nmetadata: {{name: {n}, namespace: a}}\ntype: kubernetes.io/tls\ndata: {{tls.crt: YQ==, tls.key: YQ==}}\n"
-            )
-        };
-        let (g, s) = (index_of(&src, "Gateway"), index_of(&src, "Secret"));
-        let steps: Vec<(usize, watcher::Event<DynamicObject>)> = vec![
-            (s, watcher::Event::Apply(object(&secret("c")))),
-            (g, watcher::Event::Apply(object(gw))),
-            (s, watcher::Event::Apply(object(&secret("d")))),
-            (g, watcher::Event::Apply(object(&gw2))),
-            (g, watcher::Event::Delete(object(&gw2))),
-            (s, watcher::Event::Delete(object(&secret("c")))),
-        ];
-        let check = |src: &mut Source| {
-            src.published = true;
-            if src.merged.is_none() {
-                src.merged = Some(Merged::rebuild(src.build()));
-            }
-            src.trim(false);
-            let built = src.build();
-            let merged = src.merged.as_ref().unwrap();
-            assert_eq!(merged.model(), &built);
-            let refs: BTreeSet<Ref> = merged.referenced().cloned().collect();
-            assert_eq!(refs, store::referenced(&built));
-        };
-        check(&mut src);
-        for (i, ev) in steps {
-            src.apply(i, Ok(ev));
-            check(&mut src);
-        }
-        // The Gateway that referenced `d` is gone: its data is dropped, in the watch and the model.
-        let d = ObjectKey::new("a", "d");
-        assert!(src.parts[s].trimmed.contains(&d));
-        assert!(
-            src.merged
-                .as_ref()
-                .unwrap()
-                .model()
-                .secrets
-                .peek(&d)
-                .unwrap()
-                .data
-                .is_none()
-        );
-    }
-}
+mod tests;

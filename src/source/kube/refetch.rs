@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use kube::api::{Api, DynamicObject};
 use tokio::sync::mpsc;
+use tracing::warn;
 
 use super::kinds;
 use super::store::Ref;
@@ -34,4 +35,40 @@ pub fn spawn_fetch(client: kube::Client, r: Ref, tx: mpsc::UnboundedSender<Fetch
         };
         let _ = tx.send((r, result));
     });
+}
+
+impl super::Source {
+    /// A Secret or ConfigMap read again (`fetch`) is filled into its watch's store, unless a newer event
+    /// or a delete came first.
+    pub(super) fn fetched(&mut self, r: Ref, result: Result<Option<DynamicObject>, String>) {
+        self.fetching.remove(&r);
+        let Some(i) = self.parts.iter().position(|p| p.covers(r.0, &r.1.namespace)) else {
+            return;
+        };
+        match result {
+            Ok(Some(obj)) => {
+                let p = &self.parts[i];
+                // Only fill in an object the watch still holds without data: a newer watch event, or a
+                // delete, wins over this read.
+                if !p.trimmed.contains(&r.1) {
+                    return;
+                }
+                match watch::decode(p.kind, obj) {
+                    Ok(obj) => {
+                        self.parts[i].trimmed.remove(&r.1);
+                        self.put(i, obj);
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "refetched object refused");
+                        self.failed.insert(r);
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                warn!(object = %format!("{} {}", r.0, r.1), error = %e, "fetching a newly referenced object failed");
+                self.failed.insert(r);
+            }
+        }
+    }
 }
