@@ -173,6 +173,8 @@ pub struct Cluster {
     pub tls: Option<UpstreamTls>,
     pub circuit_breaker: Option<CircuitBreaker>,
     pub outlier_detection: Option<OutlierDetection>,
+    /// How long Envoy waits for a connection (`Options::connect_timeout_ms`, decided by the translator).
+    pub connect_timeout_ms: u64,
 }
 
 /// Which object a cluster was built from (goes into Envoy metadata so operators can trace it back).

@@ -150,7 +150,7 @@ mod tests {
 
     #[test]
     fn bootstrap_is_a_valid_bootstrap_message() {
-        let res = build(&fixture::gateway(), &crate::Options::default());
+        let res = build(&fixture::gateway());
         let boot = validation_bootstrap(&res);
         let parsed = render::from_json::<bootstrap::Bootstrap>(&boot).expect("parses as a Bootstrap");
         let statics = parsed.static_resources.expect("static resources");

@@ -13,11 +13,11 @@ use crate::ir;
 /// `Cluster.metadata.filter_metadata` key under which the cluster's origin is recorded.
 pub const METADATA_NAMESPACE: &str = "pier.dev";
 
-pub(super) fn build(name: &str, c: &ir::Cluster, opts: &crate::Options) -> cluster::Cluster {
+pub(super) fn build(name: &str, c: &ir::Cluster) -> cluster::Cluster {
     let dfp = matches!(c.discovery, ir::Discovery::DynamicForwardProxy { .. });
     let mut out = cluster::Cluster {
         name: name.to_string(),
-        connect_timeout: Some(duration_ms(opts.connect_timeout_ms)),
+        connect_timeout: Some(duration_ms(c.connect_timeout_ms)),
         typed_extension_protocol_options: HashMap::from([(
             ext::HTTP_PROTOCOL_OPTIONS.to_string(),
             envoy_types::util::pack_any(protocol_options(c.protocol, c.tls.as_ref(), dfp)),

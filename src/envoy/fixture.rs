@@ -45,6 +45,7 @@ pub fn gateway() -> GatewayIr {
             tls: None,
             circuit_breaker: None,
             outlier_detection: None,
+            connect_timeout_ms: crate::options::Options::default().connect_timeout_ms,
         },
         Cluster {
             name: API.into(),
@@ -74,6 +75,7 @@ pub fn gateway() -> GatewayIr {
             }),
             circuit_breaker: None,
             outlier_detection: None,
+            connect_timeout_ms: crate::options::Options::default().connect_timeout_ms,
         },
         Cluster {
             name: DYN.into(),
@@ -87,6 +89,7 @@ pub fn gateway() -> GatewayIr {
             tls: None,
             circuit_breaker: None,
             outlier_detection: None,
+            connect_timeout_ms: crate::options::Options::default().connect_timeout_ms,
         },
     ];
     let secrets = BTreeMap::from([

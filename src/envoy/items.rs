@@ -23,8 +23,8 @@ impl ClusterLookup for BTreeMap<String, ir::Cluster> {
     }
 }
 
-pub fn cluster(name: &str, c: &ir::Cluster, opts: &crate::Options) -> cluster::Cluster {
-    clusters::build(name, c, opts)
+pub fn cluster(name: &str, c: &ir::Cluster) -> cluster::Cluster {
+    clusters::build(name, c)
 }
 
 pub fn load_assignment(name: &str, endpoints: &[ir::Endpoint]) -> endpoint::ClusterLoadAssignment {

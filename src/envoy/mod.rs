@@ -44,13 +44,9 @@ pub struct Resources {
 
 /// Translates one Gateway's IR into Envoy resources. Infallible: the IR is already valid by
 /// construction; `check` verifies the result hangs together.
-pub fn build(gw: &ir::GatewayIr, opts: &crate::Options) -> Resources {
+pub fn build(gw: &ir::GatewayIr) -> Resources {
     // The map key is the cluster name (the IR keeps it equal to `Cluster.name`); routes refer to it.
-    let mut clusters: Vec<_> = gw
-        .clusters
-        .iter()
-        .map(|(name, c)| clusters::build(name, c, opts))
-        .collect();
+    let mut clusters: Vec<_> = gw.clusters.iter().map(|(name, c)| clusters::build(name, c)).collect();
     let mut endpoints: Vec<_> = gw
         .clusters
         .iter()

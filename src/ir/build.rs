@@ -27,6 +27,7 @@ pub fn cluster(name: &str, discovery: Discovery, protocol: UpstreamProtocol, tls
         tls,
         circuit_breaker: None,
         outlier_detection: None,
+        connect_timeout_ms: crate::options::Options::default().connect_timeout_ms,
     }
 }
 

@@ -24,11 +24,7 @@ pub struct Translation {
 
 pub fn translate(model: &Model, opts: &Options) -> Translation {
     let (ir, statuses) = gateway::build(model, opts);
-    let gateways = ir
-        .gateways
-        .iter()
-        .map(|(k, g)| (k.clone(), envoy::build(g, opts)))
-        .collect();
+    let gateways = ir.gateways.iter().map(|(k, g)| (k.clone(), envoy::build(g))).collect();
     Translation { gateways, statuses }
 }
 
@@ -171,5 +167,29 @@ mod tests {
         assert!(err.to_string().contains("--gateway"), "{err}");
         assert!(t.resources(Some("ns/c")).is_ok(), "one Gateway at a time still works");
         assert!(matches!(t.resources(Some("ns/x")), Err(SelectError::NoSuchGateway(..))));
+    }
+
+    /// The connect timeout is decided in the IR (`ir::Cluster::connect_timeout_ms`), from the options.
+    #[test]
+    fn the_connect_timeout_option_reaches_every_cluster() {
+        let text = "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: pier}\n\
+                    spec: {controllerName: pier.dev/gateway-controller}\n---\n\
+                    apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: default}\n\
+                    spec: {gatewayClassName: pier, listeners: [{name: http, protocol: HTTP, port: 8080}]}\n---\n\
+                    apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r, namespace: default}\n\
+                    spec: {parentRefs: [{name: gw}], rules: [{backendRefs: [{name: a, port: 80}]}]}\n---\n\
+                    apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: default}\nspec: {ports: [{port: 80}]}\n";
+        let loaded = crate::model::load::parse_texts(&[("t.yaml".to_string(), text.to_string())]).unwrap();
+        let opts = crate::Options {
+            connect_timeout_ms: 2_500,
+            ..Default::default()
+        };
+        let t = translate(&loaded.model, &opts);
+        let clusters = &t.gateways["default/gw"].clusters;
+        assert!(!clusters.is_empty());
+        for c in clusters {
+            let d = c.connect_timeout.unwrap();
+            assert_eq!((d.seconds, d.nanos), (2, 500_000_000), "{}", c.name);
+        }
     }
 }

@@ -59,7 +59,7 @@ async fn authority_guard_refuses_what_check_hostname_refuses() {
         clusters: BTreeMap::from([(c0, cluster0), (c1, cluster1)]),
         secrets: BTreeMap::new(),
     };
-    let res = envoy::build(&gw, &pier::Options::default());
+    let res = envoy::build(&gw);
     assert_eq!(envoy::check(&res), Ok(()));
     let mut boot = validation_bootstrap(&res);
     boot.as_object_mut().unwrap().remove("dynamic_resources");

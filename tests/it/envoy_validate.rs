@@ -358,7 +358,7 @@ fn built() -> (tempfile::NamedTempFile, envoy::Resources) {
     // A CA file Envoy can read (the system bundle path may not exist on every machine).
     let ca_file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(ca_file.path(), pki::CERT_PEM).unwrap();
-    let res = envoy::build(&gateway(ca_file.path().to_str().unwrap()), &pier::Options::default());
+    let res = envoy::build(&gateway(ca_file.path().to_str().unwrap()));
     (ca_file, res)
 }
 

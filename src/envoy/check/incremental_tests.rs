@@ -26,7 +26,7 @@ struct Pool {
 
 /// The fixture, and the fixture with an aggregate cluster in front of the DFP cluster.
 fn bases() -> [Resources; 2] {
-    let plain = build(&fixture::gateway(), &crate::Options::default());
+    let plain = build(&fixture::gateway());
     let mut gw = fixture::gateway();
     let mut aggregate = gw.clusters[fixture::WEB].clone();
     aggregate.name = "failover/dyn".into();
@@ -44,7 +44,7 @@ fn bases() -> [Resources; 2] {
             filters: Default::default(),
         }]);
     }
-    [plain, build(&gw, &crate::Options::default())]
+    [plain, build(&gw)]
 }
 
 fn variants<T: Clone + PartialEq>(out: &mut Vec<(String, Vec<T>)>, name: &str, v: T) {

@@ -15,13 +15,13 @@ fn unpack_hcm(f: &listener::Filter) -> Option<hcm::HttpConnectionManager> {
 }
 
 fn resources() -> Resources {
-    build(&fixture::gateway(), &crate::Options::default())
+    build(&fixture::gateway())
 }
 
 fn resources_from(edit: impl FnOnce(&mut ir::GatewayIr)) -> Resources {
     let mut gw = fixture::gateway();
     edit(&mut gw);
-    build(&gw, &crate::Options::default())
+    build(&gw)
 }
 
 fn errors(res: &Resources) -> Vec<String> {

@@ -123,7 +123,7 @@ impl<'a> Backends<'a> {
         if kind == BackendKind::EgBackend {
             super::service::policies_readable(self.ctx, &what)?;
         }
-        let mut t = target(kind, &key, name, usable, choice);
+        let mut t = target(kind, &key, name, usable, choice, self.ctx.opts.connect_timeout_ms);
         match crate::gateway::backend_tls::to_backend(self.policies, kind, &key, &mut t)? {
             crate::gateway::backend_tls::Applied::Serve => Ok(Some(t)),
             crate::gateway::backend_tls::Applied::FailClosed => Ok(None),
@@ -284,6 +284,7 @@ pub(in crate::gateway) fn target(
     name: String,
     usable: &Usable,
     c: &PortChoice,
+    connect_timeout_ms: u64,
 ) -> Target {
     let mut secrets = usable.secrets.clone();
     secrets.extend(c.secrets.clone());
@@ -301,6 +302,7 @@ pub(in crate::gateway) fn target(
             tls: c.tls.clone(),
             circuit_breaker: usable.circuit_breaker.clone(),
             outlier_detection: usable.outlier_detection.clone(),
+            connect_timeout_ms,
         },
         secrets,
         gateway_client_cert: c.gateway_client_cert,
@@ -322,6 +324,7 @@ pub fn aggregate(primary: &Target, members: Vec<String>) -> Target {
             tls: None,
             circuit_breaker: None,
             outlier_detection: None,
+            connect_timeout_ms: primary.cluster.connect_timeout_ms,
         },
         secrets: SecretSet::new(),
         gateway_client_cert: GatewayCert::No,

@@ -59,7 +59,14 @@ pub fn resolve(
     }
     let usable = Usable::default();
     let name = names::cluster(BackendKind::Service, &key.namespace, &key.name, port);
-    let mut target = super::target(BackendKind::Service, key, name, &usable, &choice);
+    let mut target = super::target(
+        BackendKind::Service,
+        key,
+        name,
+        &usable,
+        &choice,
+        ctx.opts.connect_timeout_ms,
+    );
     target.notes = notes;
     target
         .notes

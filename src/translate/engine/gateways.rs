@@ -107,7 +107,7 @@ impl Engine {
         };
         self.attach(key, ids, mixed, dirty);
         dirty.gateways.insert(key.clone());
-        self.gateways.get_mut(key).expect("a known Gateway").flush(&self.opts)
+        self.gateways.get_mut(key).expect("a known Gateway").flush()
     }
 
     /// Builds a Gateway's state anew (its object changed, or it is new); true if its resources differ
@@ -128,7 +128,7 @@ impl Engine {
         self.attach(key, ids, claims, dirty);
         dirty.gateways.insert(key.clone());
         let state = self.gateways.get_mut(key).expect("just built");
-        state.flush(&self.opts);
+        state.flush();
         match old {
             Some(old) => {
                 out::share(&mut state.out, &old.out);

@@ -128,8 +128,8 @@ impl Res {
         self.facts.get_or_init(|| read(self.resource()))
     }
 
-    pub fn cluster(name: &str, c: &ir::Cluster, opts: &crate::Options) -> Res {
-        Res::of(&items::cluster(name, c, opts))
+    pub fn cluster(name: &str, c: &ir::Cluster) -> Res {
+        Res::of(&items::cluster(name, c))
     }
 
     /// A load assignment's version covers its cluster's: Envoy re-warms a changed cluster and waits for a

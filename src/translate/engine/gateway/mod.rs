@@ -239,11 +239,11 @@ impl GatewayState {
     }
 
     /// Rebuilds what the changes since the last flush touched. True if the Gateway's resources changed.
-    pub fn flush(&mut self, opts: &Options) -> bool {
+    pub fn flush(&mut self) -> bool {
         let touched = std::mem::take(&mut self.touched);
         let before = self.out.clone();
         for name in &touched.clusters {
-            self.refresh_cluster(name, opts);
+            self.refresh_cluster(name);
         }
         let mut configs: BTreeSet<String> = BTreeSet::new();
         for (li, hosts) in &touched.hosts {
@@ -273,7 +273,7 @@ impl GatewayState {
     }
 
     /// The cluster (and load assignment) `name` as the targets now have it, and the secrets it uses.
-    fn refresh_cluster(&mut self, name: &str, opts: &Options) {
+    fn refresh_cluster(&mut self, name: &str) {
         let old_uses = self.cluster_uses.remove(name).unwrap_or_default();
         for s in &old_uses {
             self.unuse(s);
@@ -289,7 +289,7 @@ impl GatewayState {
             self.touched.secrets.insert(s.clone());
         }
         self.cluster_uses.insert(name.to_string(), uses);
-        let res = Res::cluster(name, c, opts);
+        let res = Res::cluster(name, c);
         match &c.discovery {
             ir::Discovery::Eds { endpoints } => {
                 put(&mut self.out.endpoints, name, Res::endpoints(name, endpoints, &res));
