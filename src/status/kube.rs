@@ -97,22 +97,17 @@ pub async fn run(
     mut stop: watch::Receiver<bool>,
 ) {
     let spacing = Duration::from_secs(1) / cfg.writes_per_second.max(1);
-    // What pier last brought each object's status to (its own part, before merging).
-    let mut synced: BTreeMap<Key, Value> = BTreeMap::new();
+    let mut memory = Memory::new();
     let mut resync_at = tokio::time::Instant::now() + cfg.resync;
-    // Writes that failed (other than by conflict): not retried before the deadline unless pier's part
-    // changes, so an object the API server keeps refusing costs one request per `FAILED_RETRY`.
-    let mut failed: BTreeMap<Key, (Value, tokio::time::Instant)> = BTreeMap::new();
-    let mut backoff = SERVER_BACKOFF;
     loop {
         if tokio::time::Instant::now() >= resync_at {
-            synced.clear();
+            memory.synced.clear();
             resync_at = tokio::time::Instant::now() + cfg.resync;
         }
         let leads = *leader.borrow_and_update();
         metrics.set_leader(leads);
         if !leads {
-            synced.clear();
+            memory.synced.clear();
             tokio::select! {
                 _ = stopped(&mut stop) => return,
                 r = leader.changed() => if r.is_err() { return },
@@ -120,51 +115,23 @@ pub async fn run(
             continue;
         }
         let newest = statuses.borrow_and_update().clone();
-        let desired = desired(newest.values().map(AsRef::as_ref), rejections.as_ref(), &synced);
+        let desired = desired(newest.values().map(AsRef::as_ref), rejections.as_ref(), &memory.synced);
         for (key, want) in desired {
-            if synced.get(&key) == Some(&want) {
-                continue;
-            }
-            if failed
-                .get(&key)
-                .is_some_and(|(w, until)| *w == want && tokio::time::Instant::now() < *until)
-            {
+            if !memory.due(&key, &want) {
                 continue;
             }
             let Some(kind) = kinds::status_kind(&key.0, &key.1) else {
                 continue;
             };
             let result = write(&client, kind, &key, &want, &cfg.controller_name, &metrics).await;
-            metrics.outcome(match &result {
-                Ok(Outcome::Written) => "written",
-                Ok(Outcome::Unchanged) => "unchanged",
-                Ok(Outcome::Gone) => "gone",
-                Err(_) => "failed",
-            });
-            match result {
-                Ok(Outcome::Gone) => {
-                    synced.remove(&key);
+            metrics.outcome(label(&result));
+            if let Some(pause) = memory.record(key, want, result) {
+                tokio::select! {
+                    _ = stopped(&mut stop) => return,
+                    _ = tokio::time::sleep(pause) => {}
                 }
-                Ok(outcome) => {
-                    debug!(kind = %key.1, object = %object_name(&key), ?outcome, "status");
-                    failed.remove(&key);
-                    synced.insert(key, want);
-                }
-                Err(e) if e.server => {
-                    warn!(kind = %key.1, object = %object_name(&key), error = %e, "the API server failed a status write; all writes pause for {backoff:?}");
-                    tokio::select! {
-                        _ = stopped(&mut stop) => return,
-                        _ = tokio::time::sleep(backoff) => {}
-                    }
-                    backoff = (backoff * 2).min(FAILED_RETRY);
-                    break;
-                }
-                Err(e) => {
-                    warn!(kind = %key.1, object = %object_name(&key), error = %e, "status write failed; retried on the next change or in {FAILED_RETRY:?}");
-                    failed.insert(key, (want, tokio::time::Instant::now() + FAILED_RETRY));
-                }
+                break;
             }
-            backoff = SERVER_BACKOFF;
             tokio::select! {
                 _ = stopped(&mut stop) => return,
                 _ = tokio::time::sleep(spacing) => {}
@@ -180,6 +147,73 @@ pub async fn run(
             r = leader.changed() => if r.is_err() { return },
             _ = tokio::time::sleep(cfg.nack_poll) => {}
         }
+    }
+}
+
+/// What the writer remembers between passes.
+struct Memory {
+    /// What pier last brought each object's status to (its own part, before merging).
+    synced: BTreeMap<Key, Value>,
+    /// Writes that failed for the object's sake: not retried before the deadline unless pier's part
+    /// changes, so an object the API server keeps refusing costs one request per `FAILED_RETRY`.
+    failed: BTreeMap<Key, (Value, tokio::time::Instant)>,
+    /// The next pause after the API server itself fails.
+    backoff: Duration,
+}
+
+impl Memory {
+    fn new() -> Memory {
+        Memory {
+            synced: BTreeMap::new(),
+            failed: BTreeMap::new(),
+            backoff: SERVER_BACKOFF,
+        }
+    }
+
+    /// Whether `want` still has to be written for `key`.
+    fn due(&self, key: &Key, want: &Value) -> bool {
+        let held_back = self
+            .failed
+            .get(key)
+            .is_some_and(|(w, until)| w == want && tokio::time::Instant::now() < *until);
+        self.synced.get(key) != Some(want) && !held_back
+    }
+
+    /// Records one write; `Some(pause)` when the API server failed and every write waits that long.
+    fn record(&mut self, key: Key, want: Value, result: Result<Outcome, WriteError>) -> Option<Duration> {
+        match result {
+            Ok(Outcome::Gone) => {
+                self.synced.remove(&key);
+            }
+            Ok(outcome) => {
+                debug!(kind = %key.1, object = %object_name(&key), ?outcome, "status");
+                self.failed.remove(&key);
+                self.synced.insert(key, want);
+            }
+            Err(e) if e.server => {
+                let pause = self.backoff;
+                warn!(kind = %key.1, object = %object_name(&key), error = %e, "the API server failed a status write; all writes pause for {pause:?}");
+                self.backoff = (pause * 2).min(FAILED_RETRY);
+                return Some(pause);
+            }
+            Err(e) => {
+                warn!(kind = %key.1, object = %object_name(&key), error = %e, "status write failed; retried on the next change or in {FAILED_RETRY:?}");
+                self.failed
+                    .insert(key, (want, tokio::time::Instant::now() + FAILED_RETRY));
+            }
+        }
+        self.backoff = SERVER_BACKOFF;
+        None
+    }
+}
+
+/// `pier_status_writes_total{outcome}`.
+fn label(result: &Result<Outcome, WriteError>) -> &'static str {
+    match result {
+        Ok(Outcome::Written) => "written",
+        Ok(Outcome::Unchanged) => "unchanged",
+        Ok(Outcome::Gone) => "gone",
+        Err(_) => "failed",
     }
 }
 
