@@ -157,7 +157,6 @@ impl Source {
 
     /// Applies one watch event; true if the model may have changed.
     fn apply(&mut self, i: usize, ev: Result<watcher::Event<DynamicObject>, watcher::Error>) -> bool {
-        let kind = self.parts[i].kind;
         let ev = match ev {
             Ok(ev) => {
                 // A watch that recovers clears its error from the published state.
@@ -167,31 +166,7 @@ impl Source {
                 }
                 ev
             }
-            Err(e) if watch::is_not_found(&e) => {
-                let p = &mut self.parts[i];
-                if p.sync == Sync::Pending {
-                    warn!(watch = %p.describe(), hint = p.kind.missing_hint(), "kind not served by the API server; watching for it");
-                    p.sync = Sync::Missing;
-                    self.merged = None;
-                    return true;
-                }
-                return false;
-            }
-            Err(e) => {
-                if self.parts[i].sync != Sync::Synced
-                    && let Some(became) = self.unavailable(i, &e)
-                {
-                    return became;
-                }
-                let p = &self.parts[i];
-                let message = format!("watch of {}: {e}", p.describe());
-                // Only a new error is worth publishing (and logging); retries of the same one are not.
-                let new = self.errors.insert(i, message.clone()).as_ref() != Some(&message);
-                if new {
-                    warn!(error = %message, "watch failing; retrying with backoff, the last good model stays in force");
-                }
-                return new;
-            }
+            Err(e) => return self.failed_watch(i, &e),
         };
         match ev {
             watcher::Event::Init => {
@@ -208,22 +183,7 @@ impl Source {
                 }
                 false
             }
-            watcher::Event::InitDone => {
-                let p = &mut self.parts[i];
-                if p.sync == Sync::Missing {
-                    info!(watch = %p.describe(), "kind is served now");
-                }
-                if p.sync == Sync::Unavailable {
-                    info!(watch = %p.describe(), "kind can be read now");
-                }
-                availability::listed(p);
-                p.objects = p.relist.take().unwrap_or_default();
-                p.trimmed = std::mem::take(&mut p.relist_trimmed);
-                p.sync = Sync::Synced;
-                debug!(watch = %p.describe(), objects = store::count(&p.objects), "listed");
-                self.merged = None;
-                true
-            }
+            watcher::Event::InitDone => self.listed(i),
             watcher::Event::Apply(obj) => match self.decode(i, obj) {
                 Some((obj, trimmed)) => {
                     let p = &mut self.parts[i];
@@ -237,21 +197,71 @@ impl Source {
                 }
                 None => true,
             },
-            watcher::Event::Delete(obj) => {
-                let key = watch::key_of(kind, &obj);
-                self.rejected.remove(&(kind.name, key.clone()));
-                let p = &mut self.parts[i];
-                p.trimmed.remove(&key);
-                let model_kind = crate::model::Kind::from_name(kind.name).expect("every watched kind is a model kind");
-                let removed = store::remove(&mut p.objects, model_kind, &key);
-                if self.contributes(i)
-                    && let Some(m) = &mut self.merged
-                {
-                    m.remove(model_kind, kind.name, &key);
-                }
-                removed
-            }
+            watcher::Event::Delete(obj) => self.deleted(i, &obj),
         }
+    }
+
+    /// A watch error: a kind not served (reported once), a first list failing (availability), or a
+    /// watch that listed failing (the last good model stays). True if that is news to publish.
+    fn failed_watch(&mut self, i: usize, e: &watcher::Error) -> bool {
+        if watch::is_not_found(e) {
+            let p = &mut self.parts[i];
+            if p.sync == Sync::Pending {
+                warn!(watch = %p.describe(), hint = p.kind.missing_hint(), "kind not served by the API server; watching for it");
+                p.sync = Sync::Missing;
+                self.merged = None;
+                return true;
+            }
+            return false;
+        }
+        if self.parts[i].sync != Sync::Synced
+            && let Some(became) = self.unavailable(i, e)
+        {
+            return became;
+        }
+        let p = &self.parts[i];
+        let message = format!("watch of {}: {e}", p.describe());
+        // Only a new error is worth publishing (and logging); retries of the same one are not.
+        let new = self.errors.insert(i, message.clone()).as_ref() != Some(&message);
+        if new {
+            warn!(error = %message, "watch failing; retrying with backoff, the last good model stays in force");
+        }
+        new
+    }
+
+    /// A complete list of watch `i`: swapped in whole, and the kind available again.
+    fn listed(&mut self, i: usize) -> bool {
+        let p = &mut self.parts[i];
+        if p.sync == Sync::Missing {
+            info!(watch = %p.describe(), "kind is served now");
+        }
+        if p.sync == Sync::Unavailable {
+            info!(watch = %p.describe(), "kind can be read now");
+        }
+        availability::listed(p);
+        p.objects = p.relist.take().unwrap_or_default();
+        p.trimmed = std::mem::take(&mut p.relist_trimmed);
+        p.sync = Sync::Synced;
+        debug!(watch = %p.describe(), objects = store::count(&p.objects), "listed");
+        self.merged = None;
+        true
+    }
+
+    /// An object of watch `i` deleted; true if the model held it.
+    fn deleted(&mut self, i: usize, obj: &DynamicObject) -> bool {
+        let kind = self.parts[i].kind;
+        let key = watch::key_of(kind, obj);
+        self.rejected.remove(&(kind.name, key.clone()));
+        let p = &mut self.parts[i];
+        p.trimmed.remove(&key);
+        let model_kind = crate::model::Kind::from_name(kind.name).expect("every watched kind is a model kind");
+        let removed = store::remove(&mut p.objects, model_kind, &key);
+        if self.contributes(i)
+            && let Some(m) = &mut self.merged
+        {
+            m.remove(model_kind, kind.name, &key);
+        }
+        removed
     }
 
     /// Decodes an object, and once the first model is out drops the data of an unreferenced
