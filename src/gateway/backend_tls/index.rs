@@ -53,90 +53,114 @@ pub fn verdict(ctx: Ctx<'_>, key: &ObjectKey) -> Option<(PolicyVerdict, Rank, Ve
     let mut verdict = evaluate(ctx, key, policy);
     let mut contends = Vec::new();
     for (i, t) in policy.policy.spec.target_refs.iter().enumerate() {
-        let field = format!("spec.targetRefs[{i}]");
-        let target = ObjectKey::new(&key.namespace, &t.name);
-        let section = t.section_name.as_deref();
+        let at = TargetAt {
+            field: format!("spec.targetRefs[{i}]"),
+            target: ObjectKey::new(&key.namespace, &t.name),
+            section: t.section_name.as_deref(),
+        };
+        let (v, c) = (&mut verdict, &mut contends);
         match (t.group.as_str(), t.kind.as_str()) {
-            (CORE_GROUP, KIND_SERVICE) => {
-                verdict.targets.push((BackendKind::Service, target.clone()));
-                let Some(svc) = ctx.model.services.get(&target) else {
-                    verdict.target_problems.push(Problem::accepted(
-                        Reason::TargetNotFound,
-                        ctx.model.not_found(Kind::Service, format!("{field}: Service {target}")),
-                    ));
-                    continue;
-                };
-                let has_port = |name: &str| {
-                    let ports = svc.spec.as_ref().and_then(|s| s.ports.as_deref()).unwrap_or_default();
-                    ports.iter().any(|p| p.name.as_deref() == Some(name))
-                };
-                match section {
-                    Some(s) if !has_port(s) => missing_section(
-                        &mut verdict,
-                        (BackendKind::Service, target.clone(), s.to_string()),
-                        format!("{field}.sectionName: Service {target} has no port named {s:?}"),
-                    ),
-                    _ => {
-                        verdict.valid_targets += 1;
-                        contends.push((BackendKind::Service, target, t.section_name.clone()));
-                    }
-                }
-            }
-            (EG_GROUP, KIND_BACKEND) => {
-                verdict.targets.push((BackendKind::EgBackend, target.clone()));
-                if !ctx.model.eg_backends.contains_key(&target) {
-                    verdict.target_problems.push(Problem::accepted(
-                        Reason::TargetNotFound,
-                        ctx.model
-                            .not_found(Kind::EgBackend, format!("{field}: Backend {target} ({EG_GROUP})")),
-                    ));
-                    continue;
-                }
-                match section {
-                    // An Envoy Gateway Backend's endpoints carry no names, so no section can exist.
-                    Some(s) => missing_section(
-                        &mut verdict,
-                        (BackendKind::EgBackend, target.clone(), s.to_string()),
-                        format!(
-                            "{field}.sectionName: Backend {target} ({EG_GROUP}) has no section named {s:?} (its endpoints are not named); omit sectionName"
-                        ),
-                    ),
-                    None => {
-                        verdict.valid_targets += 1;
-                        contends.push((BackendKind::EgBackend, target, None));
-                    }
-                }
-            }
+            (CORE_GROUP, KIND_SERVICE) => service_target(ctx, at, v, c),
+            (EG_GROUP, KIND_BACKEND) => eg_target(ctx, at, v, c),
             (group @ (X_GATEWAY_GROUP | GATEWAY_GROUP), kind @ (KIND_XBACKEND | KIND_BACKEND)) => {
-                let bk = match (group, kind) {
-                    (X_GATEWAY_GROUP, KIND_XBACKEND) => Some(BackendKind::XBackend),
-                    (GATEWAY_GROUP, KIND_BACKEND) => Some(BackendKind::Backend),
-                    _ => None,
-                };
-                if let Some(bk) = bk {
-                    verdict.targets.push((bk, target.clone()));
-                    // Not a valid target, but one whose traffic must not go out without the TLS the
-                    // policy asks for: contending makes `PolicyIndex::forbidding` find it.
-                    contends.push((bk, target, None));
-                }
-                verdict.target_problems.push(Problem::accepted(
-                    Reason::Invalid,
-                    format!(
-                        "{field}: a BackendTLSPolicy cannot target {} {kind} ({group}), whose TLS is its own spec.tls; the policy is not applied to it. Served with its own spec.tls if it has one, else its share of traffic answers 500 rather than go out without the TLS this policy asks for",
-                        article(kind)
-                    ),
-                ));
+                backend_target(group, kind, at, v, c)
             }
-            (g, k) => verdict.target_problems.push(Problem::accepted(
+            (g, k) => v.target_problems.push(Problem::accepted(
                 Reason::Invalid,
                 format!(
-                    "{field}: target kind {}/{k} is not supported; use a core Service or a {EG_GROUP} Backend",
+                    "{}: target kind {}/{k} is not supported; use a core Service or a {EG_GROUP} Backend",
+                    at.field,
                     if g.is_empty() { "core" } else { g }
                 ),
             )),
         }
     }
     Some((verdict, rank(key, policy), contends))
+}
+
+/// One targetRef: its field path, the object it names, its section.
+struct TargetAt<'a> {
+    field: String,
+    target: ObjectKey,
+    section: Option<&'a str>,
+}
+
+/// A Service target: the whole Service, or the port its section names (which must exist).
+fn service_target(ctx: Ctx<'_>, at: TargetAt<'_>, verdict: &mut PolicyVerdict, contends: &mut Vec<Target>) {
+    let TargetAt { field, target, section } = at;
+    verdict.targets.push((BackendKind::Service, target.clone()));
+    let Some(svc) = ctx.model.services.get(&target) else {
+        verdict.target_problems.push(Problem::accepted(
+            Reason::TargetNotFound,
+            ctx.model.not_found(Kind::Service, format!("{field}: Service {target}")),
+        ));
+        return;
+    };
+    let has_port = |name: &str| {
+        let ports = svc.spec.as_ref().and_then(|s| s.ports.as_deref()).unwrap_or_default();
+        ports.iter().any(|p| p.name.as_deref() == Some(name))
+    };
+    match section {
+        Some(s) if !has_port(s) => missing_section(
+            verdict,
+            (BackendKind::Service, target.clone(), s.to_string()),
+            format!("{field}.sectionName: Service {target} has no port named {s:?}"),
+        ),
+        _ => {
+            verdict.valid_targets += 1;
+            contends.push((BackendKind::Service, target, section.map(str::to_string)));
+        }
+    }
+}
+
+/// An Envoy Gateway Backend target: whole only, since its endpoints carry no names.
+fn eg_target(ctx: Ctx<'_>, at: TargetAt<'_>, verdict: &mut PolicyVerdict, contends: &mut Vec<Target>) {
+    let TargetAt { field, target, section } = at;
+    verdict.targets.push((BackendKind::EgBackend, target.clone()));
+    if !ctx.model.eg_backends.contains_key(&target) {
+        verdict.target_problems.push(Problem::accepted(
+            Reason::TargetNotFound,
+            ctx.model
+                .not_found(Kind::EgBackend, format!("{field}: Backend {target} ({EG_GROUP})")),
+        ));
+        return;
+    }
+    match section {
+        Some(s) => missing_section(
+            verdict,
+            (BackendKind::EgBackend, target.clone(), s.to_string()),
+            format!(
+                "{field}.sectionName: Backend {target} ({EG_GROUP}) has no section named {s:?} (its endpoints are not named); omit sectionName"
+            ),
+        ),
+        None => {
+            verdict.valid_targets += 1;
+            contends.push((BackendKind::EgBackend, target, None));
+        }
+    }
+}
+
+/// An XBackend or GEP Backend: never a valid target (the GEP gives it TLS of its own), but one whose
+/// traffic must not go out without the TLS the policy asks for: contending makes
+/// `PolicyIndex::forbidding` find it.
+fn backend_target(group: &str, kind: &str, at: TargetAt<'_>, verdict: &mut PolicyVerdict, contends: &mut Vec<Target>) {
+    let bk = match (group, kind) {
+        (X_GATEWAY_GROUP, KIND_XBACKEND) => Some(BackendKind::XBackend),
+        (GATEWAY_GROUP, KIND_BACKEND) => Some(BackendKind::Backend),
+        _ => None,
+    };
+    if let Some(bk) = bk {
+        verdict.targets.push((bk, at.target.clone()));
+        contends.push((bk, at.target, None));
+    }
+    verdict.target_problems.push(Problem::accepted(
+        Reason::Invalid,
+        format!(
+            "{}: a BackendTLSPolicy cannot target {} {kind} ({group}), whose TLS is its own spec.tls; the policy is not applied to it. Served with its own spec.tls if it has one, else its share of traffic answers 500 rather than go out without the TLS this policy asks for",
+            at.field,
+            article(kind)
+        ),
+    ));
 }
 
 /// A targetRef whose section does not exist does not attach (`TargetNotFound`); the routes that use
