@@ -59,18 +59,7 @@ impl Rbac {
 
     /// Every grant the manifests make, cluster-wide or not.
     pub fn grants(&self) -> BTreeSet<Grant> {
-        let rules = self.cluster.iter().chain(self.namespaced.iter().map(|(_, r)| r));
-        let mut out = BTreeSet::new();
-        for r in rules {
-            for g in r.api_groups.iter().flatten() {
-                for res in r.resources.iter().flatten() {
-                    for v in &r.verbs {
-                        out.insert((g.clone(), res.clone(), v.clone()));
-                    }
-                }
-            }
-        }
-        out
+        grants_of(self.cluster.iter().chain(self.namespaced.iter().map(|(_, r)| r)))
     }
 
     /// Whether `verb` on `resource` (with `/subresource`) of `group` in `namespace` is allowed; records
@@ -97,6 +86,21 @@ impl Rbac {
         }
         allowed
     }
+}
+
+/// The (group, resource, verb) triples a set of rules grants.
+pub fn grants_of<'a>(rules: impl IntoIterator<Item = &'a PolicyRule>) -> BTreeSet<Grant> {
+    let mut out = BTreeSet::new();
+    for r in rules {
+        for g in r.api_groups.iter().flatten() {
+            for res in r.resources.iter().flatten() {
+                for v in &r.verbs {
+                    out.insert((g.clone(), res.clone(), v.clone()));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The verb a request is, as RBAC names it.

@@ -39,17 +39,8 @@ impl Kubectl {
     /// kubectl, a cluster admin of `api` (`fake_apiserver::rbac::ADMIN`).
     fn new(api: &FakeApiServer) -> Kubectl {
         let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        std::fs::write(
-            &kubeconfig,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: '{}'}}}}]\n\
-                 users: [{{name: admin, user: {{}}}}]\n\
-                 contexts: [{{name: c, context: {{cluster: fake, user: admin, namespace: default}}}}]\ncurrent-context: c\n",
-                api.url()
-            ),
-        )
-        .unwrap();
+        // No token: kubectl sends none over plain HTTP, and the fake knows it by its user agent.
+        let kubeconfig = crate::kube_support::child::kubeconfig(api, dir.path(), None);
         Kubectl {
             bin: kubectl_bin(),
             kubeconfig,

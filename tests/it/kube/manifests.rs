@@ -10,9 +10,11 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+use crate::fake_apiserver::rbac::grants_of as grants;
 
 fn documents() -> Vec<(String, Value)> {
     let dir = format!("{}/deploy", env!("CARGO_MANIFEST_DIR"));
@@ -90,21 +92,6 @@ fn every_manifest_parses_into_its_kubernetes_type() {
         |p: &Option<k8s_openapi::api::core::v1::Probe>| p.as_ref().unwrap().http_get.as_ref().unwrap().path.clone();
     assert_eq!(probe(&c.liveness_probe).as_deref(), Some("/healthz"));
     assert_eq!(probe(&c.readiness_probe).as_deref(), Some("/readyz"));
-}
-
-/// (group, resource, verb) triples a set of rules grants.
-fn grants(rules: &[PolicyRule]) -> BTreeSet<(String, String, String)> {
-    let mut out = BTreeSet::new();
-    for r in rules {
-        for g in r.api_groups.iter().flatten() {
-            for res in r.resources.iter().flatten() {
-                for v in &r.verbs {
-                    out.insert((g.clone(), res.clone(), v.clone()));
-                }
-            }
-        }
-    }
-    out
 }
 
 #[test]

@@ -4,24 +4,13 @@
 //! `--nocapture`), never asserted beyond sanity: RSS moves in pages and the allocator keeps what it
 //! freed, so this is an upper-bound estimate of the steady-state cost, not an exact size.
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::fake_apiserver::FakeApiServer;
-use crate::kube_support::{base_model, wait_for};
+use crate::kube_support::base_model;
+use crate::kube_support::child::serve;
 
 const N: usize = 3000;
-
-struct Child_(Child);
-
-impl Drop for Child_ {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -61,44 +50,8 @@ fn route_to(svc: &str) -> String {
 async fn memory_per_watched_object() {
     let api = FakeApiServer::start(&[]).await;
     api.apply_yaml(&base_model());
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: '{}'}}}}]\nusers: [{{name: u, user: {{}}}}]\n\
-             contexts: [{{name: c, context: {{cluster: fake, user: u, namespace: default}}}}]\ncurrent-context: c\n",
-            api.url()
-        ),
-    )
-    .unwrap();
-    let address_file = dir.path().join("addr.json");
-    let child = Command::new(env!("CARGO_BIN_EXE_pier"))
-        .args([
-            "serve",
-            "--kubernetes",
-            "--xds-address",
-            "127.0.0.1:0",
-            "--admin-address",
-            "127.0.0.1:0",
-        ])
-        .arg("--address-file")
-        .arg(&address_file)
-        .args(["--lease-namespace", "pier-system", "--debounce-quiet-ms", "50"])
-        .env("KUBECONFIG", &kubeconfig)
-        .env("PIER_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let child = Child_(child);
-    let pid = child.0.id();
-    let addrs: Value = wait_for("pier's address file", || {
-        std::fs::read_to_string(&address_file)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-    })
-    .await;
-    let admin = addrs["admin"].as_str().unwrap().parse().unwrap();
+    let pier = serve(&api, None, &["--debounce-quiet-ms", "50"]).await;
+    let (pid, admin) = (pier.child.id(), pier.admin);
     wait_dump(admin, "service/default/a/80").await;
     let base = settled_rss(pid).await;
 
@@ -151,6 +104,6 @@ async fn memory_per_watched_object() {
         per(with_secrets, with_services)
     );
     assert!(with_services >= base / 2, "sanity");
-    drop(child);
+    drop(pier);
     api.shutdown().await;
 }

@@ -3,6 +3,7 @@
 //! proxy. Every wait is bounded.
 
 pub mod ads;
+pub mod child;
 
 use std::net::SocketAddr;
 use std::time::Duration;
