@@ -7,9 +7,9 @@
 //!                                   └──▶ status writer (Kubernetes, Lease holder only)
 //! ```
 //!
-//! `pier translate`, the goldens and the fuzz target run the batch translation ([`translate()`]); `pier
-//! serve` runs [`translate::engine`], which a property test holds equal to it after every edit
-//! (`tests/golden/engine.rs`).
+//! One pipeline: [`translate()`] (what `pier translate`, the goldens and the fuzz targets run) is
+//! [`translate::engine`] run once from the empty model, and `pier serve` runs the same engine on every
+//! change. A property test holds every update equal to a rebuild (`tests/golden/engine.rs`).
 //!
 //! The pure core — [`api`], [`model`], [`ir`], [`gateway`], [`envoy`], [`translate`], [`options`] — does no
 //! I/O and reads no clock, environment or randomness: the same model always gives the same bytes. Within

@@ -30,13 +30,6 @@ pub struct PortValidation {
     pub problems: Vec<(ListenerReason, String)>,
 }
 
-impl PortValidation {
-    /// No reference is valid: the listener must not be served.
-    pub fn none_valid(&self) -> bool {
-        self.validation.is_none()
-    }
-}
-
 /// A validation block as written, whichever place (`default` or a `perPort` entry) it came from: Gateway
 /// API repeats the same struct per place, so the generated types differ.
 struct Written {
@@ -231,7 +224,10 @@ spec:
                 ListenerReason::InvalidCACertificateRef
             ]
         );
-        assert!(p.none_valid());
+        assert!(
+            p.validation.is_none(),
+            "no reference is valid: the listener is not served"
+        );
         assert!(
             p.problems[0]
                 .1

@@ -10,40 +10,36 @@
 //! input order. Must not touch Envoy protos (that is `envoy/`) nor import anything from it: resource names
 //! come from `ir::names`. `tests/it/layering/` enforces both.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use gateway_api::apis::standard::gateways::Gateway;
 
-pub mod backend_tls;
-pub mod backends;
-pub mod classes;
+pub(crate) mod backend_tls;
+pub(crate) mod backends;
+pub(crate) mod classes;
 pub mod conditions;
-pub mod duration;
-pub mod features;
-pub mod filters;
-pub mod frontend;
-pub mod gateways;
-pub mod hostnames;
-pub mod listeners;
-pub mod order;
+pub(crate) mod duration;
+pub(crate) mod features;
+pub(crate) mod filters;
+pub(crate) mod frontend;
+pub(crate) mod gateways;
+pub(crate) mod hostnames;
+pub(crate) mod listeners;
+pub(crate) mod order;
 pub mod policy;
 pub mod re2;
-pub mod refs;
-pub mod routes;
-pub mod rules;
-pub mod selector;
-pub mod session;
-pub mod spec;
+pub(crate) mod refs;
+pub(crate) mod routes;
+pub(crate) mod rules;
+pub(crate) mod selector;
+pub(crate) mod session;
+pub(crate) mod spec;
 pub mod status;
-pub mod tls;
+pub(crate) mod tls;
 pub(crate) mod vhosts;
 
-use backends::{Backends, Ctx};
 use conditions::{Condition, GatewayCondition, GatewayReason, GatewayType};
 use listeners::{ListenerInfo, Protocol};
-use routes::Entry;
-use spec::{RouteKind, RouteSpec};
-use status::{ObjectStatus, RouteParentStatus, StatusBody};
 
 use crate::api::consts::{CORE_GROUP, KIND_SECRET};
 use crate::ir;
@@ -54,115 +50,6 @@ use crate::options::Options;
 /// Gateway API caps (`RouteStatus.parents`, `PolicyStatus.ancestors`).
 pub(crate) const MAX_ROUTE_PARENTS: usize = 32;
 pub(crate) const MAX_POLICY_ANCESTORS: usize = 16;
-
-/// Translates the model into per-Gateway IR and the status of every object pier has a say on.
-pub fn build(model: &Model, opts: &Options) -> (ir::Ir, Vec<ObjectStatus>) {
-    let ctx = Ctx { model, opts };
-    let (classes, mut statuses) = classes::process(model, opts);
-    let policies = backend_tls::PolicyIndex::build(ctx);
-    let evaluations = backends::evaluate_all(ctx);
-    let backends = Backends::new(ctx, &policies, &evaluations);
-    let mut refs = backends::References::default();
-    let routes = routes_in_order(model);
-    let mut out = ir::Ir::default();
-    let mut route_parents: BTreeMap<(RouteKind, ObjectKey), Vec<RouteParentStatus>> = BTreeMap::new();
-    for (gw_key, gw) in &model.gateways {
-        if !classes.contains(&gw.spec.gateway_class_name) {
-            continue;
-        }
-        let (gir, status) = gateway(ctx, &backends, &mut refs, gw_key, gw, &routes, &mut route_parents);
-        statuses.push(status);
-        out.gateways.insert(gw_key.to_string(), gir);
-    }
-    for ((kind, key), mut parents) in route_parents {
-        if parents.is_empty() {
-            continue;
-        }
-        parents.truncate(MAX_ROUTE_PARENTS);
-        let body = StatusBody::Route { parents };
-        statuses.push(ObjectStatus::new(
-            "gateway.networking.k8s.io/v1",
-            kind.name(),
-            &key,
-            body,
-        ));
-    }
-    statuses.extend(backends::verdict::statuses(&backends, &refs, &opts.controller_name));
-    statuses.extend(backend_tls::statuses(model, &backends, &refs, &opts.controller_name));
-    statuses.sort_by_key(ObjectStatus::sort_key);
-    (out, statuses)
-}
-
-/// Routes of both kinds in their `spec` form, in Gateway API precedence order (oldest first, then
-/// namespace/name): the order also decides which of an HTTPRoute and a GRPCRoute keeps a shared hostname.
-fn routes_in_order(model: &Model) -> Vec<RouteSpec> {
-    let http = model.http_routes.iter().map(|(k, r)| {
-        let extras = model.http_route_extras.get(k).map(|e| e.as_ref());
-        spec::http::route(k, r, extras)
-    });
-    let grpc = model.grpc_routes.iter().map(|(k, r)| spec::grpc::route(k, r));
-    let mut all: Vec<RouteSpec> = http.chain(grpc).collect();
-    all.sort_by(|a, b| a.order.cmp(&b.order));
-    all
-}
-
-/// One Gateway's IR and status; each route's status entries for this Gateway go to `route_parents`.
-fn gateway(
-    ctx: Ctx<'_>,
-    backends: &Backends<'_>,
-    refs: &mut backends::References,
-    gw_key: &ObjectKey,
-    gw: &Gateway,
-    routes: &[RouteSpec],
-    route_parents: &mut BTreeMap<(RouteKind, ObjectKey), Vec<RouteParentStatus>>,
-) -> (ir::GatewayIr, ObjectStatus) {
-    let model = ctx.model;
-    let GatewayBase {
-        mut listeners,
-        client_cert,
-        cert_condition,
-        mut secrets,
-    } = gateway_base(model, gw_key, gw);
-    let scope = routes::Scope {
-        model,
-        gateway: gw_key,
-        client_cert: client_cert.as_deref(),
-        controller: &ctx.opts.controller_name,
-    };
-    let mut claims = routes::Claims::new();
-    let mut entries = Vec::new();
-    let mut targets = Vec::new();
-    for spec in routes {
-        let result = routes::attach(&scope, backends, spec, &listeners, &claims);
-        for (i, hosts) in &result.attached {
-            listeners[*i].attached_routes += 1;
-            claims.claim(*i, spec.kind, hosts);
-        }
-        refs.add(gw_key, &result.reached);
-        route_parents
-            .entry((spec.kind, spec.key.clone()))
-            .or_default()
-            .extend(result.parents);
-        entries.extend(result.entries);
-        targets.extend(result.targets);
-    }
-    let mut gir = ir::GatewayIr {
-        namespace: gw_key.namespace.clone(),
-        name: gw_key.name.clone(),
-        ..Default::default()
-    };
-    for t in targets {
-        secrets.extend(t.secrets);
-        gir.clusters.insert(t.cluster.name.clone(), t.cluster);
-    }
-    gir.listeners = envoy_listeners(ctx.opts, gw_key, &listeners, &entries);
-    // Only secrets something references are served (a listener certificate of an unprogrammed
-    // listener, or an unused client certificate, stays out).
-    let used = used_secrets(&gir);
-    gir.secrets = secrets.into_iter().filter(|(k, _)| used.contains(k)).collect();
-    let status = gateways::status(gw_key, gw, &listeners, cert_condition);
-    (gir, status)
-}
 
 /// What a Gateway gives before any route attaches: its listeners (no routes counted yet), its backend
 /// client certificate and `ResolvedRefs` condition, and the secrets both need.
@@ -337,32 +224,4 @@ fn gateway_client_cert(
             ),
         ),
     }
-}
-
-/// Groups programmable listeners by port into Envoy listeners with their virtual hosts.
-fn envoy_listeners(opts: &Options, gw: &ObjectKey, listeners: &[ListenerInfo], entries: &[Entry]) -> Vec<ir::Listener> {
-    listener_skeletons(opts, gw, listeners, &mut |group| {
-        vhosts::virtual_hosts(listeners, &group.members, &group.build, entries)
-    })
-}
-
-fn used_secrets(g: &ir::GatewayIr) -> BTreeSet<String> {
-    let mut used = BTreeSet::new();
-    for c in g.clusters.values() {
-        if let Some(t) = &c.tls {
-            if let ir::Trust::Sds(n) = &t.trust {
-                used.insert(n.clone());
-            }
-            used.extend(t.client_certificate.clone());
-        }
-    }
-    for l in &g.listeners {
-        if let ir::ListenerKind::Https { chains } = &l.kind {
-            for c in chains {
-                used.extend(c.certificates.iter().cloned());
-                used.extend(c.client_validation.as_ref().map(|v| v.ca.clone()));
-            }
-        }
-    }
-    used
 }

@@ -2,19 +2,13 @@
 
 use std::cmp::Ordering;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// Gateway API conflict resolution (BackendTLSPolicy `targetRefs`, route precedence ties, listener
-/// conflicts): the older object wins, then `{namespace}/{name}` alphabetically.
+/// conflicts): the older object wins, then `{namespace}/{name}` alphabetically, which each caller keeps
+/// beside its own further tie-breaks (`backend_tls::Rank`, `spec::RouteOrder`).
 /// <https://gateway-api.sigs.k8s.io/reference/spec/#backendtlspolicyspec> (`TargetRefs`).
 /// An object without `creationTimestamp` (typical in files) counts as newer than any that has one.
-pub fn oldest_first(a: &ObjectMeta, b: &ObjectMeta) -> Ordering {
-    older_first(a.creation_timestamp.as_ref(), b.creation_timestamp.as_ref())
-        .then_with(|| a.namespace.cmp(&b.namespace))
-        .then_with(|| a.name.cmp(&b.name))
-}
-
-/// The age part of [`oldest_first`], for orders that keep the timestamp beside other tie-breaks.
 pub fn older_first(a: Option<&Time>, b: Option<&Time>) -> Ordering {
     match (a, b) {
         (Some(Time(x)), Some(Time(y))) => x.cmp(y),
@@ -110,30 +104,18 @@ mod tests {
     use crate::ir::PathMatch::{Exact, Prefix, Regex};
     use crate::ir::{HeaderMatch, PathMatch, QueryMatch, Route, RouteAction, ValueMatch};
 
-    fn meta(ns: &str, name: &str, ts: Option<&str>) -> ObjectMeta {
-        ObjectMeta {
-            namespace: Some(ns.into()),
-            name: Some(name.into()),
-            creation_timestamp: ts.map(|t| Time(t.parse().unwrap())),
-            ..Default::default()
-        }
-    }
-
     #[test]
-    fn oldest_then_name() {
-        let old = meta("b", "z", Some("2024-01-01T00:00:00Z"));
-        let new = meta("a", "a", Some("2025-01-01T00:00:00Z"));
-        let none = meta("a", "a", None);
-        assert_eq!(oldest_first(&old, &new), Ordering::Less);
-        assert_eq!(oldest_first(&new, &none), Ordering::Less);
+    fn older_then_undated() {
+        let t = |s: &str| Time(s.parse().unwrap());
+        let (old, new) = (t("2024-01-01T00:00:00Z"), t("2025-01-01T00:00:00Z"));
+        assert_eq!(older_first(Some(&old), Some(&new)), Ordering::Less);
         assert_eq!(
-            oldest_first(&meta("a", "b", None), &meta("a", "c", None)),
-            Ordering::Less
+            older_first(Some(&new), None),
+            Ordering::Less,
+            "a dated object is older than an undated one"
         );
-        assert_eq!(
-            oldest_first(&meta("a", "z", None), &meta("b", "a", None)),
-            Ordering::Less
-        );
+        assert_eq!(older_first(None, Some(&old)), Ordering::Greater);
+        assert_eq!(older_first(None, None), Ordering::Equal, "the name decides");
     }
 
     #[test]

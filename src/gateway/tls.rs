@@ -10,7 +10,7 @@ pub mod ca;
 pub mod private_keys;
 pub mod trust;
 
-pub use ca::{CaBundle, CaKinds, CaOutcome, CaRef, resolve_ca_refs, system_ca};
+pub use ca::{CaBundle, CaKinds, CaRef, resolve_ca_refs, system_ca};
 
 use std::collections::BTreeMap;
 

@@ -10,62 +10,11 @@
 //! HTTPRouteHTTPSListenerDetectMisdirectedRequests), so the client retries on a connection whose TLS
 //! handshake names that host.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use super::hostnames;
 use super::listeners::{ListenerInfo, Protocol};
-use super::order;
 use super::routes::Entry;
 use crate::ir;
 use crate::ir::names;
-
-/// Virtual hosts of the listeners `build` (of the listeners `port` on one port): one per (listener,
-/// effective hostname). Listener isolation — a request matches at most one listener — holds because
-/// a listener keeps only the hostnames it owns among the port's listeners (`hostnames::owner`), and a
-/// listener whose hostname a less specific listener's domains would otherwise catch gets a virtual
-/// host of its own even without routes (Envoy answers 404 there). Envoy's domain matching (exact,
-/// then the longest wildcard suffix, then `*`) agrees with Gateway API's listener precedence, so the
-/// owner's domain always wins.
-///
-/// Built from the per-host steps the incremental translator uses too ([`owns`], [`serving`],
-/// [`route_vhost`], [`extra_vhosts`]), so both give the same virtual hosts.
-pub(crate) fn virtual_hosts(
-    listeners: &[ListenerInfo],
-    port: &[usize],
-    build: &[usize],
-    entries: &[Entry],
-) -> Vec<ir::VirtualHost> {
-    let mut by_domain: BTreeMap<String, ir::VirtualHost> = BTreeMap::new();
-    for &li in build {
-        let mine: Vec<&Entry> = entries.iter().filter(|e| e.listener == li).collect();
-        // Index entries by exact hostname; the (few) wildcard and catch-all entries are checked
-        // against every host. Linear in entries rather than hosts × entries.
-        let mut exact: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
-        let mut wild: BTreeSet<usize> = BTreeSet::new();
-        for (i, e) in mine.iter().enumerate() {
-            for h in &e.hostnames {
-                if h.starts_with('*') {
-                    wild.insert(i);
-                } else {
-                    exact.entry(h.as_str()).or_default().insert(i);
-                }
-            }
-        }
-        let hosts: BTreeSet<&String> = mine.iter().flat_map(|e| e.hostnames.iter()).collect();
-        for h in hosts.into_iter().filter(|h| owns(listeners, port, li, h)) {
-            let mut found: BTreeSet<usize> = exact.get(h.as_str()).cloned().unwrap_or_default();
-            found.extend(wild.iter().copied().filter(|&i| serving(mine[i], h)));
-            let routes = found.into_iter().map(|i| mine[i]).collect();
-            by_domain.insert(h.clone(), route_vhost(&listeners[li], h, routes));
-        }
-    }
-    for vh in extra_vhosts(listeners, port, build, &|d| by_domain.contains_key(d)) {
-        by_domain.entry(vh.domains[0].clone()).or_insert(vh);
-    }
-    let mut v: Vec<ir::VirtualHost> = by_domain.into_values().collect();
-    v.sort_by(|a, b| order::hostname_specificity(&a.domains[0], &b.domains[0]));
-    v
-}
 
 /// Does listener `li` own requests for `host` among the listeners `port` of its port?
 pub(crate) fn owns(listeners: &[ListenerInfo], port: &[usize], li: usize, host: &str) -> bool {
@@ -76,17 +25,6 @@ pub(crate) fn owns(listeners: &[ListenerInfo], port: &[usize], li: usize, host: 
 /// Does entry `e` serve requests for virtual-host name `host`?
 pub(crate) fn serving(e: &Entry, host: &str) -> bool {
     hostnames::serves(&e.hostnames, host)
-}
-
-/// The virtual host of `host` on listener `l`, from the entries that serve it there, in Gateway API
-/// precedence.
-pub(crate) fn route_vhost(l: &ListenerInfo, host: &str, mut routes: Vec<&Entry>) -> ir::VirtualHost {
-    routes.sort_by(|a, b| order::route_precedence(host, a, b));
-    ir::VirtualHost {
-        name: names::virtual_host(&l.name, host),
-        domains: vec![host.to_string()],
-        routes: routes.into_iter().map(|e| e.route.clone()).collect(),
-    }
 }
 
 /// The virtual hosts a route configuration has besides its routes' — the hostname of a shadowed HTTP
@@ -180,8 +118,16 @@ fn misdirected(listeners: &[ListenerInfo], port: &[usize], li: usize) -> Vec<ir:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gateway::listeners;
+    use crate::gateway::{listeners, order};
     use crate::model::{Model, ObjectKey};
+
+    /// The virtual hosts of the listeners `build` when no route attaches, most specific first, as the
+    /// engine orders a route configuration's hosts.
+    fn without_routes(ls: &[ListenerInfo], port: &[usize], build: &[usize]) -> Vec<ir::VirtualHost> {
+        let mut v = extra_vhosts(ls, port, build, &|_| false);
+        v.sort_by(|a, b| order::hostname_specificity(&a.domains[0], &b.domains[0]));
+        v
+    }
 
     /// The Gateway's listeners (all on one port) and the virtual hosts of listener `build`
     /// (`None`: the shared HTTP route configuration), without routes: (name, domain, first status).
@@ -195,7 +141,7 @@ mod tests {
         );
         let port: Vec<usize> = (0..ls.len()).filter(|&i| ls[i].programmable).collect();
         let build = build.map_or(port.clone(), |b| vec![b]);
-        virtual_hosts(&ls, &port, &build, &[])
+        without_routes(&ls, &port, &build)
             .into_iter()
             .map(|vh| {
                 let status = vh.routes.first().and_then(|r| match r.action {
@@ -254,7 +200,7 @@ spec:
             l.programmable = true;
         }
         let vh = |b: usize| -> Vec<(String, Option<u32>)> {
-            virtual_hosts(&ls, &[0, 1, 2], &[b], &[])
+            without_routes(&ls, &[0, 1, 2], &[b])
                 .into_iter()
                 .map(|v| {
                     let s = v.routes.first().and_then(|r| match r.action {

@@ -1,7 +1,8 @@
 //! `translate(&Model, &Options) -> Translation`: the one pure function the golden tests pin.
 //!
-//! Model → `gateway::build` (IR + status) → `envoy::build` per Gateway. Infallible and deterministic:
-//! a user mistake is a status condition, never an error, and the same model gives the same bytes.
+//! It is [`engine::Engine`] run once from the empty model — the same orchestration `pier serve` runs on
+//! every change — decoded into plain Envoy resources. Infallible and deterministic: a user mistake is a
+//! status condition, never an error, and the same model gives the same bytes.
 
 pub mod engine;
 
@@ -9,8 +10,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::envoy::{self, Resources, render};
-use crate::gateway::{self, status::ObjectStatus};
+use crate::envoy::{Resources, render};
+use crate::gateway::status::ObjectStatus;
 use crate::model::Model;
 use crate::options::Options;
 
@@ -23,9 +24,7 @@ pub struct Translation {
 }
 
 pub fn translate(model: &Model, opts: &Options) -> Translation {
-    let (ir, statuses) = gateway::build(model, opts);
-    let gateways = ir.gateways.iter().map(|(k, g)| (k.clone(), envoy::build(g))).collect();
-    Translation { gateways, statuses }
+    engine::Engine::with(model.clone(), opts.clone()).translation()
 }
 
 /// Why [`Translation::resources`] has no answer.

@@ -1,7 +1,7 @@
 //! ClusterTrustBundles followed incrementally: editing, emptying, deleting and restoring a bundle that a
 //! BackendTLSPolicy and an XBackend both name — in `caCertificateRefs` or in `clusterTrustBundleRef` —
 //! re-translates both (the engine learns the dependency from what they read), leaving the engine equal to
-//! the batch translation at every step.
+//! a rebuild at every step.
 
 use pier::model::objects::Kind;
 use pier::model::{Model, Object, ObjectKey};

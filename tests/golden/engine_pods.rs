@@ -1,5 +1,5 @@
 //! Pods (EndpointSelector `matchLabels`) followed incrementally: each Pod edit — a new Pod, one becoming
-//! ready, unready, relabelled, deleted, being deleted — leaves the engine equal to the batch translation.
+//! ready, unready, relabelled, deleted, being deleted — leaves the engine equal to a rebuild.
 
 use pier::model::objects::Kind;
 use pier::model::{Model, ObjectKey};

@@ -1,7 +1,6 @@
 //! Building and maintaining the [`PolicyIndex`]: one policy's verdict on its own ([`verdict`]), and
-//! [`update`], which replaces some verdicts and settles only the targets they contend for — so the
-//! batch translation (every policy at once) and the incremental one (the policies that changed) share
-//! one code path.
+//! [`update`], which replaces some verdicts and settles only the targets they contend for — every policy
+//! at once when the engine starts from empty, the policies that changed afterwards, one code path.
 
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
@@ -19,7 +18,7 @@ use crate::ir::names::BackendKind;
 use crate::model::{Kind, ObjectKey};
 
 /// A policy's precedence among the policies on one target: the oldest first, then namespace/name of
-/// its metadata (`order::oldest_first`), then its key.
+/// its metadata (`order::older_first`), then its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rank {
     created: Option<Time>,

@@ -3,7 +3,7 @@
 //! Targets are `(Service, sectionName)`, the section being a Service *port name*. A sectioned policy
 //! and a whole-Service policy do not conflict: the sectioned one applies to its port, the other to
 //! the remaining ports. Two policies on the same `(Service, section)` conflict; the oldest wins, then
-//! namespace/name (`order::oldest_first`), and the others are `Accepted=False/Conflicted`. The winner
+//! namespace/name (`order::older_first`), and the others are `Accepted=False/Conflicted`. The winner
 //! applies even if it is invalid — an invalid policy makes its traffic fail with a 5xx, never fall back
 //! to plaintext.
 //!
@@ -37,7 +37,7 @@ mod status;
 pub use apply::{Applied, to_backend};
 
 pub use index::Rank;
-pub use status::{status_of, statuses};
+pub use status::status_of;
 
 #[derive(Debug, Default, PartialEq)]
 pub struct PolicyVerdict {
@@ -86,14 +86,6 @@ pub struct IndexChanges {
 }
 
 impl PolicyIndex {
-    /// Every policy of the model, indexed.
-    pub fn build(ctx: Ctx<'_>) -> Self {
-        let mut index = PolicyIndex::default();
-        let keys: Vec<ObjectKey> = ctx.model.backend_tls_policies.keys().cloned().collect();
-        index.update(keys.iter().map(|k| (k, index::verdict(ctx, k))));
-        index
-    }
-
     /// Replaces the verdicts of some policies (`None`: the policy is gone) and settles who wins each
     /// target they contend for. Incremental translation calls it with the policies that changed, each
     /// verdict computed by [`PolicyIndex::verdict`] on its own.

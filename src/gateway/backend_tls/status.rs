@@ -5,20 +5,9 @@ use std::collections::BTreeSet;
 
 use super::{PolicyIndex, PolicyVerdict};
 use crate::gateway::MAX_POLICY_ANCESTORS;
-use crate::gateway::backends::{Backends, References};
+use crate::gateway::backends::References;
 use crate::gateway::status::{ObjectStatus, ParentRef, PolicyAncestorStatus, StatusBody};
-use crate::model::{Model, ObjectKey};
-
-/// `status.ancestors` of every policy: one entry per Gateway whose routes use one of its targets.
-pub fn statuses(model: &Model, backends: &Backends<'_>, refs: &References, controller: &str) -> Vec<ObjectStatus> {
-    backends
-        .policies
-        .verdicts
-        .iter()
-        .filter(|(key, _)| model.backend_tls_policies.contains_key(key))
-        .filter_map(|(key, verdict)| status_of(key, verdict, refs, controller))
-        .collect()
-}
+use crate::model::ObjectKey;
 
 /// The status of one policy, if a Gateway's routes use one of its targets.
 pub fn status_of(

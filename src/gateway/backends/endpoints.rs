@@ -19,8 +19,6 @@ use crate::gateway::policy;
 use crate::ir;
 use crate::model::ObjectKey;
 
-pub use crate::model::SERVICE_NAME_LABEL;
-
 #[derive(Debug)]
 pub struct Found {
     pub endpoints: Vec<ir::Endpoint>,

@@ -213,29 +213,6 @@ pub struct RouteSide<'a> {
 /// Every Backend object's evaluation, by kind and key.
 pub type Evaluations = BTreeMap<(BackendKind, ObjectKey), Evaluated>;
 
-/// Evaluates every Backend object of the model.
-pub fn evaluate_all(ctx: Ctx<'_>) -> Evaluations {
-    let mut out = Evaluations::new();
-    for kind in [BackendKind::XBackend, BackendKind::Backend, BackendKind::EgBackend] {
-        for key in backend_keys(ctx.model, kind) {
-            if let Some(ev) = evaluate(ctx, kind, &key) {
-                out.insert((kind, key), ev);
-            }
-        }
-    }
-    out
-}
-
-/// The keys of the Backend objects of `kind` (none for Services).
-pub fn backend_keys(model: &Model, kind: BackendKind) -> Vec<ObjectKey> {
-    match kind {
-        BackendKind::XBackend => model.xbackends.keys().cloned().collect(),
-        BackendKind::Backend => model.backends.keys().cloned().collect(),
-        BackendKind::EgBackend => model.eg_backends.keys().cloned().collect(),
-        BackendKind::Service => Vec::new(),
-    }
-}
-
 /// Evaluates one Backend object; `None` when the model has none of that kind and key.
 pub fn evaluate(ctx: Ctx<'_>, kind: BackendKind, key: &ObjectKey) -> Option<Evaluated> {
     use crate::api::backend::BackendShape;
@@ -269,8 +246,6 @@ pub fn kind_name(kind: BackendKind) -> &'static str {
         BackendKind::EgBackend => "Backend.gateway.envoyproxy.io",
     }
 }
-
-pub use verdict::conditions_of;
 
 /// "a" or "an" before a kind name (an HTTPRoute, an XBackend, a Backend).
 pub(crate) fn article(word: &str) -> &'static str {

@@ -1,5 +1,5 @@
 //! A route's backendRef → what it reaches: [`Backends`] resolves each reference against the Backends
-//! evaluated once per translation (`super::evaluate_all`), checks the route-level rules (kind,
+//! the engine keeps evaluated (`super::evaluate`, redone only when its inputs change), checks the route-level rules (kind,
 //! namespace, ReferenceGrant, port, the Gateway's client certificate) and names the cluster; what each
 //! route reached is kept per route ([`Reached`]) and summed per Gateway ([`References`]) for statuses.
 
@@ -32,17 +32,6 @@ pub struct References {
 }
 
 impl References {
-    /// Adds what a route attached to `gateway` reached.
-    pub fn add(&mut self, gateway: &ObjectKey, reached: &Reached) {
-        for r in &reached.refs {
-            self.referenced_by.entry(r.clone()).or_default().insert(gateway.clone());
-        }
-        for ((kind, key), p) in &reached.parent_problems {
-            self.parent_problems
-                .insert((*kind, key.clone(), gateway.clone()), p.clone());
-        }
-    }
-
     /// The problem a Backend has for one Gateway only, if any.
     pub fn parent_problem(&self, kind: BackendKind, key: &ObjectKey, gateway: &ObjectKey) -> Option<&BackendProblem> {
         self.parent_problems.get(&(kind, key.clone(), gateway.clone()))
@@ -134,11 +123,6 @@ impl<'a> Backends<'a> {
     pub fn evaluation(&self, kind: BackendKind, key: &ObjectKey) -> Option<&Evaluated> {
         crate::model::objects::record(|| crate::model::objects::Read::Derived(kind.prefix(), key.clone()));
         self.evaluated.get(&(kind, key.clone()))
-    }
-
-    /// Every evaluated Backend object.
-    pub fn evaluated(&self) -> impl Iterator<Item = (BackendKind, &ObjectKey, &Evaluated)> {
-        self.evaluated.iter().map(|((kind, key), ev)| (*kind, key, ev))
     }
 }
 

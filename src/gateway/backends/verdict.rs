@@ -2,7 +2,7 @@
 //! and the v1.6.0 `spec.port.port`, `Deprecated`, and their `status`. The first problem of each type gives the reason; every message is
 //! kept.
 
-use super::{Backends, Deprecation, Evaluated, References};
+use super::{Deprecation, Evaluated, References};
 use crate::gateway::MAX_ROUTE_PARENTS;
 use crate::gateway::conditions::{BackendCondition, BackendProblem, BackendReason, BackendType, Condition};
 use crate::gateway::status::{BackendParentStatus, ObjectStatus, ParentRef, StatusBody};
@@ -64,15 +64,6 @@ pub fn conditions_of(ev: &Evaluated, extra: Option<&BackendProblem>) -> Vec<Back
         None => {}
     }
     out
-}
-
-/// `status` of every evaluated Backend: Envoy Gateway's Backend gets plain conditions whether used or not;
-/// XBackend and the standard-group Backend one `parents` entry per Gateway that uses it.
-pub fn statuses(backends: &Backends<'_>, refs: &References, controller: &str) -> Vec<ObjectStatus> {
-    backends
-        .evaluated()
-        .filter_map(|(kind, key, ev)| status_of(kind, key, ev, refs, controller))
-        .collect()
 }
 
 /// The `status` of one evaluated Backend, if it has one (an unused XBackend or Backend has none).

@@ -70,7 +70,7 @@ impl RouteSpec {
 
 /// A route's place in Gateway API precedence across both kinds: the older route first (one without
 /// `creationTimestamp`, typical in files, counts as newer than any that has one), then
-/// `{namespace}/{name}` of its metadata (`order::oldest_first`), then HTTPRoute before GRPCRoute, then
+/// `{namespace}/{name}` of its metadata (`order::older_first`), then HTTPRoute before GRPCRoute, then
 /// its key — a total order, so it can key maps and break every tie the same way in every translation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteOrder {

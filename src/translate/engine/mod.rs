@@ -1,12 +1,13 @@
 //! The incremental translator: [`Engine::update`] takes the next model and redoes only the work whose
 //! inputs changed, keeping every Gateway's Envoy resources packed and versioned ([`out::GatewayOut`])
-//! and every status current. Its output equals [`translate`](super::translate) of the same model — the
-//! batch translation stays the specification, and a property test (`tests/golden/engine.rs`) holds the two
-//! to the same resources and statuses after every step of random edit sequences.
+//! and every status current. It is the only orchestration of the translator: [`translate`](super::translate)
+//! (`pier translate`, the goldens, the fuzz targets) is this engine run once from the empty model, and a
+//! property test (`tests/golden/engine.rs`) holds every update equal to a rebuild, resources, statuses and
+//! versions alike, after every step of random edit sequences.
 //!
 //! # Design: an explicit memo and a dependency index of recorded reads
 //!
-//! The units of work are the ones the batch translation already has as pure functions: one
+//! The units of work are pure functions of `gateway`, its façade for the engine: one
 //! BackendTLSPolicy's verdict, one Backend's evaluation, one Gateway's base (listeners, certificates) and
 //! one route's attachment to one Gateway (`gateway::routes::attach`). Each runs under
 //! `model::objects::track`, which records every object, namespace, kind and EndpointSlice set it reads
@@ -20,8 +21,8 @@
 //! `salsa` was the alternative. It wants every input and intermediate value `Eq + Hash` and owned by
 //! its database, but the Gateway API and Kubernetes types come from generated crates that are neither,
 //! so the model would have to be mirrored into salsa inputs, and the translator's functions rewritten
-//! as queries over them — two representations of the model, and the batch translation no longer the
-//! plain function the goldens pin. Recorded reads get the same precision (no dependency is declared
+//! as queries over them — two representations of the model, and the translator's units no longer plain
+//! functions a test can call. Recorded reads get the same precision (no dependency is declared
 //! by hand, so none can be forgotten) with the translator's own functions unchanged, and the memo is
 //! plain data the engine owns: a few maps, no framework, no global revision to reason about.
 //!
@@ -168,7 +169,7 @@ impl Engine {
         &self.statuses
     }
 
-    /// The engine's output in the batch translation's form (decoded; for tests and `pier translate`).
+    /// The engine's output as plain Envoy resources (decoded; for `translate()` and tests).
     pub fn translation(&self) -> super::Translation {
         super::Translation {
             gateways: self

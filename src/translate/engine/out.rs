@@ -201,8 +201,7 @@ pub fn put(map: &mut imbl::OrdMap<String, Arc<Res>>, name: &str, res: Res) -> bo
     true
 }
 
-/// The resources of `out`, decoded (for comparing with the batch translation, and for `pier translate`
-/// style output).
+/// The resources of `out`, decoded (`translate()`'s form: `pier translate`, the goldens, tests).
 pub fn decode(out: &GatewayOut) -> crate::envoy::Resources {
     fn all<M: Message + Default>(map: &imbl::OrdMap<String, Arc<Res>>) -> Vec<M> {
         map.values().map(|r| unpack(r.resource())).collect()

@@ -6,8 +6,8 @@
 //! A route's attachment is replaced as a whole ([`GatewayState::replace`]): its old contributions are
 //! taken away and the new ones added, recording what they touched; [`GatewayState::flush`] then rebuilds
 //! exactly the touched virtual hosts, route configurations, clusters, load assignments, secrets and
-//! listeners, and the Gateway's status. The batch translation (`gateway::build`) composes the same steps
-//! over everything at once; the property test holds the two to the same output.
+//! listeners, and the Gateway's status. Built from empty (`translate()`), every route is a replacement
+//! of nothing; the property test holds any sequence of replacements equal to that.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
