@@ -40,7 +40,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::gateway::status::ObjectStatus;
-use crate::translate::engine::out::GatewayOut;
+use crate::snapshot::GatewayOut;
 use crate::xds::cache::SnapshotCache;
 use crate::xds::clients::Clients;
 pub use access::Access;
@@ -66,7 +66,7 @@ pub struct View {
     pub check_errors: BTreeMap<String, Vec<String>>,
     /// Kinds the source cannot read now (forbidden, failing, not listed yet), with why.
     pub unavailable_kinds: Vec<(String, String)>,
-    pub statuses: crate::translate::engine::StatusSet,
+    pub statuses: crate::snapshot::StatusSet,
     /// What is published, per Gateway.
     pub published: BTreeMap<String, GatewayOut>,
     pub generation: u64,
@@ -152,7 +152,7 @@ struct DumpQuery {
 async fn config_dump(State(s): State<AdminState>, Query(q): Query<DumpQuery>) -> Response {
     let v = s.view.read().expect("view lock");
     let dump = |out: &GatewayOut| {
-        let mut j = crate::envoy::render::resources_to_json(&crate::translate::engine::out::decode(out));
+        let mut j = crate::envoy::render::resources_to_json(&crate::snapshot::decode(out));
         crate::envoy::render::redact_private_keys(&mut j);
         j
     };

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! source (dir | kube) ──▶ Arc<Model> ──resolve (pier's DNS, optional)──▶ translate::engine (incremental)
-//!         ──▶ per-Gateway Envoy resources + statuses ──▶ envoy::check (keep last good, size bounds)
+//!         ──▶ snapshot (per-Gateway packed resources + statuses) ──▶ envoy::check (keep last good, size bounds)
 //!         ──▶ ADS (SotW, delta) ──▶ Envoy ──NACK──▶ containment (bisect, quarantine) ──▶ engine
 //!                                   └──▶ status writer (Kubernetes, Lease holder only)
 //! ```
@@ -11,10 +11,11 @@
 //! [`translate::engine`] run once from the empty model, and `pier serve` runs the same engine on every
 //! change. A property test holds every update equal to a rebuild (`tests/golden/engine.rs`).
 //!
-//! The pure core — [`api`], [`model`], [`ir`], [`gateway`], [`envoy`], [`translate`], [`options`] — does no
-//! I/O and reads no clock, environment or randomness: the same model always gives the same bytes. Within
-//! it, `gateway` decides *what* to configure and `envoy` *how*; `gateway` never imports `envoy` (resource
-//! names are minted in [`ir::names`]). The edges — [`source`], [`status`], [`xds`], [`runtime`], [`admin`],
+//! The pure core — [`api`], [`model`], [`ir`], [`gateway`], [`envoy`], [`snapshot`], [`translate`],
+//! [`options`] — does no I/O and reads no clock, environment or randomness: the same model always gives
+//! the same bytes. Within it, `gateway` decides *what* to configure and `envoy` *how*; `gateway` never
+//! imports `envoy` (resource names are minted in [`ir::names`]); the ADS server reads [`snapshot`] data
+//! and never reaches the translator. The edges — [`source`], [`status`], [`xds`], [`runtime`], [`admin`],
 //! [`cli`], [`crds`], [`certs`], [`ops`], [`resolve`], and the loopback rig `testkit` and `demo` (features
 //! `testkit` / `demo`) — depend on the core, never the reverse, and core modules depend on each other only
 //! in the pipeline's direction. `tests/it/layering/` enforces these rules on the sources.
@@ -39,6 +40,7 @@ pub mod ops;
 pub mod options;
 pub mod resolve;
 pub mod runtime;
+pub mod snapshot;
 pub mod source;
 pub mod status;
 #[cfg(any(feature = "demo", feature = "testkit"))]

@@ -32,10 +32,7 @@ pub fn run(sizes: &[usize], rounds: usize, only: Option<&str>, one_vhost: bool) 
             let rss = rss_mib();
             // What checking every Gateway from decoded resources costs (the publish path's safety net).
             let t = Instant::now();
-            let decoded: Vec<_> = engine
-                .gateways()
-                .map(|(_, g)| pier::translate::engine::out::decode(g))
-                .collect();
+            let decoded: Vec<_> = engine.gateways().map(|(_, g)| pier::snapshot::decode(g)).collect();
             let decode = t.elapsed();
             for res in &decoded {
                 let _ = pier::envoy::check(res);

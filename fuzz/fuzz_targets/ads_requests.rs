@@ -9,6 +9,6 @@ use libfuzzer_sys::fuzz_target;
 static RESOURCES: OnceLock<pier::envoy::Resources> = OnceLock::new();
 
 fuzz_target!(|data: &[u8]| {
-    let resources = RESOURCES.get_or_init(pier::xds::fuzz::sample_resources);
+    let resources = RESOURCES.get_or_init(pier::translate::sample_resources);
     pier::xds::fuzz::drive(data, resources);
 });

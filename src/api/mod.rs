@@ -4,6 +4,9 @@
 //!   `Backend` (`gateway.networking.k8s.io/v1alpha1`), which share one spec.
 //! - [`draft`]: the earlier draft `Backend` shape (`spec.destination`), normalised by the translator.
 //! - [`eg`]: Envoy Gateway's `Backend` (`gateway.envoyproxy.io/v1alpha1`).
+//! - [`kinds`]: where each kind pier reads and writes lives on the API server (group, version,
+//!   plural), and the API calls pier makes: the one table the watchers, the status writer and the RBAC
+//!   test share.
 //! - [`validation`]: the validation fields upstream has and the crate's `BackendTLSPolicyValidation`
 //!   lacks (`clusterTrustBundleRef`), carried beside the crate's type.
 //!
@@ -17,6 +20,7 @@ pub mod backend;
 pub mod draft;
 pub mod eg;
 pub mod grpc;
+pub mod kinds;
 pub mod session;
 pub mod validation;
 pub mod xbackend;

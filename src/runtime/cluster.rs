@@ -76,7 +76,7 @@ impl KubeSettings {
 
 pub(super) struct Channels {
     pub source: watch::Sender<SourceState>,
-    pub statuses: watch::Receiver<crate::translate::engine::StatusSet>,
+    pub statuses: watch::Receiver<crate::snapshot::StatusSet>,
     pub clients: Arc<Clients>,
     pub metrics: crate::status::metrics::StatusMetrics,
     pub stop: watch::Receiver<bool>,

@@ -15,7 +15,7 @@ use crate::gateway::conditions::{
 use crate::gateway::spec::{self, RouteKind};
 use crate::gateway::status::{ObjectStatus, ParentRef, RouteParentStatus, StatusBody, StatusMeta};
 use crate::model::{Kind, Model, ObjectKey};
-use crate::translate::engine::StatusSet;
+use crate::snapshot::StatusSet;
 
 /// `statuses` with every quarantined object's status saying why it is not served as written.
 pub fn overlay(statuses: &StatusSet, quarantined: &[&Quarantined], controller: &str) -> StatusSet {

@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use crate::gateway::conditions::{Condition, GatewayReason, GatewayType};
 use crate::gateway::status::{StatusBody, StatusMeta};
-use crate::translate::engine::StatusSet;
+use crate::snapshot::StatusSet;
+use crate::snapshot::{GatewayOut, Res};
 use crate::translate::engine::check::{ResponseSizes, TypeSize, weight};
-use crate::translate::engine::out::{GatewayOut, Res};
 
 /// One type's resources in an engine output.
 type Resources = imbl::OrdMap<String, Arc<Res>>;
@@ -100,8 +100,8 @@ fn bytes(n: usize) -> String {
 mod tests {
     use super::*;
     use crate::envoy::pb::cluster::Cluster;
+    use crate::snapshot as out;
     use crate::translate::engine::check::GatewayCheck;
-    use crate::translate::engine::out;
 
     fn clusters(names: &[(&str, usize)]) -> GatewayOut {
         let clusters = names

@@ -26,8 +26,8 @@ use tracing::{debug, info, warn};
 use super::Rejections;
 use super::merge::{self, merge};
 use super::metrics::StatusMetrics;
+use crate::api::kinds::{self, WatchedKind};
 use crate::gateway::status::ObjectStatus;
-use crate::source::kube::kinds::{self, WatchedKind};
 
 #[derive(Debug, Clone)]
 pub struct WriterConfig {
@@ -90,7 +90,7 @@ impl WriteError {
 pub async fn run(
     client: kube::Client,
     cfg: WriterConfig,
-    mut statuses: watch::Receiver<crate::translate::engine::StatusSet>,
+    mut statuses: watch::Receiver<crate::snapshot::StatusSet>,
     rejections: Arc<dyn Rejections>,
     mut leader: watch::Receiver<bool>,
     metrics: StatusMetrics,

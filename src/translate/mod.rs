@@ -27,6 +27,20 @@ pub fn translate(model: &Model, opts: &Options) -> Translation {
     engine::Engine::with(model.clone(), opts.clone()).translation()
 }
 
+/// A small Gateway's resources (the `route-weights` golden input), for the ADS fuzz target and its
+/// property test, which need a real snapshot to serve and must not translate one themselves.
+#[cfg(any(feature = "fuzzing", feature = "testkit"))]
+pub fn sample_resources() -> Resources {
+    let yaml = include_str!("../../testdata/route-weights/input.yaml");
+    let loaded =
+        crate::model::load::parse_texts(&[("input.yaml".to_string(), yaml.to_string())]).expect("sample parses");
+    translate(&loaded.model, &Options::default())
+        .gateways
+        .into_values()
+        .next()
+        .unwrap_or_default()
+}
+
 /// Why [`Translation::resources`] has no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SelectError {

@@ -34,9 +34,9 @@ use super::XdsType;
 use crate::envoy::Resources;
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
 use crate::envoy::{fingerprint, render};
-use crate::translate::engine::out::{self, GatewayOut, Res};
+use crate::snapshot::{self as out, GatewayOut, Res};
 
-/// One resource, packed, with its content version (the translator's own: see `engine::out::Res`).
+/// One resource, packed, with its content version (the translator's own: see `snapshot::Res`).
 pub type Entry = Res;
 
 /// Resources of one type by name, shared with the translator (cloning is O(1)).

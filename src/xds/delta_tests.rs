@@ -4,7 +4,7 @@
 use super::*;
 use crate::envoy::Resources;
 use crate::envoy::pb::cluster::Cluster;
-use crate::translate::engine::out::pack;
+use crate::snapshot::pack;
 use crate::xds::known::Known;
 
 /// A view of clusters `c0..c{n}`: each present or not, at one of a few contents.

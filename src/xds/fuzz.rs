@@ -107,12 +107,3 @@ fn any_name(any: &envoy_types::pb::google::protobuf::Any) -> Option<String> {
         _ => None,
     }
 }
-
-/// A small Gateway's resources, translated from YAML, for the fuzz target's snapshot.
-pub fn sample_resources() -> Resources {
-    let yaml = include_str!("../../testdata/route-weights/input.yaml");
-    let loaded =
-        crate::model::load::parse_texts(&[("input.yaml".to_string(), yaml.to_string())]).expect("sample parses");
-    let t = crate::translate(&loaded.model, &crate::Options::default());
-    t.gateways.into_values().next().unwrap_or_default()
-}

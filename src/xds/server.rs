@@ -24,7 +24,7 @@ use super::stream::Shared;
 use super::transport::{self, TlsState, XdsLimits};
 use super::{Clients, PublishReport, SnapshotCache, XdsMetrics};
 use crate::envoy::Resources;
-use crate::translate::engine::out::GatewayOut;
+use crate::snapshot::GatewayOut;
 
 /// How often an idle connection is probed (HTTP/2 PING), so a vanished or hung proxy's stream is reaped
 /// within 15 s (and leaves `/debug/clients` and the containment verdict). At 10,000 proxies: 1,000 PINGs a

@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use pier::model::objects::Kind;
 use pier::model::{Model, Object, ObjectKey};
 use pier::options::Options;
+use pier::snapshot::decode;
 use pier::translate::engine::Engine;
 use pier::translate::engine::check::GatewayCheck;
-use pier::translate::engine::out::decode;
 use proptest::prelude::*;
 
 use super::cases::{Resolutions, cases, options, resolutions};
@@ -106,7 +106,7 @@ pub(crate) fn difference(engine: &Engine, model: &Model, opts: &Options) -> Opti
 
 /// The first packed resource that differs between two engines (by version).
 fn packed_difference(incremental: &Engine, scratch: &Engine) -> Option<String> {
-    use pier::translate::engine::out::{GatewayOut, Res};
+    use pier::snapshot::{GatewayOut, Res};
     type Map = imbl::OrdMap<String, std::sync::Arc<Res>>;
     let a: Vec<_> = incremental.gateways().collect();
     let b: Vec<_> = scratch.gateways().collect();

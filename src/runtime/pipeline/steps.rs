@@ -30,7 +30,7 @@ pub(super) fn record_source(state: &SourceState, sinks: &Sinks) {
 
 /// Every kind a source reads, by the name the Kubernetes source reports it under.
 pub(super) fn source_kinds() -> Vec<&'static str> {
-    let mut kinds: Vec<&'static str> = crate::source::kube::kinds::WATCHED.iter().map(|k| k.name).collect();
+    let mut kinds: Vec<&'static str> = crate::api::kinds::WATCHED.iter().map(|k| k.name).collect();
     kinds.dedup();
     kinds
 }

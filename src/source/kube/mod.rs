@@ -2,7 +2,6 @@
 //! the same [`SourceState`] stream the directory source does, so translation, checks and xDS serving are
 //! identical whichever source feeds them.
 //!
-//! - [`kinds`]: the table of watched kinds and the API calls pier makes (RBAC is tested against it).
 //! - [`watch`]: one kube-rs watcher per kind and namespace, slimming and decoding objects.
 //! - [`store`]: the per-watch object maps and the Secret/ConfigMap data trimming.
 //! - `merged`: the published model, moved by each event (not reassembled per publish), and the
@@ -22,7 +21,6 @@
 //! re-listed objects in whole) while the current model stays published.
 
 mod availability;
-pub mod kinds;
 mod merged;
 mod refetch;
 pub mod store;
@@ -137,7 +135,7 @@ struct Source {
 impl Source {
     fn new(cfg: &SourceConfig) -> Self {
         let mut parts = Vec::new();
-        for kind in kinds::WATCHED {
+        for kind in crate::api::kinds::WATCHED {
             if kind.namespaced && !cfg.namespaces.is_empty() {
                 parts.extend(cfg.namespaces.iter().map(|ns| Partition::new(kind, Some(ns.clone()))));
             } else {

@@ -7,9 +7,9 @@ use kube::api::{Api, DynamicObject};
 use tokio::sync::mpsc;
 use tracing::warn;
 
-use super::kinds;
 use super::store::Ref;
 use super::watch;
+use crate::api::kinds;
 
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 

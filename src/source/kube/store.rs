@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use serde_json::Value;
 
-use super::kinds::WatchedKind;
+use crate::api::kinds::WatchedKind;
 use crate::model::{Model, Object, ObjectKey};
 
 /// Calls `$mac!` with every map of [`Model`], so helpers below stay in step with the struct.

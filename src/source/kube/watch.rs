@@ -19,7 +19,7 @@ use kube::runtime::utils::Backoff;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 
-use super::kinds::WatchedKind;
+use crate::api::kinds::WatchedKind;
 use crate::model::{Object, ObjectKey};
 
 pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -146,10 +146,7 @@ mod tests {
         .unwrap();
         slim(&mut obj);
         assert!(obj.metadata.managed_fields.is_none() && obj.metadata.annotations.is_none());
-        let svc = crate::source::kube::kinds::WATCHED
-            .iter()
-            .find(|k| k.name == "Service")
-            .unwrap();
+        let svc = crate::api::kinds::WATCHED.iter().find(|k| k.name == "Service").unwrap();
         let err = decode(svc, obj).unwrap_err();
         assert!(
             err.contains("Service shop/web") && err.contains("spec.ports[0].port"),

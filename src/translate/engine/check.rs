@@ -13,10 +13,10 @@ use std::sync::Arc;
 
 use imbl::ordmap::DiffItem;
 
-use super::hosts::Domain;
-use super::out::{GatewayOut, Res, VhostMap};
 use crate::envoy::check::{CheckError, Checker, VhostFacts};
 use crate::envoy::pb::route;
+use crate::snapshot::Domain;
+use crate::snapshot::{GatewayOut, Res, VhostMap};
 
 type Map = imbl::OrdMap<String, Arc<Res>>;
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::deps::{Changes, Unit};
 use super::gateway::GatewayState;
 use super::status::Subject;
-use super::{Dirty, Engine, RouteId, Update, out};
+use super::{Dirty, Engine, RouteId, Update};
 use crate::gateway::backends::{Backends, Ctx};
 use crate::gateway::routes::{self, Claims};
 use crate::gateway::spec::RouteSpec;
@@ -131,7 +131,7 @@ impl Engine {
         state.flush();
         match old {
             Some(old) => {
-                out::share(&mut state.out, &old.out);
+                crate::snapshot::share(&mut state.out, &old.out);
                 state.out != old.out
             }
             None => true,

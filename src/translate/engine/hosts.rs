@@ -11,12 +11,12 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::out::{RouteOut, VhostOut};
 use crate::envoy::items::{ClusterLookup, Listening};
 use crate::gateway::order;
 use crate::gateway::routes::Entry;
 use crate::gateway::spec::RouteOrder;
 use crate::gateway::vhosts;
+use crate::snapshot::{RouteOut, VhostOut};
 
 /// An entry's identity on its listener: the route's place, the rule and the match.
 pub type EntryId = (Arc<RouteOrder>, usize, usize);
@@ -183,22 +183,5 @@ impl ListenerEntries {
         }
         let routes = ranked.values().map(|o| o.as_deref().expect("encoded above"));
         VhostOut::assemble(name, &[host.to_string()], routes)
-    }
-}
-
-/// A virtual host's domain, ordered as virtual hosts are in a route configuration
-/// (`order::hostname_specificity`: exact names, then longer wildcards, then `*`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Domain(pub String);
-
-impl Ord for Domain {
-    fn cmp(&self, other: &Self) -> Ordering {
-        order::hostname_specificity(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for Domain {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
     }
 }

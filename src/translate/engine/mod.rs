@@ -1,5 +1,5 @@
 //! The incremental translator: [`Engine::update`] takes the next model and redoes only the work whose
-//! inputs changed, keeping every Gateway's Envoy resources packed and versioned ([`out::GatewayOut`])
+//! inputs changed, keeping every Gateway's Envoy resources packed and versioned ([`GatewayOut`])
 //! and every status current. It is the only orchestration of the translator: [`translate`](super::translate)
 //! (`pier translate`, the goldens, the fuzz targets) is this engine run once from the empty model, and a
 //! property test (`tests/golden/engine.rs`) holds every update equal to a rebuild, resources, statuses and
@@ -38,19 +38,17 @@ mod deps;
 mod gateway;
 mod gateways;
 mod hosts;
-pub mod out;
 mod status;
 mod statuses;
-mod vhost_out;
 
-pub use status::StatusSet;
+pub use crate::snapshot::StatusSet;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::snapshot::{self, GatewayOut};
 use deps::{Changes, DepIndex, Unit};
 use gateway::GatewayState;
-use out::GatewayOut;
 use status::{RefCounts, Statuses};
 
 use crate::gateway::backend_tls::{POLICY_READ, PolicyIndex};
@@ -175,7 +173,7 @@ impl Engine {
             gateways: self
                 .gateways
                 .iter()
-                .map(|(k, s)| (k.to_string(), out::decode(&s.out)))
+                .map(|(k, s)| (k.to_string(), snapshot::decode(&s.out)))
                 .collect(),
             statuses: self.statuses.list(),
         }

@@ -8,9 +8,10 @@ use super::counted::Counted;
 use crate::gateway::backends::{Reached, References};
 use crate::gateway::conditions::BackendProblem;
 use crate::gateway::spec::RouteKind;
-use crate::gateway::status::{ObjectStatus, StatusMeta};
+use crate::gateway::status::ObjectStatus;
 use crate::ir::names::BackendKind;
 use crate::model::ObjectKey;
+use crate::snapshot::{StatusKey, StatusSet};
 
 /// What a status is about, as the engine knows it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -21,13 +22,6 @@ pub enum Subject {
     Backend(BackendKind, ObjectKey),
     Policy(ObjectKey),
 }
-
-/// A status's place in the output: [`ObjectStatus::sort_key`].
-pub type StatusKey = (String, String, StatusMeta);
-
-/// Every status in output order, as a persistent map: handing the whole set to the admin view and the
-/// status writer after each update costs nothing, whatever its size.
-pub type StatusSet = imbl::OrdMap<StatusKey, Arc<ObjectStatus>>;
 
 /// Every status, in output order, and where each subject's is.
 #[derive(Debug, Default, Clone)]

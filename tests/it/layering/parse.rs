@@ -95,7 +95,9 @@ pub fn strip(text: &str) -> String {
             }
             i += 1;
         } else {
-            out.push(b[i] as char);
+            // Code outside comments and strings that is not ASCII (a char literal, say) is no path: a
+            // space keeps the text ASCII, so byte offsets into it are always char boundaries.
+            out.push(if b[i].is_ascii() { b[i] as char } else { ' ' });
             i += 1;
         }
     }

@@ -116,7 +116,7 @@ proptest! {
 
 fn resources() -> pier::envoy::Resources {
     static R: std::sync::OnceLock<pier::envoy::Resources> = std::sync::OnceLock::new();
-    R.get_or_init(pier::xds::fuzz::sample_resources).clone()
+    R.get_or_init(pier::translate::sample_resources).clone()
 }
 
 fn golden_input(i: usize) -> String {

@@ -5,13 +5,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::super::hosts::Domain;
-use super::super::out::{Res, VhostOut, put};
 use super::GatewayState;
 use crate::envoy::items::{Listening, Used};
 use crate::gateway::vhosts;
 use crate::ir as vhosts_ir;
 use crate::ir::names;
+use crate::snapshot::Domain;
+use crate::snapshot::{Res, VhostOut, put};
 
 impl GatewayState {
     /// Rebuilds the route virtual hosts of configuration `name` for the touched hosts, then its extras

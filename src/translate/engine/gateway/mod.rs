@@ -21,7 +21,6 @@ use vhosts::Vhosts;
 
 use super::counted::Counted;
 use super::hosts::ListenerEntries;
-use super::out::{GatewayOut, Res, put};
 use crate::envoy::items::{ClusterLookup, Used};
 use crate::gateway::routes::RouteResult;
 use crate::gateway::spec::{RouteKind, RouteOrder};
@@ -30,6 +29,7 @@ use crate::gateway::{GatewayBase, RouteConfigGroup, gateways, listener_skeletons
 use crate::ir;
 use crate::model::ObjectKey;
 use crate::options::Options;
+use crate::snapshot::{GatewayOut, Res, put};
 
 /// A route's attachment to this Gateway.
 #[derive(Debug, Clone)]

@@ -4,10 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::super::hosts::Domain;
-use super::super::out::VhostOut;
 use crate::envoy::items::Used;
 use crate::envoy::pb::dfp_common::DnsCacheConfig;
+use crate::snapshot::{Domain, VhostOut};
 
 #[derive(Debug, Clone, Default)]
 pub struct Vhosts {

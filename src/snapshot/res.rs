@@ -9,17 +9,13 @@ use std::sync::{Arc, OnceLock};
 use envoy_types::pb::google::protobuf::Any;
 use prost::{Message, Name};
 
-use super::hosts::Domain;
 use crate::envoy::check::{ClusterFacts, ListenerFacts, SecretKind};
 use crate::envoy::fingerprint;
 use crate::envoy::items::{self, Used};
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
 use crate::ir;
 
-pub use super::vhost_out::{RouteOut, VhostOut, vhost_fingerprint};
-
-/// Virtual hosts in configuration order.
-pub type VhostMap = imbl::OrdMap<Domain, Arc<VhostOut>>;
+use super::vhost::{VhostMap, vhost_fingerprint};
 
 /// One Envoy resource as served: its content version, and its packed form. Two are equal when their
 /// versions are: the bytes of equal messages can differ (protobuf map fields encode in hash order), the

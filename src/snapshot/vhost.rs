@@ -11,6 +11,7 @@
 //! header's with the routes' in order ([`vhost_fingerprint`] computes the same from a decoded virtual
 //! host, so a decoded resource set versions as the engine does).
 
+use std::cmp::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use prost::Message;
@@ -21,7 +22,11 @@ use crate::envoy::check::facts::RouteFacts;
 use crate::envoy::fingerprint;
 use crate::envoy::items::{self, ClusterLookup, Listening, Used};
 use crate::envoy::pb::route;
+use crate::gateway::order;
 use crate::ir;
+
+/// Virtual hosts in configuration order.
+pub type VhostMap = imbl::OrdMap<Domain, Arc<VhostOut>>;
 
 /// Field numbers: `RouteConfiguration.virtual_hosts`, `VirtualHost.routes`.
 const VIRTUAL_HOSTS: u32 = 2;
@@ -171,5 +176,22 @@ mod tests {
         let b = VhostOut::assemble(&vh.name, &vh.domains, routes.iter().take(2));
         assert!(Arc::ptr_eq(&a.facts().routes[0], &b.facts().routes[0]));
         assert_ne!(a.fingerprint, b.fingerprint);
+    }
+}
+
+/// A virtual host's domain, ordered as virtual hosts are in a route configuration
+/// (`order::hostname_specificity`: exact names, then longer wildcards, then `*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Domain(pub String);
+
+impl Ord for Domain {
+    fn cmp(&self, other: &Self) -> Ordering {
+        order::hostname_specificity(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for Domain {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
