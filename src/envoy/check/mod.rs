@@ -150,6 +150,3 @@ fn unique<'a>(errors: &mut Vec<CheckError>, kind: &'static str, names: impl Iter
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod incremental_tests;

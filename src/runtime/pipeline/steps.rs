@@ -1,7 +1,7 @@
 //! The pipeline's steps as plain functions: translating a model (engine, check, sizes), merging check
 //! errors, publishing, and what the admin view shows of the source and of quarantined objects.
 
-// The pipeline's own types and imports: this is pipeline.rs's step half, split off.
+// The pipeline's own types and imports: this is pipeline/mod.rs's step half, split off.
 use super::*;
 
 pub(super) fn quarantine_json(q: &Quarantined) -> serde_json::Value {

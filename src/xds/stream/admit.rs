@@ -2,7 +2,7 @@
 //! from a client allowed the Gateway it names (`admit`), and a failed stream logged, counted and
 //! remembered for `/debug/clients` (`failed`, `request_failed`).
 
-// The stream's own types and imports: this is stream.rs's admission half, split off.
+// The stream's own types and imports: this is stream/mod.rs's admission half, split off.
 use super::*;
 
 /// A request stream that ended in error: logged (a refusal at warn, throttled, with the option that

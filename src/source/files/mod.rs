@@ -229,5 +229,4 @@ pub(crate) fn has_manifest_extension(path: &Path) -> bool {
 }
 
 #[cfg(test)]
-#[path = "files_tests.rs"]
 pub(super) mod tests;

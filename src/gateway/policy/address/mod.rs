@@ -178,5 +178,4 @@ fn metadata_addresses() -> impl Iterator<Item = (IpAddr, &'static str)> {
 }
 
 #[cfg(test)]
-#[path = "address_tests.rs"]
 mod tests;

@@ -335,5 +335,4 @@ impl Delta {
 }
 
 #[cfg(test)]
-#[path = "delta_tests.rs"]
 mod tests;

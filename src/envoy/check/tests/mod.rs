@@ -415,3 +415,6 @@ fn dfp_behind_an_aggregate_is_guarded_too() {
         )
     );
 }
+
+/// The checker kept current by changes, against a fresh check.
+mod incremental;

@@ -378,5 +378,4 @@ impl Clients {
 }
 
 #[cfg(test)]
-#[path = "clients_tests.rs"]
 mod tests;

@@ -322,5 +322,4 @@ impl SnapshotCache {
 }
 
 #[cfg(test)]
-#[path = "cache_tests.rs"]
 mod tests;

@@ -208,5 +208,4 @@ impl ClientStatusDiscoveryService for Csds {
 }
 
 #[cfg(test)]
-#[path = "csds_tests.rs"]
 mod tests;

@@ -161,5 +161,4 @@ fn state(e: &mut Entry, now: Instant, stale_for: Duration) -> Option<Resolution>
 }
 
 #[cfg(test)]
-#[path = "cache_tests.rs"]
 mod tests;

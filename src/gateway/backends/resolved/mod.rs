@@ -192,5 +192,4 @@ fn describe(r: &NameReport) -> String {
 }
 
 #[cfg(test)]
-#[path = "resolved_tests.rs"]
 mod tests;

@@ -172,5 +172,4 @@ impl Timing {
 }
 
 #[cfg(test)]
-#[path = "latency_tests.rs"]
 mod tests;

@@ -432,5 +432,4 @@ fn duplicate(kind: &'static str, key: ObjectKey, first: DocRef, second: DocRef) 
 }
 
 #[cfg(test)]
-#[path = "cache_tests.rs"]
 mod tests;

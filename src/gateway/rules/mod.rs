@@ -355,5 +355,4 @@ fn route_for_match(name: String, m: &spec::Match, action: ir::RouteAction) -> ir
 }
 
 #[cfg(test)]
-#[path = "rules_tests.rs"]
 mod tests;

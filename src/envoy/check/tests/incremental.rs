@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use super::super::pb::{cluster, dfp_cluster, endpoint, ext, hcm, listener, route, tls};
-use super::super::{Resources, build, fixture};
-use super::facts::unpack;
-use super::*;
+use super::super::super::pb::{cluster, dfp_cluster, endpoint, ext, hcm, listener, route, tls};
+use super::super::super::{Resources, build, fixture};
+use super::super::facts::unpack;
+use super::super::*;
 use crate::ir;
 
 /// Every variant of every resource the edits choose from.

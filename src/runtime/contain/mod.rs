@@ -234,5 +234,4 @@ pub fn describe((kind, key): &ObjectId) -> String {
 }
 
 #[cfg(test)]
-#[path = "contain_tests.rs"]
 mod tests;

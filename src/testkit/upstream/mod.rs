@@ -40,7 +40,6 @@ use tokio_rustls::LazyConfigAcceptor;
 use super::mcp::{self, Mcp};
 use super::pki::subject_cn;
 
-#[path = "upstream_tls.rs"]
 mod tls;
 pub use tls::ServerTls;
 
@@ -381,5 +380,4 @@ fn path_arg<'a>(path: &'a str, word: &str) -> Option<&'a str> {
 }
 
 #[cfg(test)]
-#[path = "upstream_tests.rs"]
 mod tests;

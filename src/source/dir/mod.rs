@@ -293,5 +293,4 @@ fn publish(result: Result<Read, String>, tx: &watch::Sender<SourceState>) {
 }
 
 #[cfg(test)]
-#[path = "dir_tests.rs"]
 mod tests;
