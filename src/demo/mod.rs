@@ -118,16 +118,7 @@ impl World {
 /// Starts everything, sends the requests and prints the results; true when every request went as expected.
 async fn start_and_check(config: &DemoConfig, bin: &Path, world: &mut World) -> Result<bool> {
     let examples = &config.examples;
-    if !examples.join("00-gateway.yaml").is_file() {
-        bail!(
-            "{} does not hold the bundled example (no 00-gateway.yaml): run from the repository root or pass \
-             --examples DIR",
-            examples.display()
-        );
-    }
-    if let Err(e) = upstreams::check_against(examples) {
-        eprintln!("warning: {e:#}; requests to it will fail");
-    }
+    check_examples(examples)?;
     let http_port = config::listener_port(config.http_port, "HTTP", "--listen-port-http")?;
     let https_port = config::listener_port(config.https_port, "HTTPS", "--listen-port-https")?;
     let work = world
@@ -144,12 +135,7 @@ async fn start_and_check(config: &DemoConfig, bin: &Path, world: &mut World) -> 
 
     let certs = examples.join("upstream-certs");
     let ups = world.upstreams.insert(Upstreams::start(&certs).await?);
-    let dns = world
-        .dns
-        .insert(Dns::start().await.context("starting the demo DNS responder")?);
-    for (name, ip) in upstreams::dns_names() {
-        dns.set(name, &[ip]);
-    }
+    let dns = world.dns.insert(start_dns().await?);
     let started = Instant::now();
     let (server_tls, envoy_tls) = config::xds_pki(&work, GATEWAY).context("issuing the demo's xDS certificates")?;
     let (xds, admin) = start_pier(&config_dir, &work, dns.addr, server_tls, &mut world.pier).await?;
@@ -165,33 +151,8 @@ async fn start_and_check(config: &DemoConfig, bin: &Path, world: &mut World) -> 
     let envoy = world
         .envoy
         .insert(Envoy::start(bin, &bootstrap(&spec), &work, "envoy").await?);
-    println!(
-        "Envoy started (pid {}, admin http://{}), asking pier for {GATEWAY}.",
-        envoy.pid(),
-        envoy.admin
-    );
-    envoy.wait_live(envoy::START_TIMEOUT).await.with_context(|| {
-        format!(
-            "Envoy never got its configuration from pier: is {GATEWAY} a pier Gateway in {}?",
-            config_dir.display()
-        )
-    })?;
-    println!(
-        "Envoy is LIVE {:.1} s after pier started ({mode} ADS).",
-        started.elapsed().as_secs_f64()
-    );
     let listener = local(http_port);
-    let routed = eventually("Envoy to route www.demo.test", STEP_TIMEOUT, || async {
-        let r = http::get(listener, "www.demo.test", "/").await?;
-        if r.status == 200 {
-            Ok(())
-        } else {
-            Err(format!("status {}", r.status))
-        }
-    });
-    if let Err(e) = routed.await {
-        eprintln!("warning: {e}");
-    }
+    await_envoy(envoy, &config_dir, started, mode, listener).await?;
 
     let ca_pem = std::fs::read_to_string(certs.join("ca.crt")).context("reading the demo CA")?;
     let targets = requests::Targets {
@@ -220,6 +181,67 @@ async fn start_and_check(config: &DemoConfig, bin: &Path, world: &mut World) -> 
         copied,
     });
     Ok(passed)
+}
+
+/// Refuses a directory that is not the bundled example, and warns when its upstream names drifted.
+fn check_examples(examples: &Path) -> Result<()> {
+    if !examples.join("00-gateway.yaml").is_file() {
+        bail!(
+            "{} does not hold the bundled example (no 00-gateway.yaml): run from the repository root or pass \
+             --examples DIR",
+            examples.display()
+        );
+    }
+    if let Err(e) = upstreams::check_against(examples) {
+        eprintln!("warning: {e:#}; requests to it will fail");
+    }
+    Ok(())
+}
+
+/// The demo's DNS responder, answering the example's upstream names with loopback addresses.
+async fn start_dns() -> Result<Dns> {
+    let dns = Dns::start().await.context("starting the demo DNS responder")?;
+    for (name, ip) in upstreams::dns_names() {
+        dns.set(name, &[ip]);
+    }
+    Ok(dns)
+}
+
+/// Waits until Envoy is live on pier's configuration and routes the example's first host, saying so.
+async fn await_envoy(
+    envoy: &Envoy,
+    config_dir: &Path,
+    started: Instant,
+    mode: &str,
+    listener: SocketAddr,
+) -> Result<()> {
+    println!(
+        "Envoy started (pid {}, admin http://{}), asking pier for {GATEWAY}.",
+        envoy.pid(),
+        envoy.admin
+    );
+    envoy.wait_live(envoy::START_TIMEOUT).await.with_context(|| {
+        format!(
+            "Envoy never got its configuration from pier: is {GATEWAY} a pier Gateway in {}?",
+            config_dir.display()
+        )
+    })?;
+    println!(
+        "Envoy is LIVE {:.1} s after pier started ({mode} ADS).",
+        started.elapsed().as_secs_f64()
+    );
+    let routed = eventually("Envoy to route www.demo.test", STEP_TIMEOUT, || async {
+        let r = http::get(listener, "www.demo.test", "/").await?;
+        if r.status == 200 {
+            Ok(())
+        } else {
+            Err(format!("status {}", r.status))
+        }
+    });
+    if let Err(e) = routed.await {
+        eprintln!("warning: {e}");
+    }
+    Ok(())
 }
 
 /// Starts pier's serving runtime on `config_dir` and waits until it serves; returns its xDS and admin

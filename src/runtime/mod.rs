@@ -67,24 +67,8 @@ pub async fn run(config: ServeConfig) -> Result<()> {
 /// Serves until `shutdown` completes, then stops gracefully. For embedders that own the process's signals
 /// (`pier demo` runs this runtime in-process beside Envoy and stops both on Ctrl-C).
 pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-    // Before binding anything: an admin API that would be open beyond loopback is refused outright.
-    match crate::admin::access::check_exposure(config.admin_address, &config.admin_access) {
-        Ok(Some(warning)) => warn!("INSECURE: {warning}"),
-        Ok(None) => {}
-        Err(refusal) => anyhow::bail!(refusal),
-    }
-    let xds_listener = tokio::net::TcpListener::bind(config.xds_address)
-        .await
-        .with_context(|| format!("binding the xDS address {}", config.xds_address))?;
-    let admin_listener = tokio::net::TcpListener::bind(config.admin_address)
-        .await
-        .with_context(|| format!("binding the admin address {}", config.admin_address))?;
+    let (xds_listener, admin_listener) = bind(&config).await?;
     let xds_addr = xds_listener.local_addr()?;
-    let admin_addr = admin_listener.local_addr()?;
-    info!(xds = %xds_addr, admin = %admin_addr, "pier serving");
-    if let Some(path) = &config.address_file {
-        write_address_file(path, xds_addr, admin_addr)?;
-    }
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
@@ -104,31 +88,14 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
     let view: SharedView = Arc::default();
 
     let (dir_tx, dir_rx) = watch::channel(SourceState::default());
-    let (statuses_tx, statuses_rx) = watch::channel(crate::translate::engine::StatusSet::new());
-    let (source, kube_tasks) = match config.kubernetes.clone() {
-        Some(settings) => {
-            let channels = cluster::Channels {
-                source: dir_tx,
-                statuses: statuses_rx,
-                clients: clients.clone(),
-                metrics: crate::status::metrics::StatusMetrics::new(&mut registry),
-                stop: stop_rx.clone(),
-            };
-            let controller = config.options.controller_name.clone();
-            let tasks = cluster::start(settings, config.debounce.clone(), controller, channels).await?;
-            (None, tasks)
-        }
-        None => {
-            let dir = dir::run(
-                config.config_dir.clone(),
-                config.max_file_bytes,
-                config.debounce.clone(),
-                dir_tx,
-                stop_rx.clone(),
-            );
-            (Some(tokio::spawn(dir)), Vec::new())
-        }
+    let (statuses_tx, statuses_rx) = watch::channel(crate::snapshot::StatusSet::new());
+    let ends = Ends {
+        source: dir_tx,
+        statuses: statuses_rx,
+        clients: clients.clone(),
+        stop: stop_rx.clone(),
     };
+    let source = start_source(&config, ends, &mut registry).await?;
     let sinks = pipeline::Sinks {
         server: server.clone(),
         view: view.clone(),
@@ -144,39 +111,24 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
         config.containment.clone(),
         stop_rx.clone(),
     ));
-    let mut xds_stop = stop_rx.clone();
-    let xds = tokio::spawn(crate::xds::server::serve(xds_listener, server, tls, async move {
-        let _ = xds_stop.wait_for(|s| *s).await;
-    }));
+    let xds = tokio::spawn(crate::xds::server::serve(xds_listener, server, tls, stopped(&stop_rx)));
     let admin_state = crate::admin::AdminState {
         cache,
         clients,
         view,
         registry: Arc::new(registry),
     };
-    let mut admin_stop = stop_rx.clone();
     let access = config.admin_access.clone();
-    let admin = tokio::spawn(crate::admin::serve(admin_listener, admin_state, access, async move {
-        let _ = admin_stop.wait_for(|s| *s).await;
-    }));
+    let admin = tokio::spawn(crate::admin::serve(
+        admin_listener,
+        admin_state,
+        access,
+        stopped(&stop_rx),
+    ));
 
-    let mut stop = stop_rx;
-    let _ = stop.wait_for(|s| *s).await;
+    stopped(&stop_rx).await;
     info!("shutting down: closing xDS streams and the admin API");
-    match source {
-        Some(source) => match source.await {
-            Ok(Err(e)) => warn!(error = %e, "config directory watcher ended with an error"),
-            Err(e) => warn!(error = %e, "config directory watcher panicked"),
-            Ok(Ok(())) => {}
-        },
-        None => {
-            for task in kube_tasks {
-                if let Err(e) = task.await {
-                    warn!(error = %e, "a Kubernetes task panicked");
-                }
-            }
-        }
-    }
+    source.join().await;
     let _ = pipeline.await;
     if let Ok(Err(e)) = xds.await {
         warn!(error = %e, "xDS server ended with an error");
@@ -185,6 +137,101 @@ pub async fn run_until(config: ServeConfig, shutdown: impl Future<Output = ()> +
         warn!(error = %e, "admin server ended with an error");
     }
     Ok(())
+}
+
+/// Binds the xDS and admin addresses (refusing an admin API open beyond loopback before binding
+/// anything) and writes the address file.
+async fn bind(config: &ServeConfig) -> Result<(tokio::net::TcpListener, tokio::net::TcpListener)> {
+    match crate::admin::access::check_exposure(config.admin_address, &config.admin_access) {
+        Ok(Some(warning)) => warn!("INSECURE: {warning}"),
+        Ok(None) => {}
+        Err(refusal) => anyhow::bail!(refusal),
+    }
+    let xds_listener = tokio::net::TcpListener::bind(config.xds_address)
+        .await
+        .with_context(|| format!("binding the xDS address {}", config.xds_address))?;
+    let admin_listener = tokio::net::TcpListener::bind(config.admin_address)
+        .await
+        .with_context(|| format!("binding the admin address {}", config.admin_address))?;
+    let xds_addr = xds_listener.local_addr()?;
+    let admin_addr = admin_listener.local_addr()?;
+    info!(xds = %xds_addr, admin = %admin_addr, "pier serving");
+    if let Some(path) = &config.address_file {
+        write_address_file(path, xds_addr, admin_addr)?;
+    }
+    Ok((xds_listener, admin_listener))
+}
+
+/// Resolves once `stop` says so.
+fn stopped(stop: &watch::Receiver<bool>) -> impl Future<Output = ()> + Send + 'static {
+    let mut stop = stop.clone();
+    async move {
+        let _ = stop.wait_for(|s| *s).await;
+    }
+}
+
+/// The running source: the directory watcher, or the Kubernetes tasks (watches, status writer, Lease).
+enum Source {
+    Dir(tokio::task::JoinHandle<Result<(), notify::Error>>),
+    Kube(Vec<tokio::task::JoinHandle<()>>),
+}
+
+/// What the source side of the runtime is handed: where models go, where statuses come from, the
+/// proxies (whose NACKs the status writer reports), and the stop signal.
+struct Ends {
+    source: watch::Sender<SourceState>,
+    statuses: watch::Receiver<crate::snapshot::StatusSet>,
+    clients: Arc<Clients>,
+    stop: watch::Receiver<bool>,
+}
+
+/// Starts the directory watcher, or with `--kubernetes` the cluster's tasks (whose status writer
+/// registers its metrics only then).
+async fn start_source(
+    config: &ServeConfig,
+    ends: Ends,
+    registry: &mut prometheus_client::registry::Registry,
+) -> Result<Source> {
+    let Some(settings) = config.kubernetes.clone() else {
+        return Ok(Source::Dir(tokio::spawn(dir::run(
+            config.config_dir.clone(),
+            config.max_file_bytes,
+            config.debounce.clone(),
+            ends.source,
+            ends.stop,
+        ))));
+    };
+    let channels = cluster::Channels {
+        source: ends.source,
+        statuses: ends.statuses,
+        clients: ends.clients,
+        metrics: crate::status::metrics::StatusMetrics::new(registry),
+        stop: ends.stop,
+    };
+    let controller = config.options.controller_name.clone();
+    Ok(Source::Kube(
+        cluster::start(settings, config.debounce.clone(), controller, channels).await?,
+    ))
+}
+
+impl Source {
+    /// Waits for the source to stop, logging how it ended if not cleanly.
+    async fn join(self) {
+        match self {
+            Source::Dir(task) => match task.await {
+                Ok(Err(e)) => warn!(error = %e, "config directory watcher ended with an error"),
+                Err(e) => warn!(error = %e, "config directory watcher panicked"),
+                Ok(Ok(())) => {}
+            },
+            Source::Kube(tasks) => {
+                for task in tasks {
+                    if let Err(e) = task.await {
+                        warn!(error = %e, "a Kubernetes task panicked");
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn write_address_file(path: &std::path::Path, xds: SocketAddr, admin: SocketAddr) -> Result<()> {

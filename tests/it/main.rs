@@ -25,6 +25,7 @@
 //! | [`re2_size`] | pier's RE2 program-size bound never exceeds Envoy's own figure |
 //! | [`route_features_live`] | redirects, CORS, mirrors, timeouts, retries, live in Envoy |
 //! | [`layering`] | the core never reaches an edge, `gateway` never reaches `envoy`, the core does no I/O |
+//! | [`conventions`] | one module layout, one test layout, files ≤ 400 lines, product functions ≤ 80 |
 //!
 //! Support: [`support`] (fixed test PKI), [`xds_support`] (ADS harness and proxies), [`kube_support`]
 //! (pier in Kubernetes mode), [`fake_apiserver`].
@@ -38,6 +39,7 @@
 mod authority_guard;
 mod cli;
 mod compose;
+mod conventions;
 mod dashboard;
 #[cfg(feature = "demo")]
 mod demo;

@@ -23,7 +23,7 @@ use gateway_api::apis::standard::grpcroutes::{
     GrpcRouteRulesMatchesMethodType, GrpcRouteSpec,
 };
 
-use super::http::{backend_ref_conversion, header_modifier, mirror, parent_ref_conversion};
+use super::convert::{backend_ref_conversion, header_modifier, mirror, parent_ref_conversion};
 use super::{Match, PathKind, PathMatch, RouteKind, RouteOrder, RouteSpec, Rule, ValueMatch};
 use crate::model::ObjectKey;
 

@@ -14,6 +14,7 @@
 //! A GRPCRoute's method matches become path matches here (`grpc`), and each match keeps the service and
 //! method lengths GRPCRoute precedence ranks by ([`Match::grpc_rank`]).
 
+mod convert;
 pub mod grpc;
 pub mod http;
 

@@ -31,8 +31,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod apply;
+
 use super::files::{self, Contents, LoadError};
-use crate::model::insert::DuplicateError;
 
 /// An object's identity in the cache: its kind (as `Object::kind_name` spells it) and key.
 type Identity = (&'static str, ObjectKey);
@@ -256,133 +257,6 @@ impl DirCache {
         Ok(())
     }
 
-    /// Moves the model by what a read found; all or nothing.
-    /// `list` and `dirs`: the new file list and walked directories, where they may have changed;
-    /// `every_file`: every listed file was parsed, so only a skipped file's definitions were not.
-    fn apply(
-        &mut self,
-        delta: Delta,
-        list: Option<Vec<PathBuf>>,
-        dirs: Option<BTreeSet<PathBuf>>,
-        every_file: bool,
-    ) -> Result<Applied, LoadError> {
-        let mut delta = delta;
-        // Reading order (the watcher's names come as a set ordered otherwise): a later definition wins.
-        delta.parsed.sort_by(|a, b| by_bytes(&a.0, &b.0));
-        let mut model = self.model.clone();
-        let mut origins = self.origins.clone();
-        // What changed or removed files defined is released first, so an object that moved between
-        // files in one edit is not taken for a duplicate; it leaves the model only if nothing defines
-        // it now, so an object a changed file defines unchanged keeps its `Arc`.
-        let mut stale = BTreeMap::new();
-        let released = delta.removed.iter().chain(delta.parsed.iter().map(|(p, _, _)| p));
-        let mut warnings_moved = false;
-        for entry in released.filter_map(|p| self.files.get(p)) {
-            warnings_moved |= entry.warnings().next().is_some();
-            for (_, kind_name, kind, key) in &entry.objects {
-                origins.remove(&(*kind_name, key.clone()));
-                stale.insert((*kind_name, key.clone()), *kind);
-            }
-        }
-        // The last definition of each object among the files read now: the one in force.
-        let mut last: BTreeMap<Identity, &DocRef> = BTreeMap::new();
-        for (_, _, p) in &delta.parsed {
-            for (doc, obj) in &p.objects {
-                last.insert((obj.kind_name(), obj.key()), doc);
-            }
-        }
-        let last: BTreeMap<Identity, DocRef> = last.into_iter().map(|(id, d)| (id, d.clone())).collect();
-        // The definition before the one at hand, for the warning that names both (as the loader words it).
-        let mut previous: BTreeMap<Identity, DocRef> = BTreeMap::new();
-        let mut contested = BTreeSet::new();
-        let mut changed = false;
-        let parsed = delta.parsed.len();
-        let mut entries = Vec::with_capacity(parsed);
-        for (path, hash, p) in delta.parsed {
-            let mut objects = Vec::with_capacity(p.objects.len());
-            let mut warnings = p.warnings;
-            warnings_moved |= !warnings.is_empty();
-            for (doc, obj) in p.objects {
-                let (kind_name, kind, key) = (obj.kind_name(), obj.kind(), obj.key());
-                let id = (kind_name, key.clone());
-                // A definition from a file not parsed now: unchanged (then only a read of every file can
-                // decide), or skipped, whose stale definition a file read now replaces.
-                if let Some(kept) = origins.remove(&id) {
-                    if !every_file {
-                        return Ok(Applied::NeedsEveryFile);
-                    }
-                    previous.insert(id.clone(), kept);
-                }
-                if let Some(first) = previous.insert(id.clone(), doc.clone()) {
-                    warnings.push(duplicate(kind_name, key.clone(), first, doc.clone()).warning());
-                    warnings_moved = true;
-                    contested.insert(id.clone());
-                }
-                if last.get(&id) != Some(&doc) {
-                    // A later definition replaces this one.
-                    objects.push((doc, kind_name, kind, key));
-                    continue;
-                }
-                origins.insert(id.clone(), doc.clone());
-                stale.remove(&id);
-                changed |= model.put(obj);
-                objects.push((doc, kind_name, kind, key));
-            }
-            entries.push((
-                path,
-                FileEntry {
-                    hash,
-                    objects,
-                    warnings,
-                    skipped: None,
-                },
-            ));
-        }
-        for ((_, key), kind) in stale {
-            changed |= model.remove(kind, &key);
-        }
-        for path in &delta.removed {
-            self.files.remove(path);
-        }
-        self.files.extend(entries);
-        warnings_moved |= !delta.skipped.is_empty();
-        for (path, why) in delta.skipped {
-            self.skip(path, why);
-        }
-        if let Some(list) = list.filter(|l| *l != *self.list) {
-            self.list = Arc::new(list);
-        }
-        let mut warnings_changed = false;
-        if warnings_moved {
-            let files = &self.files;
-            let warnings: Vec<Warning> = self
-                .list
-                .iter()
-                .filter_map(|p| files.get(p))
-                .flat_map(|e| e.warnings().cloned())
-                .collect();
-            warnings_changed = warnings != self.warnings;
-            self.warnings = warnings;
-        }
-        if let Some(dirs) = dirs {
-            self.dirs = dirs;
-        }
-        self.origins = origins;
-        self.contested = contested;
-        self.model = model;
-        Ok(Applied::Done(Box::new(Read {
-            loaded: Loaded {
-                model: self.model.clone(),
-                warnings: self.warnings.clone(),
-                files: self.list.clone(),
-            },
-            changed,
-            warnings_changed,
-            parsed,
-            read: delta.read,
-        })))
-    }
-
     /// Marks a file skipped, keeping what it defined when it last read well.
     fn skip(&mut self, path: PathBuf, why: String) {
         let source = path.display().to_string();
@@ -419,16 +293,6 @@ enum Named {
 /// The walk's order: byte-wise.
 fn by_bytes(a: &Path, b: &Path) -> std::cmp::Ordering {
     a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes())
-}
-
-/// A duplicate, named in reading order as the one-pass loader names it (`second` is in force).
-fn duplicate(kind: &'static str, key: ObjectKey, first: DocRef, second: DocRef) -> DuplicateError {
-    DuplicateError {
-        kind,
-        key,
-        first,
-        second,
-    }
 }
 
 #[cfg(test)]

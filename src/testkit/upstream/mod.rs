@@ -268,94 +268,107 @@ async fn serve<S>(io: S, name: String, info: ConnInfo, state: Arc<State>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
-        let (name, info, state) = (name.clone(), info.clone(), state.clone());
-        async move {
-            let upgrade = req
-                .headers()
-                .get(hyper::header::UPGRADE)
-                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"))
-                .then(|| hyper::upgrade::on(&mut req));
-            let (parts, body) = req.into_parts();
-            // Read the whole body before answering: an HTTP/2 peer (Envoy) would otherwise see the stream
-            // reset under a request it is still sending (the gRPC frames of the suite's calls).
-            let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-            let host = parts.uri.authority().map(|a| a.to_string()).or_else(|| {
-                let host = parts.headers.get(hyper::header::HOST)?;
-                Some(String::from_utf8_lossy(host.as_bytes()).into_owned())
-            });
-            let headers = parts
-                .headers
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.as_str().to_string(),
-                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                    )
-                })
-                .collect();
-            let seen = Seen {
-                method: parts.method.to_string(),
-                path: parts.uri.path_and_query().map(|p| p.to_string()).unwrap_or_default(),
-                host,
-                headers,
-                body_len: body.len(),
-                version: format!("{:?}", parts.version),
-                tls: info.tls,
-                sni: info.sni,
-                client_cn: info.client_cn,
-            };
-            // Whether this is the first request carrying `<behaviour>/<key>`.
-            let first = |behaviour: &str| {
-                path_arg(&seen.path, behaviour)
-                    .is_some_and(|key| state.once.lock().unwrap().insert(format!("{behaviour}/{key}")))
-            };
-            let status = if first("fail-once") {
-                StatusCode::SERVICE_UNAVAILABLE
-            } else {
-                StatusCode::OK
-            };
-            let delay = path_arg(&seen.path, "delay")
-                .and_then(|ms| ms.parse().ok())
-                .map(|ms| Duration::from_millis(ms).min(MAX_DELAY))
-                .or_else(|| first("delay-once").then_some(DELAY_ONCE));
-            let is_mcp = path_segment(&seen.path, "mcp");
-            state.requests.lock().unwrap().push(seen);
-            if is_mcp {
-                let call = mcp::Call {
-                    method: &parts.method,
-                    query: parts.uri.query(),
-                    headers: &parts.headers,
-                    body: &body,
-                };
-                return Ok(state.mcp.answer(&name, call));
-            }
-            if let Some(delay) = delay {
-                tokio::time::sleep(delay).await;
-            }
-            if let Some(upgrade) = upgrade {
-                tokio::spawn(echo(upgrade));
-                let response = Response::builder()
-                    .status(StatusCode::SWITCHING_PROTOCOLS)
-                    .header(hyper::header::CONNECTION, "upgrade")
-                    .header(hyper::header::UPGRADE, "websocket")
-                    .header("x-upstream", name.as_str())
-                    .body(mcp::full(Bytes::new()))
-                    .expect("response");
-                return Ok(response);
-            }
-            let response = Response::builder()
-                .status(status)
-                .header("x-upstream", name.as_str())
-                .header("content-type", "text/plain")
-                .body(mcp::full(format!("{name}\n")))
-                .expect("response");
-            Ok::<_, Infallible>(response)
-        }
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        answer(req, name.clone(), info.clone(), state.clone())
     });
     let _ = auto::Builder::new(TokioExecutor::new())
         .serve_connection_with_upgrades(TokioIo::new(io), service)
         .await;
+}
+
+/// One request's answer: recorded, then the behaviour its path asks for (fail once, delay, MCP, a
+/// WebSocket echo) or `200` naming the upstream.
+async fn answer(
+    mut req: Request<Incoming>,
+    name: String,
+    info: ConnInfo,
+    state: Arc<State>,
+) -> Result<Response<mcp::Body>, Infallible> {
+    let upgrade = req
+        .headers()
+        .get(hyper::header::UPGRADE)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"))
+        .then(|| hyper::upgrade::on(&mut req));
+    let (parts, body) = req.into_parts();
+    // Read the whole body before answering: an HTTP/2 peer (Envoy) would otherwise see the stream
+    // reset under a request it is still sending (the gRPC frames of the suite's calls).
+    let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let seen = seen(&parts, body.len(), info);
+    // Whether this is the first request carrying `<behaviour>/<key>`.
+    let first = |behaviour: &str| {
+        path_arg(&seen.path, behaviour)
+            .is_some_and(|key| state.once.lock().unwrap().insert(format!("{behaviour}/{key}")))
+    };
+    let status = if first("fail-once") {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
+    let delay = path_arg(&seen.path, "delay")
+        .and_then(|ms| ms.parse().ok())
+        .map(|ms| Duration::from_millis(ms).min(MAX_DELAY))
+        .or_else(|| first("delay-once").then_some(DELAY_ONCE));
+    let is_mcp = path_segment(&seen.path, "mcp");
+    state.requests.lock().unwrap().push(seen);
+    if is_mcp {
+        let call = mcp::Call {
+            method: &parts.method,
+            query: parts.uri.query(),
+            headers: &parts.headers,
+            body: &body,
+        };
+        return Ok(state.mcp.answer(&name, call));
+    }
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
+    }
+    if let Some(upgrade) = upgrade {
+        tokio::spawn(echo(upgrade));
+        let response = Response::builder()
+            .status(StatusCode::SWITCHING_PROTOCOLS)
+            .header(hyper::header::CONNECTION, "upgrade")
+            .header(hyper::header::UPGRADE, "websocket")
+            .header("x-upstream", name.as_str())
+            .body(mcp::full(Bytes::new()))
+            .expect("response");
+        return Ok(response);
+    }
+    let response = Response::builder()
+        .status(status)
+        .header("x-upstream", name.as_str())
+        .header("content-type", "text/plain")
+        .body(mcp::full(format!("{name}\n")))
+        .expect("response");
+    Ok(response)
+}
+
+/// What the suite sees of a request.
+fn seen(parts: &hyper::http::request::Parts, body_len: usize, info: ConnInfo) -> Seen {
+    let host = parts.uri.authority().map(|a| a.to_string()).or_else(|| {
+        let host = parts.headers.get(hyper::header::HOST)?;
+        Some(String::from_utf8_lossy(host.as_bytes()).into_owned())
+    });
+    let headers = parts
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    Seen {
+        method: parts.method.to_string(),
+        path: parts.uri.path_and_query().map(|p| p.to_string()).unwrap_or_default(),
+        host,
+        headers,
+        body_len,
+        version: format!("{:?}", parts.version),
+        tls: info.tls,
+        sni: info.sni,
+        client_cn: info.client_cn,
+    }
 }
 
 /// After a `101 Switching Protocols`: echoes every byte until the peer closes.
