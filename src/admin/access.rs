@@ -28,19 +28,32 @@ pub struct Access {
     pub allow_unauthenticated: bool,
 }
 
+/// Why a token file gives no token.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    #[error("reading the admin token file {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the admin token file {} is empty", .0.display())]
+    Empty(std::path::PathBuf),
+    #[error("the admin token file {} holds more than one word; a bearer token is one", .0.display())]
+    Words(std::path::PathBuf),
+}
+
 /// Reads a token file: its content, surrounding whitespace (a trailing newline) removed.
-pub fn read_token_file(path: &Path) -> Result<String, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("reading the admin token file {}: {e}", path.display()))?;
+pub fn read_token_file(path: &Path) -> Result<String, TokenFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let token = text.trim();
     if token.is_empty() {
-        return Err(format!("the admin token file {} is empty", path.display()));
+        return Err(TokenFileError::Empty(path.to_path_buf()));
     }
     if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!(
-            "the admin token file {} holds more than one word; a bearer token is one",
-            path.display()
-        ));
+        return Err(TokenFileError::Words(path.to_path_buf()));
     }
     Ok(token.to_string())
 }
@@ -190,7 +203,7 @@ mod tests {
         std::fs::write(&path, "s3cret\n").unwrap();
         assert_eq!(read_token_file(&path).unwrap(), "s3cret");
         std::fs::write(&path, " \n").unwrap();
-        assert!(read_token_file(&path).unwrap_err().contains("is empty"));
+        assert!(matches!(read_token_file(&path), Err(TokenFileError::Empty(_))));
         std::fs::write(&path, "a b").unwrap();
         assert!(read_token_file(&path).is_err());
     }

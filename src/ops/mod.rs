@@ -9,9 +9,6 @@ pub mod explain;
 pub mod proxy_status;
 
 /// The runtime the one-shot commands block on (an admin request, looking names up once).
-pub fn current_thread() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the async runtime: {e}"))
+pub fn current_thread() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build()
 }

@@ -25,12 +25,23 @@ pub struct Hickory {
     negative_ttl: Duration,
 }
 
+/// Why pier cannot build its DNS resolver.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolverError {
+    #[error("reading the host's DNS configuration (/etc/resolv.conf): {0}")]
+    SystemConf(String),
+    #[error("no DNS server configured (give --dns-resolver IP:PORT)")]
+    NoServer,
+    #[error("building the DNS resolver: {0}")]
+    Build(String),
+}
+
 /// A resolver asking `dns.resolvers`, or the host's servers when there are none; `negative_ttl` as
 /// above (the operator's `--dns-min-ttl`).
-pub fn build(dns: &DnsSettings, negative_ttl: Duration) -> Result<Hickory, String> {
+pub fn build(dns: &DnsSettings, negative_ttl: Duration) -> Result<Hickory, ResolverError> {
     let servers = if dns.resolvers.is_empty() {
-        let (config, _) = hickory_resolver::system_conf::read_system_conf()
-            .map_err(|e| format!("reading the host's DNS configuration (/etc/resolv.conf): {e}"))?;
+        let (config, _) =
+            hickory_resolver::system_conf::read_system_conf().map_err(|e| ResolverError::SystemConf(e.to_string()))?;
         let (_domain, _search, servers) = config.into_parts();
         servers
     } else {
@@ -46,7 +57,7 @@ pub fn build(dns: &DnsSettings, negative_ttl: Duration) -> Result<Hickory, Strin
             .collect()
     };
     if servers.is_empty() {
-        return Err("no DNS server configured (give --dns-resolver IP:PORT)".into());
+        return Err(ResolverError::NoServer);
     }
     // No domain, no search list: a name is only ever asked as itself.
     let config = ResolverConfig::from_parts(None, Vec::new(), servers);
@@ -59,7 +70,7 @@ pub fn build(dns: &DnsSettings, negative_ttl: Duration) -> Result<Hickory, Strin
     // The stage schedules lookups by TTL itself; a cache here would answer them from memory.
     opts.cache_size = 0;
     opts.ip_strategy = strategy(dns.lookup_family);
-    let resolver = builder.build().map_err(|e| format!("building the DNS resolver: {e}"))?;
+    let resolver = builder.build().map_err(|e| ResolverError::Build(e.to_string()))?;
     Ok(Hickory { resolver, negative_ttl })
 }
 

@@ -45,7 +45,7 @@ pub trait Lookup: Send + Sync + 'static {
 /// Looks up once, concurrently, every hostname `model`'s Backends use and puts the answers in the model
 /// (`pier translate --resolve-hostnames pier`: a one-shot picture of what `pier serve` would serve now).
 /// Lookups that fail become `Failed`; there is no earlier answer to keep.
-pub async fn resolve_once(model: &mut Model, opts: &Options) -> Result<(), String> {
+pub async fn resolve_once(model: &mut Model, opts: &Options) -> Result<(), hickory::ResolverError> {
     let resolver = hickory::build(&opts.dns, opts.resolution.min_ttl)?;
     let names = crate::gateway::backends::resolved::hostnames(model, opts);
     let resolver = &resolver;

@@ -45,7 +45,7 @@ pub struct Inputs {
     pub gateway_notes: BTreeMap<String, Vec<String>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ExplainError {
     #[error(
         "{0:?} is not KIND/NAMESPACE/NAME with KIND one of httproute, grpcroute, backend, xbackend, service, gateway"
@@ -64,8 +64,14 @@ pub enum ExplainError {
     Ambiguous(String),
     #[error("no pier Gateway {gateway:?} (pier Gateways: {known:?})")]
     NoSuchGateway { gateway: String, known: Vec<String> },
-    #[error("{0}")]
-    Source(String),
+    #[error(transparent)]
+    Admin(#[from] crate::ops::admin_client::AdminError),
+    #[error("reading input: {0:#}")]
+    Input(#[from] crate::source::files::LoadError),
+    #[error("looking hostnames up: {0}")]
+    Resolve(#[from] crate::resolve::hickory::ResolverError),
+    #[error("starting the async runtime: {0}")]
+    Runtime(#[from] std::io::Error),
 }
 
 /// How many known names a not-found error lists.
@@ -159,8 +165,7 @@ pub fn run(req: &Request) -> Result<String, ExplainError> {
     let subject: Subject = req.object.parse()?;
     let inputs = match &req.from {
         ReadFrom::Online { admin, token_file } => {
-            let admin =
-                crate::ops::admin_client::Admin::new(*admin, token_file.as_deref()).map_err(ExplainError::Source)?;
+            let admin = crate::ops::admin_client::Admin::new(*admin, token_file.as_deref())?;
             sources::online(&admin, req.gateway.as_deref())
         }
         ReadFrom::Offline {
@@ -168,8 +173,7 @@ pub fn run(req: &Request) -> Result<String, ExplainError> {
             max_file_bytes,
             options,
         } => sources::offline(paths, *max_file_bytes, options),
-    }
-    .map_err(ExplainError::Source)?;
+    }?;
     let e = explain(&inputs, &subject, req.gateway.as_deref())?;
     Ok(if req.json {
         format!(

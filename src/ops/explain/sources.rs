@@ -12,10 +12,10 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::Inputs;
+use super::{ExplainError, Inputs};
 use crate::envoy::render;
 use crate::gateway::tls::private_keys;
-use crate::ops::admin_client::Admin;
+use crate::ops::admin_client::{Admin, AdminError};
 use crate::options::{Options, ResolveMode};
 use crate::translate::Translation;
 
@@ -46,9 +46,8 @@ pub fn from_translation(t: &Translation) -> Inputs {
 }
 
 /// Reads and translates `paths` with `opts` (`--resolve-hostnames pier` looks every name up once).
-pub fn offline(paths: &[PathBuf], max_file_bytes: usize, opts: &Options) -> Result<Inputs, String> {
-    let mut loaded =
-        crate::source::files::load_paths_capped(paths, max_file_bytes).map_err(|e| format!("reading input: {e:#}"))?;
+pub fn offline(paths: &[PathBuf], max_file_bytes: usize, opts: &Options) -> Result<Inputs, ExplainError> {
+    let mut loaded = crate::source::files::load_paths_capped(paths, max_file_bytes)?;
     if opts.resolution.mode == ResolveMode::Pier {
         crate::ops::current_thread()?.block_on(crate::resolve::resolve_once(&mut loaded.model, opts))?;
     }
@@ -59,15 +58,15 @@ pub fn offline(paths: &[PathBuf], max_file_bytes: usize, opts: &Options) -> Resu
 }
 
 /// Asks the running pier at `admin`: `/debug/status`, then the config dump of `gateway` (or of all).
-pub fn online(admin: &Admin, gateway: Option<&str>) -> Result<Inputs, String> {
+pub fn online(admin: &Admin, gateway: Option<&str>) -> Result<Inputs, ExplainError> {
     crate::ops::current_thread()?.block_on(async {
         let status = admin.get_json("/debug/status").await?;
         let gateways: BTreeMap<String, Value> = match gateway {
             Some(g) => match admin.get_json(&format!("/debug/config_dump?gateway={g}")).await {
                 Ok(doc) => BTreeMap::from([(g.to_string(), doc)]),
                 // Not published: the explanation says so from the statuses alone.
-                Err(e) if e.contains("404 Not Found") => BTreeMap::new(),
-                Err(e) => return Err(e),
+                Err(AdminError::Refused { status: 404, .. }) => BTreeMap::new(),
+                Err(e) => return Err(e.into()),
             },
             None => match admin.get_json("/debug/config_dump").await? {
                 Value::Object(m) => m.into_iter().collect(),

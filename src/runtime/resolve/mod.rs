@@ -60,7 +60,7 @@ pub fn insert(
         Ok(resolver) => Arc::new(resolver),
         Err(e) => {
             error!(error = %e, "pier cannot resolve hostnames; hostname Backends get no endpoints");
-            Arc::new(Unavailable(e))
+            Arc::new(Unavailable(e.to_string()))
         }
     };
     info!(

@@ -32,6 +32,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::cache::{DirCache, Read};
+use super::files::LoadError;
 use super::{Debounce, SourceState};
 
 /// Watches `dir` until `shutdown` fires, publishing each read on `tx`. Files over `max_file_bytes` are
@@ -212,10 +213,19 @@ struct Reader {
     pending: Pending,
 }
 
+/// Why a read of the directory applied nothing.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("reading the config directory panicked: {0}")]
+    Panicked(String),
+}
+
 impl Reader {
     /// Reads what changed: the named files, or (first, after a failed read, or when the watcher could
     /// not name everything) the whole directory.
-    async fn read(&mut self) -> Result<Read, String> {
+    async fn read(&mut self) -> Result<Read, ReadError> {
         let pending = std::mem::take(&mut self.pending);
         let (mut cache, whole) = match self.cache.take() {
             Some(cache) => (cache, pending.all),
@@ -232,7 +242,7 @@ impl Reader {
                 cache.read_paths(&pending.paths)
             };
             let failed = result.is_err();
-            (cache, result.map_err(|e| e.to_string()), failed)
+            (cache, result, failed)
         })
         .await;
         match joined {
@@ -250,15 +260,15 @@ impl Reader {
                         "config directory scanned"
                     );
                 }
-                result
+                Ok(result?)
             }
-            Err(join) => Err(format!("reading the config directory panicked: {join}")),
+            Err(join) => Err(ReadError::Panicked(join.to_string())),
         }
     }
 }
 
 /// Publishes a read: a new model if anything changed (or it is the first), else only the cleared error.
-fn publish(result: Result<Read, String>, tx: &watch::Sender<SourceState>) {
+fn publish(result: Result<Read, ReadError>, tx: &watch::Sender<SourceState>) {
     tx.send_if_modified(|state| match result {
         Ok(read) => {
             let first = state.model.is_none();
@@ -286,7 +296,7 @@ fn publish(result: Result<Read, String>, tx: &watch::Sender<SourceState>) {
         }
         Err(error) => {
             warn!(%error, "config directory not applied; the last good configuration stays in force");
-            state.error = Some(error);
+            state.error = Some(error.to_string());
             true
         }
     });

@@ -283,7 +283,7 @@ impl Source {
             }
             Err(e) => {
                 warn!(error = %e, "object refused; its last good version (if any) stays in force");
-                self.rejected.insert((kind.name, key), e);
+                self.rejected.insert((kind.name, key), e.to_string());
                 None
             }
         }

@@ -88,18 +88,28 @@ pub fn slim(obj: &mut DynamicObject) {
     }
 }
 
+/// Why a watched object was refused; each names the object and, from the parser, the field at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("{kind}: {source}")]
+    Json { kind: String, source: serde_json::Error },
+    #[error("{0}: not a kind pier reads")]
+    Unread(String),
+    #[error(transparent)]
+    Parse(#[from] crate::model::yaml::ParseError),
+}
+
 /// Types a watched object. `Err` names the object and the field at fault.
-pub fn decode(kind: &WatchedKind, obj: DynamicObject) -> Result<Object, String> {
-    let mut value = serde_json::to_value(obj).map_err(|e| format!("{}: {e}", kind.describe()))?;
+pub fn decode(kind: &WatchedKind, obj: DynamicObject) -> Result<Object, DecodeError> {
+    let mut value = serde_json::to_value(obj).map_err(|source| DecodeError::Json {
+        kind: kind.describe(),
+        source,
+    })?;
     // List items of built-in kinds carry no apiVersion/kind; the watch knows what it asked for.
     value["apiVersion"] = Value::String(kind.api_version());
     value["kind"] = Value::String(kind.kind.to_string());
     let source = format!("{} watch", kind.describe());
-    match crate::model::yaml::decode_value(&source, value) {
-        Ok(Some(obj)) => Ok(obj),
-        Ok(None) => Err(format!("{}: not a kind pier reads", kind.describe())),
-        Err(e) => Err(e.to_string()),
-    }
+    crate::model::yaml::decode_value(&source, value)?.ok_or_else(|| DecodeError::Unread(kind.describe()))
 }
 
 /// The API server does not serve the kind (404 on list): its CRD is not installed.
@@ -147,7 +157,7 @@ mod tests {
         slim(&mut obj);
         assert!(obj.metadata.managed_fields.is_none() && obj.metadata.annotations.is_none());
         let svc = crate::api::kinds::WATCHED.iter().find(|k| k.name == "Service").unwrap();
-        let err = decode(svc, obj).unwrap_err();
+        let err = decode(svc, obj).unwrap_err().to_string();
         assert!(
             err.contains("Service shop/web") && err.contains("spec.ports[0].port"),
             "{err}"
