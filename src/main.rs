@@ -80,11 +80,8 @@ fn diff(args: DiffArgs) -> Result<bool> {
         bail!("pier diff compares translations as Envoy resolves names (--resolve-hostnames envoy)");
     }
     let side = |spec: &input::Spec, other: &input::Spec, label: &str| -> Result<diff::Side> {
-        let m = input::materialize(spec, other)
-            .map_err(anyhow::Error::msg)
-            .context(label.to_string())?;
-        let mut side =
-            diff::Side::read(&m.path, args.inputs.max_file_bytes, &opts, label).map_err(anyhow::Error::msg)?;
+        let m = input::materialize(spec, other).context(label.to_string())?;
+        let mut side = diff::Side::read(&m.path, args.inputs.max_file_bytes, &opts, label)?;
         if let Some(g) = &args.gateway {
             side.gateways.retain(|name, _| name == g);
         }

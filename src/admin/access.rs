@@ -31,10 +31,10 @@ pub struct Access {
 /// Why a token file gives no token.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenFileError {
-    #[error("reading the admin token file {}: {source}", path.display())]
+    #[error("reading the admin token file {}: {error}", path.display())]
     Read {
         path: std::path::PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("the admin token file {} is empty", .0.display())]
     Empty(std::path::PathBuf),
@@ -44,9 +44,9 @@ pub enum TokenFileError {
 
 /// Reads a token file: its content, surrounding whitespace (a trailing newline) removed.
 pub fn read_token_file(path: &Path) -> Result<String, TokenFileError> {
-    let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Read {
+    let text = std::fs::read_to_string(path).map_err(|error| TokenFileError::Read {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     let token = text.trim();
     if token.is_empty() {

@@ -22,12 +22,12 @@ pub struct Admin {
 /// Why an admin request has no answer; each names the request and says what to check.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
-    #[error("reading the admin token {path}: {source}")]
-    Token { path: String, source: std::io::Error },
+    #[error("reading the admin token {path}: {error}")]
+    Token { path: String, error: std::io::Error },
     #[error("{at}: no answer within {after:?}")]
     Timeout { at: String, after: Duration },
-    #[error("{at}: connect: {source} (is `pier serve` running, with --admin-address there?)")]
-    Connect { at: String, source: std::io::Error },
+    #[error("{at}: connect: {error} (is `pier serve` running, with --admin-address there?)")]
+    Connect { at: String, error: std::io::Error },
     #[error("{at}: {step}: {detail}")]
     Http {
         at: String,
@@ -36,8 +36,8 @@ pub enum AdminError {
     },
     #[error("{at}: {status}: {body}{}", if *.status == 401 || *.status == 403 { " (pass the token pier serves with: --admin-token-file)" } else { "" })]
     Refused { at: String, status: u16, body: String },
-    #[error("{at}: not JSON: {source}")]
-    NotJson { at: String, source: serde_json::Error },
+    #[error("{at}: not JSON: {error}")]
+    NotJson { at: String, error: serde_json::Error },
 }
 
 impl Admin {
@@ -48,9 +48,9 @@ impl Admin {
             .map(|p| {
                 std::fs::read_to_string(p)
                     .map(|t| t.trim().to_string())
-                    .map_err(|source| AdminError::Token {
+                    .map_err(|error| AdminError::Token {
                         path: p.display().to_string(),
-                        source,
+                        error,
                     })
             })
             .transpose()?;
@@ -60,9 +60,9 @@ impl Admin {
     /// The JSON document at `path` (e.g. `/debug/clients`).
     pub async fn get_json(&self, path: &str) -> Result<serde_json::Value, AdminError> {
         let body = self.get(path).await?;
-        serde_json::from_slice(&body).map_err(|source| AdminError::NotJson {
+        serde_json::from_slice(&body).map_err(|error| AdminError::NotJson {
             at: self.at(path),
-            source,
+            error,
         })
     }
 
@@ -90,9 +90,9 @@ impl Admin {
         };
         let tcp = tokio::net::TcpStream::connect(self.address)
             .await
-            .map_err(|source| AdminError::Connect {
+            .map_err(|error| AdminError::Connect {
                 at: self.at(path),
-                source,
+                error,
             })?;
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
             .await

@@ -40,6 +40,34 @@ impl Spec {
     }
 }
 
+/// Why a side of `pier diff` cannot be read; each names the revision or path and what to give instead.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("git:{0} needs a path: git:{0}:PATH, or a path as the other side")]
+    NoPath(String),
+    #[error("git:{rev} has nothing at {}", path.display())]
+    Nothing { rev: String, path: PathBuf },
+    #[error("{} is outside the repository", .0.display())]
+    Outside(PathBuf),
+    #[error("{}: give a path inside the repository", .0.display())]
+    NotInside(PathBuf),
+    #[error("running git: {0}")]
+    NoGit(std::io::Error),
+    #[error("git {command}: {stderr}")]
+    Git { command: String, stderr: String },
+    #[error("git ls-tree printed a non-UTF-8 path")]
+    NonUtf8,
+    #[error("{}: {error}", path.display())]
+    Io { path: PathBuf, error: std::io::Error },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InputError + '_ {
+    move |error| InputError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
 /// A side made readable: the path to translate, and the temporary directory holding it (for git).
 pub struct Materialized {
     pub path: PathBuf,
@@ -47,7 +75,7 @@ pub struct Materialized {
 }
 
 /// Resolves `spec`, taking a git side's missing path from `other`.
-pub fn materialize(spec: &Spec, other: &Spec) -> Result<Materialized, String> {
+pub fn materialize(spec: &Spec, other: &Spec) -> Result<Materialized, InputError> {
     match spec {
         Spec::Path(p) => Ok(Materialized {
             path: p.clone(),
@@ -57,13 +85,13 @@ pub fn materialize(spec: &Spec, other: &Spec) -> Result<Materialized, String> {
             let path = path
                 .as_deref()
                 .or_else(|| other.path())
-                .ok_or_else(|| format!("git:{rev} needs a path: git:{rev}:PATH, or a path as the other side"))?;
+                .ok_or_else(|| InputError::NoPath(rev.clone()))?;
             checkout(rev, path)
         }
     }
 }
 
-fn checkout(rev: &str, path: &Path) -> Result<Materialized, String> {
+fn checkout(rev: &str, path: &Path) -> Result<Materialized, InputError> {
     let listed = git(
         &[
             "ls-tree",
@@ -78,21 +106,24 @@ fn checkout(rev: &str, path: &Path) -> Result<Materialized, String> {
         Some(&relative(path)?),
     )?;
     let files: Vec<&str> = std::str::from_utf8(&listed)
-        .map_err(|_| "git ls-tree printed a non-UTF-8 path".to_string())?
+        .map_err(|_| InputError::NonUtf8)?
         .split('\0')
         .filter(|f| !f.is_empty())
         .collect();
     if files.is_empty() {
-        return Err(format!("git:{rev} has nothing at {}", path.display()));
+        return Err(InputError::Nothing {
+            rev: rev.to_string(),
+            path: path.to_path_buf(),
+        });
     }
-    let dir = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
+    let dir = tempfile::tempdir().map_err(io(&std::env::temp_dir()))?;
     for file in files {
         let content = git(&["show", &format!("{rev}:{file}")], None)?;
         let target = dir.path().join(file);
         if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
         }
-        std::fs::write(&target, content).map_err(|e| format!("{}: {e}", target.display()))?;
+        std::fs::write(&target, content).map_err(io(&target))?;
     }
     Ok(Materialized {
         path: dir.path().join(relative(path)?),
@@ -101,7 +132,7 @@ fn checkout(rev: &str, path: &Path) -> Result<Materialized, String> {
 }
 
 /// `path` relative to the repository's top level.
-fn relative(path: &Path) -> Result<PathBuf, String> {
+fn relative(path: &Path) -> Result<PathBuf, InputError> {
     let prefix = git(&["rev-parse", "--show-prefix"], None)?;
     let prefix = String::from_utf8_lossy(&prefix).trim().to_string();
     let joined = Path::new(&prefix).join(path);
@@ -110,30 +141,29 @@ fn relative(path: &Path) -> Result<PathBuf, String> {
         match part {
             std::path::Component::ParentDir => {
                 if !out.pop() {
-                    return Err(format!("{} is outside the repository", path.display()));
+                    return Err(InputError::Outside(path.to_path_buf()));
                 }
             }
             std::path::Component::CurDir => {}
             std::path::Component::Normal(p) => out.push(p),
-            _ => return Err(format!("{}: give a path inside the repository", path.display())),
+            _ => return Err(InputError::NotInside(path.to_path_buf())),
         }
     }
     Ok(out)
 }
 
-fn git(args: &[&str], path: Option<&Path>) -> Result<Vec<u8>, String> {
+fn git(args: &[&str], path: Option<&Path>) -> Result<Vec<u8>, InputError> {
     let mut cmd = Command::new("git");
     cmd.args(args);
     if let Some(p) = path {
         cmd.arg(p);
     }
-    let out = cmd.output().map_err(|e| format!("running git: {e}"))?;
+    let out = cmd.output().map_err(InputError::NoGit)?;
     if !out.status.success() {
-        return Err(format!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(InputError::Git {
+            command: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(out.stdout)
 }

@@ -39,12 +39,27 @@ pub struct Side {
     pub statuses: Value,
 }
 
+/// A side that does not read or translate, named by its label (`OLD`, `NEW`) and path.
+#[derive(Debug, thiserror::Error)]
+#[error("{label} ({}): {error}", path.display())]
+pub struct SideError {
+    pub label: String,
+    pub path: std::path::PathBuf,
+    pub error: Box<crate::ops::explain::ExplainError>,
+}
+
 impl Side {
     /// Reads and translates `path` as `pier explain` does offline (the same documents, the same
     /// redaction); what the reader skipped or overrode is logged under `label`.
-    pub fn read(path: &Path, max_file_bytes: usize, opts: &Options, label: &str) -> Result<Side, String> {
-        let inputs = crate::ops::explain::sources::offline(&[path.to_path_buf()], max_file_bytes, opts)
-            .map_err(|e| format!("{label} ({}): {e}", path.display()))?;
+    pub fn read(path: &Path, max_file_bytes: usize, opts: &Options, label: &str) -> Result<Side, SideError> {
+        let inputs =
+            crate::ops::explain::sources::offline(&[path.to_path_buf()], max_file_bytes, opts).map_err(|error| {
+                SideError {
+                    label: label.to_string(),
+                    path: path.to_path_buf(),
+                    error: Box::new(error),
+                }
+            })?;
         for note in &inputs.notes {
             tracing::warn!("{label}: {note}");
         }

@@ -64,15 +64,34 @@ pub enum ExplainError {
     Ambiguous(String),
     #[error("no pier Gateway {gateway:?} (pier Gateways: {known:?})")]
     NoSuchGateway { gateway: String, known: Vec<String> },
-    #[error(transparent)]
-    Admin(#[from] crate::ops::admin_client::AdminError),
+    // The causes below are in the message, not `source()`, so the message is complete on its own and
+    // `{:#}` chain printers do not repeat it.
+    #[error("{0}")]
+    Admin(crate::ops::admin_client::AdminError),
     #[error("reading input: {0:#}")]
-    Input(#[from] crate::source::files::LoadError),
+    Input(crate::source::files::LoadError),
     #[error("looking hostnames up: {0}")]
-    Resolve(#[from] crate::resolve::hickory::ResolverError),
+    Resolve(crate::resolve::hickory::ResolverError),
     #[error("starting the async runtime: {0}")]
-    Runtime(#[from] std::io::Error),
+    Runtime(std::io::Error),
 }
+
+/// `?` on each cause, without making it the error's `source()`.
+macro_rules! explain_from {
+    ($($variant:ident($t:ty)),*) => {$(
+        impl From<$t> for ExplainError {
+            fn from(e: $t) -> Self {
+                ExplainError::$variant(e)
+            }
+        }
+    )*};
+}
+explain_from!(
+    Admin(crate::ops::admin_client::AdminError),
+    Input(crate::source::files::LoadError),
+    Resolve(crate::resolve::hickory::ResolverError),
+    Runtime(std::io::Error)
+);
 
 /// How many known names a not-found error lists.
 const KNOWN_SHOWN: usize = 10;

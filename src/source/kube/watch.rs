@@ -91,8 +91,8 @@ pub fn slim(obj: &mut DynamicObject) {
 /// Why a watched object was refused; each names the object and, from the parser, the field at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
-    #[error("{kind}: {source}")]
-    Json { kind: String, source: serde_json::Error },
+    #[error("{kind}: {error}")]
+    Json { kind: String, error: serde_json::Error },
     #[error("{0}: not a kind pier reads")]
     Unread(String),
     #[error(transparent)]
@@ -101,9 +101,9 @@ pub enum DecodeError {
 
 /// Types a watched object. `Err` names the object and the field at fault.
 pub fn decode(kind: &WatchedKind, obj: DynamicObject) -> Result<Object, DecodeError> {
-    let mut value = serde_json::to_value(obj).map_err(|source| DecodeError::Json {
+    let mut value = serde_json::to_value(obj).map_err(|error| DecodeError::Json {
         kind: kind.describe(),
-        source,
+        error,
     })?;
     // List items of built-in kinds carry no apiVersion/kind; the watch knows what it asked for.
     value["apiVersion"] = Value::String(kind.api_version());
