@@ -74,7 +74,7 @@ fn main() -> ExitCode {
 fn diff(args: DiffArgs) -> Result<bool> {
     use pier::ops::diff::{self, input};
     let (old, new) = (input::Spec::parse(&args.old), input::Spec::parse(&args.new));
-    let opts = args.translator.options().map_err(anyhow::Error::msg)?;
+    let opts = args.translator.options()?;
     if opts.resolution.mode == pier::options::ResolveMode::Pier {
         // Both sides would be resolved at different moments: the diff would show DNS, not the change.
         bail!("pier diff compares translations as Envoy resolves names (--resolve-hostnames envoy)");
@@ -150,7 +150,7 @@ fn translate(args: TranslateArgs) -> Result<()> {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
-    let opts = args.translator.options().map_err(anyhow::Error::msg)?;
+    let opts = args.translator.options()?;
     let mut loaded = loaded;
     if opts.resolution.mode == pier::options::ResolveMode::Pier {
         current_thread()?
@@ -217,7 +217,7 @@ fn serve(args: ServeArgs) -> Result<()> {
             quiet: std::time::Duration::from_millis(args.debounce_quiet_ms),
             max_delay: std::time::Duration::from_millis(args.debounce_max_ms),
         },
-        options: args.translator.options().map_err(anyhow::Error::msg)?,
+        options: args.translator.options()?,
         xds_security: args.xds.security(),
         xds_limits: args.xds.limits(),
         max_file_bytes: args.inputs.max_file_bytes,

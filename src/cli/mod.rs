@@ -343,9 +343,24 @@ pub enum Family {
     All,
 }
 
+/// Flags that contradict each other or hold a value pier refuses; each error names the flags.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FlagError {
+    #[error("--dns-min-ttl ({min:?}) must not exceed --dns-max-ttl ({max:?})")]
+    TtlOrder {
+        min: std::time::Duration,
+        max: std::time::Duration,
+    },
+    #[error("--dns-min-ttl must be more than 0 (it bounds how often pier asks DNS)")]
+    ZeroMinTtl,
+    /// `--allow-cluster-local-suffix`, in the guardrails' own words.
+    #[error("{0}")]
+    ClusterLocalSuffix(String),
+}
+
 impl TranslatorArgs {
     /// The options these flags give; an error names the flags that contradict each other.
-    pub fn options(&self) -> Result<Options, String> {
+    pub fn options(&self) -> Result<Options, FlagError> {
         Ok(Options {
             controller_name: self.controller_name.clone(),
             listener_address: self.listener_address.clone(),
@@ -369,7 +384,8 @@ impl TranslatorArgs {
                 cluster_domains: self.cluster_domains.clone(),
                 cluster_local_suffixes: crate::gateway::policy::cluster_local_suffixes(
                     &self.allow_cluster_local_suffixes,
-                )?,
+                )
+                .map_err(FlagError::ClusterLocalSuffix)?,
                 allowed_hostnames: (!self.allow_hostnames.is_empty()).then(|| self.allow_hostnames.clone()),
                 allow_loopback: self.allow_loopback,
                 allow_unix_sockets: self.allow_unix_sockets,

@@ -85,7 +85,7 @@ pub struct ExplainArgs {
 
 impl ExplainArgs {
     /// The question for `ops::explain`: the admin API when no paths are given, else the manifests.
-    pub fn request(&self) -> Result<crate::ops::explain::Request, String> {
+    pub fn request(&self) -> Result<crate::ops::explain::Request, super::FlagError> {
         use crate::ops::explain::{ReadFrom, Request};
         let from = if self.paths.is_empty() {
             ReadFrom::Online {

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use super::FlagError;
 use crate::options::{HostnameResolution, ResolveMode};
 
 /// Who resolves hostname Backends; shared by `pier serve` and `pier translate`.
@@ -35,15 +36,15 @@ pub enum Mode {
 }
 
 impl ResolveArgs {
-    pub fn resolution(&self) -> Result<HostnameResolution, String> {
+    pub fn resolution(&self) -> Result<HostnameResolution, FlagError> {
         if self.dns_min_ttl > self.dns_max_ttl {
-            return Err(format!(
-                "--dns-min-ttl ({:?}) must not exceed --dns-max-ttl ({:?})",
-                self.dns_min_ttl, self.dns_max_ttl
-            ));
+            return Err(FlagError::TtlOrder {
+                min: self.dns_min_ttl,
+                max: self.dns_max_ttl,
+            });
         }
         if self.dns_min_ttl.is_zero() {
-            return Err("--dns-min-ttl must be more than 0 (it bounds how often pier asks DNS)".into());
+            return Err(FlagError::ZeroMinTtl);
         }
         Ok(HostnameResolution {
             mode: match self.resolve_hostnames {
