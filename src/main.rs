@@ -272,10 +272,14 @@ fn bootstrap(args: BootstrapArgs) -> Result<()> {
         dns_resolver: args.dns_resolver.map(|a| (a.ip(), a.port())),
         tls: args.tls.tls(),
     };
-    let doc = pier::envoy::ads_bootstrap::bootstrap(&spec);
+    let (doc, output) = if args.grpc {
+        (pier::envoy::ads_bootstrap::grpc_bootstrap(&spec), Output::Json)
+    } else {
+        (pier::envoy::ads_bootstrap::bootstrap(&spec), args.output)
+    };
     match &args.out {
-        Some(path) => write_file(path, &render(&doc, args.output)?),
-        None => print(&doc, args.output),
+        Some(path) => write_file(path, &render(&doc, output)?),
+        None => print(&doc, output),
     }
 }
 

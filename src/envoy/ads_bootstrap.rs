@@ -99,6 +99,43 @@ fn xds_transport_socket(tls: &XdsTls, xds: &[(String, u16)]) -> Value {
     json!({ "name": "envoy.transport_sockets.tls", "typed_config": context })
 }
 
+/// The bootstrap a proxyless gRPC client reads (`GRPC_XDS_BOOTSTRAP`, gRFC A27): pier's addresses as
+/// `xds_servers` (gRPC falls back along the list, gRFC A71), `server_features: ["xds_v3"]`, and the node
+/// naming the Gateway as Envoy's does. Channel credentials are `insecure`, or with [`XdsTls`] gRPC's
+/// `tls` credentials presenting the Gateway's client certificate (gRFC A65), which pier authorizes
+/// exactly as it does an Envoy's. gRPC speaks state-of-the-world ADS only, so there is no delta
+/// variant; it has no admin listener and no DNS resolver setting of its own.
+pub fn grpc_bootstrap(spec: &BootstrapSpec) -> Value {
+    let creds = match &spec.tls {
+        None => json!([{ "type": "insecure" }]),
+        Some(tls) => json!([{ "type": "tls", "config": {
+            "ca_certificate_file": tls.ca,
+            "certificate_file": tls.cert,
+            "private_key_file": tls.key,
+        } }]),
+    };
+    let servers: Vec<Value> = spec
+        .xds
+        .iter()
+        .map(|(host, port)| {
+            let host = if host.contains(':') {
+                format!("[{host}]")
+            } else {
+                host.clone()
+            };
+            json!({ "server_uri": format!("{host}:{port}"), "channel_creds": creds, "server_features": ["xds_v3"] })
+        })
+        .collect();
+    json!({
+        "xds_servers": servers,
+        "node": {
+            "id": spec.node_id.clone().unwrap_or_else(|| format!("grpc-{}", spec.gateway.replace('/', "-"))),
+            "cluster": spec.gateway,
+            "locality": {},
+        },
+    })
+}
+
 pub fn bootstrap(spec: &BootstrapSpec) -> Value {
     let ads = json!({ "ads": {}, "resource_api_version": "V3", "initial_fetch_timeout": "0s" });
     // A DNS name (the pier Service in a cluster) is re-resolved; an IP needs no resolution.

@@ -51,6 +51,7 @@ pub fn validation_bootstrap(res: &Resources) -> Value {
 
     let mut listeners: Vec<Value> = res.listeners.iter().map(to_json).collect();
     for l in &mut listeners {
+        api_listener_as_chain(l);
         inline_routes(l, &routes);
     }
 
@@ -93,6 +94,22 @@ fn xds_cluster() -> Value {
             } } } ] } ],
         },
     })
+}
+
+/// A proxyless client's API listener (`envoy::proxyless`) as an ordinary listener on an ephemeral
+/// loopback port with the same connection manager: Envoy takes one API listener, from its bootstrap
+/// only, so this is how every one of them gets Envoy's validation of the connection manager and routes.
+fn api_listener_as_chain(listener: &mut Value) {
+    let Some(map) = listener.as_object_mut() else { return };
+    let Some(api) = map.remove("api_listener") else { return };
+    map.insert(
+        "address".to_string(),
+        json!({ "socket_address": { "address": "127.0.0.1", "port_value": 0 } }),
+    );
+    map.insert(
+        "filter_chains".to_string(),
+        json!([{ "filters": [{ "name": ext::HTTP_CONNECTION_MANAGER, "typed_config": api["api_listener"] }] }]),
+    );
 }
 
 /// Replaces each HTTP connection manager's `rds` by the referenced route configuration. An unknown name

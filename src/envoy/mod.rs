@@ -18,6 +18,7 @@ mod fixture;
 pub mod items;
 mod listeners;
 pub mod pb;
+pub mod proxyless;
 pub mod render;
 pub(crate) mod routes;
 mod secrets;

@@ -102,6 +102,13 @@ pub fn dns_cache(lookup_family: &str, refresh_rate_ms: u64) -> String {
 /// traffic of an invalid backendRef. No cluster of this name ever exists (`envoy::check` enforces it).
 pub const INVALID_BACKEND_CLUSTER: &str = "pier/invalid-backend-ref";
 
+/// The listener and route configuration a proxyless gRPC client asks for with target
+/// `xds:///host:port`: the target's authority exactly (gRFC A27), so never shortened — a client could not
+/// ask for any other name.
+pub fn proxyless_target(host: &str, port: u16) -> String {
+    format!("{host}:{port}")
+}
+
 /// CA bundle taken from one ConfigMap or Secret (`kind` is `configmap` or `secret`).
 pub fn ca_secret(kind: &str, namespace: &str, name: &str) -> String {
     bounded(format!("ca/{kind}/{namespace}/{name}"))

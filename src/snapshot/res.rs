@@ -134,8 +134,13 @@ impl Res {
         Res::of(&items::load_assignment(name, endpoints)).covering(cluster)
     }
 
+    /// Any message pier builds (the proxyless gRPC resources: `envoy::proxyless`).
+    pub fn message<M: Message + Name>(m: &M) -> Res {
+        Res::of(m)
+    }
+
     /// This resource versioned to change whenever `cluster` does too.
-    fn covering(mut self, cluster: &Res) -> Res {
+    pub fn covering(mut self, cluster: &Res) -> Res {
         self.fingerprint = fingerprint::combine([self.fingerprint, cluster.fingerprint]);
         self.version = fingerprint::version(self.fingerprint);
         self
@@ -185,6 +190,21 @@ pub struct GatewayOut {
     pub listeners: imbl::OrdMap<String, Arc<Res>>,
     pub routes: imbl::OrdMap<String, Arc<Res>>,
     pub secrets: imbl::OrdMap<String, Arc<Res>>,
+    /// What proxyless gRPC clients of this Gateway are served (`envoy::proxyless`), if anything: their
+    /// own listeners, routes, clusters and load assignments, never mixed with Envoy's.
+    pub grpc: Option<Box<GatewayOut>>,
+}
+
+impl GatewayOut {
+    /// No resource of any type.
+    pub fn is_empty(&self) -> bool {
+        self.clusters.is_empty()
+            && self.endpoints.is_empty()
+            && self.listeners.is_empty()
+            && self.routes.is_empty()
+            && self.secrets.is_empty()
+            && self.grpc.is_none()
+    }
 }
 
 /// Puts `res` at `name` unless the same version is there already (keeping the old `Arc`, so a snapshot
@@ -231,6 +251,9 @@ pub fn share(next: &mut GatewayOut, prev: &GatewayOut) {
     one(&mut next.listeners, &prev.listeners);
     one(&mut next.routes, &prev.routes);
     one(&mut next.secrets, &prev.secrets);
+    if let (Some(next), Some(prev)) = (next.grpc.as_deref_mut(), prev.grpc.as_deref()) {
+        share(next, prev);
+    }
 }
 
 /// Packs decoded resources the way the engine does, so the same content gets the same versions
@@ -274,6 +297,7 @@ pub fn pack(gateway: &str, res: &crate::envoy::Resources) -> GatewayOut {
         routes: each(gateway, &res.routes, |r| &r.name, route_config_of),
         secrets: each(gateway, &res.secrets, |s| &s.name, Res::of),
         clusters,
+        grpc: None,
     }
 }
 

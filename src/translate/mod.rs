@@ -19,6 +19,9 @@ use crate::options::Options;
 pub struct Translation {
     /// Envoy resources per Gateway (`namespace/name`).
     pub gateways: BTreeMap<String, Resources>,
+    /// What proxyless gRPC clients are served, per Gateway that serves them anything
+    /// (`envoy::proxyless`).
+    pub proxyless: BTreeMap<String, Resources>,
     /// Status of every object pier has something to say about, sorted by kind, namespace, name.
     pub statuses: Vec<ObjectStatus>,
 }
@@ -75,10 +78,18 @@ impl Translation {
     }
 
     /// The `pier translate` document: `clusters`, `endpoints`, `listeners`, `routes`, `secrets`
-    /// (canonical proto3 JSON with proto field names) and `status`.
+    /// (canonical proto3 JSON with proto field names), `proxyless` (the same five for gRPC clients, when
+    /// a Gateway serves them anything) and `status`.
     pub fn document(&self, gateway: Option<&str>) -> Result<Value, SelectError> {
         let res = self.resources(gateway)?;
         let mut doc = render::resources_to_json(&res);
+        let proxyless = match gateway {
+            Some(g) => self.proxyless.get(g).cloned(),
+            None => Some(merge(&self.proxyless)?).filter(|r| *r != Resources::default()),
+        };
+        if let Some(p) = proxyless {
+            doc["proxyless"] = render::resources_to_json(&p);
+        }
         doc["status"] = serde_json::to_value(&self.statuses).expect("statuses serialize");
         Ok(doc)
     }

@@ -23,6 +23,7 @@
 //! This module never translates, never edits resources, and never decides *what* a Gateway serves: it
 //! serves exactly what the runtime published, or nothing.
 
+pub mod agent;
 pub mod bounds;
 pub mod cache;
 pub mod clients;
@@ -47,6 +48,7 @@ pub mod transport;
 mod types;
 pub mod untrusted;
 
+pub use agent::Agent;
 pub use cache::{Entry, Generation, PublishReport, Snapshot, SnapshotCache, View};
 pub use clients::{Clients, Mode};
 pub use metrics::XdsMetrics;

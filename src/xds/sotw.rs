@@ -75,7 +75,11 @@ impl Progress for Types<'_> {
 
     fn requested_all(&self, ty: XdsType, view: &View) -> bool {
         let st = &self.0[ty.index()];
-        st.wildcard || view.entries.keys().all(|n| st.names.contains(n))
+        // A client that names its listeners (a proxyless gRPC client) asks for the route configurations
+        // of those listeners only, never the Gateway's others: what it asked for is all it runs.
+        let listeners = &self.0[XdsType::Listener.index()];
+        let named_listeners = ty == XdsType::Route && !listeners.wildcard && listeners.named_ever;
+        st.wildcard || named_listeners || view.entries.keys().all(|n| st.names.contains(n))
     }
 }
 

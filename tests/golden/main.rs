@@ -11,7 +11,10 @@
 //!
 //! Every case also: translates its input with the documents reversed and must produce identical
 //! output (determinism); passes `envoy::check`; and passes `envoy --mode validate` on a bootstrap
-//! holding all its resources (a real Envoy 1.40, run by `pier::testkit::envoy`).
+//! holding all its resources (a real Envoy 1.40, run by `pier::testkit::envoy`). A case whose
+//! Gateways serve proxyless gRPC clients also has `proxyless.yaml` (their listeners, routes, clusters
+//! and load assignments), validated by Envoy the same way (API listeners as ordinary ones: see
+//! `envoy::bootstrap`).
 
 use std::collections::BTreeSet;
 
@@ -34,19 +37,26 @@ fn translate(name: &str, text: &str, opts: &Options, resolved: &Resolutions) -> 
     pier::translate(&loaded.model, opts)
 }
 
-/// The six expected files' contents.
+/// The six expected files' contents, and `proxyless.yaml` where the case serves gRPC clients anything.
 fn render(t: &pier::Translation) -> Vec<(&'static str, String)> {
     let doc = t
         .document(None)
         .unwrap_or_else(|e| panic!("the case's Gateways cannot be shown merged: {e}"));
-    OUTPUTS
+    let mut files: Vec<_> = OUTPUTS
         .iter()
         .map(|k| {
             let v = doc.get(*k).cloned().unwrap_or(Value::Array(Vec::new()));
             (*k, pier::model::yaml::to_yaml(&v).expect("yaml"))
         })
-        .collect()
+        .collect();
+    if let Some(p) = doc.get(PROXYLESS) {
+        files.push((PROXYLESS, pier::model::yaml::to_yaml(p).expect("yaml")));
+    }
+    files
 }
+
+/// The optional seventh output: what proxyless gRPC clients are served.
+const PROXYLESS: &str = "proxyless";
 
 fn diff(expected: &str, actual: &str) -> String {
     similar::TextDiff::from_lines(expected, actual)
@@ -93,9 +103,9 @@ fn golden() {
 
         let rendered = render(&t);
         if update {
-            let keep: BTreeSet<String> = OUTPUTS
+            let keep: BTreeSet<String> = rendered
                 .iter()
-                .map(|k| format!("{k}.yaml"))
+                .map(|(k, _)| format!("{k}.yaml"))
                 .chain(cases::INPUTS.iter().map(|s| s.to_string()))
                 .collect();
             for entry in std::fs::read_dir(&case).expect("case dir") {
@@ -109,6 +119,11 @@ fn golden() {
                 std::fs::write(case.join(format!("{k}.yaml")), text).expect("write golden");
             }
             continue;
+        }
+        if !rendered.iter().any(|(k, _)| *k == PROXYLESS) && case.join("proxyless.yaml").exists() {
+            failures.push(format!(
+                "{name}/proxyless.yaml exists but the case serves proxyless clients nothing (UPDATE=1 cargo test --test golden to accept)"
+            ));
         }
         for (k, actual) in &rendered {
             let path = case.join(format!("{k}.yaml"));
@@ -141,8 +156,11 @@ fn golden_envoy_validate() {
             let name = case.file_name().unwrap().to_string_lossy().to_string();
             let input = std::fs::read_to_string(case.join("input.yaml")).expect("read input");
             let t = translate(&name, &input, &options(&case), &resolutions(&case));
+            let proxyless = t.proxyless.iter().map(|(gw, res)| (format!("{gw}, proxyless"), res));
             t.gateways
                 .iter()
+                .map(|(gw, res)| (gw.clone(), res))
+                .chain(proxyless)
                 .map(|(gw, res)| {
                     (
                         format!("{name} (Gateway {gw})"),

@@ -42,7 +42,15 @@ labels! {
     }
 
     /// HTTPRoute and GRPCRoute.
-    pub enum RouteType { Accepted, ResolvedRefs, PartiallyInvalid }
+    pub enum RouteType {
+        Accepted,
+        ResolvedRefs,
+        PartiallyInvalid,
+        /// pier: whether proxyless gRPC clients of the parent Gateway are served this GRPCRoute, at
+        /// which `xds:///HOST:PORT` targets, and what they are refused (`envoy::proxyless`). An
+        /// implementation's own condition type, so domain-prefixed as Gateway API asks.
+        ProxylessGrpc = "pier.dev/ProxylessGRPC",
+    }
     pub enum RouteReason {
         Accepted,
         ResolvedRefs,

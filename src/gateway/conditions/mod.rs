@@ -20,17 +20,26 @@ pub use kinds::*;
 /// Declares a closed set of condition types or reasons, each serialised (and [`as_str`]ed) exactly as
 /// its variant is named: upstream's spelling.
 macro_rules! labels {
-    ($($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident),+ $(,)? })+) => {$(
+    (@name $variant:ident) => { stringify!($variant) };
+    (@name $variant:ident $spelled:literal) => { $spelled };
+    ($($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident $(= $spelled:literal)?),+ $(,)? })+) => {$(
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum $name {
             $($(#[$vmeta])* $variant),+
+        }
+
+        // As spelled (`as_str`), so a domain-prefixed pier condition type serializes as written.
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
         }
 
         impl $name {
             pub fn as_str(self) -> &'static str {
                 match self {
-                    $(Self::$variant => stringify!($variant)),+
+                    $(Self::$variant => labels!(@name $variant $($spelled)?)),+
                 }
             }
         }

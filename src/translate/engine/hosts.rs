@@ -173,6 +173,14 @@ impl ListenerEntries {
         self.hosts.contains_key(host)
     }
 
+    /// The entries that serve `host`, in its virtual host's order.
+    pub fn in_order(&self, host: &str) -> impl Iterator<Item = &Arc<Entry>> {
+        self.ranked
+            .get(host)
+            .into_iter()
+            .flat_map(|r| r.keys().map(|k| &k.entry))
+    }
+
     /// The virtual host `name` of `host`: its routes in order, those not encoded yet encoded now.
     pub fn vhost(&mut self, host: &str, name: &str, clusters: &dyn ClusterLookup, at: Listening) -> VhostOut {
         let ranked = self.ranked.entry(host.to_string()).or_default();

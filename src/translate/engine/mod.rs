@@ -175,6 +175,11 @@ impl Engine {
                 .iter()
                 .map(|(k, s)| (k.to_string(), snapshot::decode(&s.out)))
                 .collect(),
+            proxyless: self
+                .gateways
+                .iter()
+                .filter_map(|(k, s)| Some((k.to_string(), snapshot::decode(s.out.grpc.as_deref()?))))
+                .collect(),
             statuses: self.statuses.list(),
         }
     }

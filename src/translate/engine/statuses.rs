@@ -51,8 +51,17 @@ impl Engine {
         let spec = self.specs.get(&(kind, key.clone()))?;
         let mut parents: Vec<_> = routes::named_gateways(spec)
             .iter()
-            .filter_map(|gw| self.gateways.get(gw)?.slot(kind, key))
-            .flat_map(|slot| slot.result.parents.iter().cloned())
+            .filter_map(|gw| self.gateways.get(gw))
+            .filter_map(|state| Some((state, state.slot(kind, key)?)))
+            .flat_map(|(state, slot)| {
+                let proxyless = state.proxyless_condition(slot, spec.generation());
+                slot.result.parents.iter().cloned().map(move |mut p| {
+                    if p.conditions.first().is_some_and(|c| c.is_true()) {
+                        p.conditions.extend(proxyless.clone());
+                    }
+                    p
+                })
+            })
             .collect();
         if parents.is_empty() {
             return None;

@@ -85,11 +85,24 @@ pub struct Snapshot {
     types: [Arc<View>; 5],
     /// Per type, when the publish that first carried its current version happened.
     published: [Instant; 5],
+    /// What the Gateway's proxyless gRPC clients are served (possibly nothing); `None` in that
+    /// snapshot itself.
+    proxyless: Option<Arc<Snapshot>>,
 }
 
 impl Snapshot {
     /// A snapshot of what the translator packed for one Gateway, dated now.
     pub fn of(gateway: &str, out: &GatewayOut) -> Snapshot {
+        let empty = GatewayOut::default();
+        let grpc = out.grpc.as_deref().unwrap_or(&empty);
+        Snapshot {
+            proxyless: Some(Arc::new(Snapshot::of_types(gateway, grpc))),
+            ..Snapshot::of_types(gateway, out)
+        }
+    }
+
+    /// The five types of `out`, without a proxyless half.
+    fn of_types(gateway: &str, out: &GatewayOut) -> Snapshot {
         let mut types: [Arc<View>; 5] = Default::default();
         types[XdsType::Secret.index()] = Arc::new(View::new(out.secrets.clone()));
         types[XdsType::Cluster.index()] = Arc::new(View::new(out.clusters.clone()));
@@ -100,12 +113,27 @@ impl Snapshot {
             gateway: gateway.to_string(),
             types,
             published: [Instant::now(); 5],
+            proxyless: None,
         }
+    }
+
+    /// What this Gateway's proxyless gRPC clients are served (an empty snapshot when nothing).
+    pub fn proxyless(self: &Arc<Self>) -> Arc<Snapshot> {
+        self.proxyless.clone().unwrap_or_else(|| self.clone())
     }
 
     /// Dates every type `at`, except those whose version `prev` (the Gateway's previous snapshot)
     /// already had: they keep `prev`'s date, since no publish since then changed them.
     pub(crate) fn dated(mut self, at: Instant, prev: Option<&Snapshot>) -> Snapshot {
+        if let Some(grpc) = self.proxyless.take() {
+            let inner = Arc::try_unwrap(grpc).unwrap_or_else(|shared| Snapshot::clone_of(&shared));
+            let prev_inner = prev.and_then(|p| p.proxyless.as_deref());
+            let kept = match prev.and_then(|p| p.proxyless.clone()) {
+                Some(old) if old.same_content(&inner) => old,
+                _ => Arc::new(inner.dated(at, prev_inner)),
+            };
+            self.proxyless = Some(kept);
+        }
         for ty in XdsType::ALL {
             self.published[ty.index()] = match prev {
                 Some(prev) if prev.version(ty) == self.version(ty) => prev.published(ty),
@@ -141,9 +169,23 @@ impl Snapshot {
             .collect()
     }
 
-    /// Same resources, same versions: publishing it again must not disturb any stream.
+    /// Same resources, same versions (the proxyless half's too): publishing it again must not disturb
+    /// any stream.
     fn same_content(&self, other: &Snapshot) -> bool {
-        XdsType::ALL.into_iter().all(|t| self.version(t) == other.version(t))
+        let halves = match (&self.proxyless, &other.proxyless) {
+            (Some(a), Some(b)) => a.same_content(b),
+            (a, b) => a.is_none() == b.is_none(),
+        };
+        halves && XdsType::ALL.into_iter().all(|t| self.version(t) == other.version(t))
+    }
+
+    fn clone_of(s: &Snapshot) -> Snapshot {
+        Snapshot {
+            gateway: s.gateway.clone(),
+            types: s.types.clone(),
+            published: s.published,
+            proxyless: s.proxyless.clone(),
+        }
     }
 
     /// What this snapshot serves, as canonical proto3 JSON: `{gateway, <type>: {version, resources:

@@ -14,6 +14,7 @@ use dashmap::DashMap;
 use serde_json::{Value, json};
 
 use super::XdsType;
+use super::agent::Agent;
 use super::failures::Failures;
 use super::untrusted::{short, text};
 
@@ -69,6 +70,9 @@ pub struct ClientInfo {
     /// Who the transport says the client is (its certificate's SPIFFE ID, or `plaintext`).
     pub identity: String,
     pub mode: Mode,
+    /// An Envoy or a proxyless gRPC client, and the `user_agent_name` it sent.
+    pub agent: Agent,
+    pub user_agent: String,
     pub connected_at_unix: u64,
     pub types: BTreeMap<XdsType, TypeStatus>,
     /// Where the stream stood after it last ran; `None` before its first response.
@@ -192,12 +196,22 @@ impl Clients {
                 gateway: gateway.map(str::to_string),
                 identity: short(identity),
                 mode,
+                agent: Agent::Envoy,
+                user_agent: String::new(),
                 connected_at_unix,
                 types: BTreeMap::new(),
                 sync: None,
             },
         );
         id
+    }
+
+    /// Records what kind of client the stream is (told from its node, after registering it).
+    pub fn set_agent(&self, id: ClientId, agent: Agent, user_agent: &str) {
+        if let Some(mut c) = self.streams.get_mut(&id) {
+            c.agent = agent;
+            c.user_agent = short(user_agent);
+        }
     }
 
     pub fn remove(&self, id: ClientId) {
@@ -324,7 +338,7 @@ impl Clients {
         out.into_iter().collect()
     }
 
-    /// `/debug/clients`: `{"clients": [{id, node, cluster, gateway, mode, connected_at_unix,
+    /// `/debug/clients`: `{"clients": [{id, node, cluster, gateway, mode, agent, user_agent, connected_at_unix,
     /// recent_failures, types: {clusters: {state, sent_version, acked_version, nack_count, rejecting,
     /// last_nack: {version, message}}}, states: {clusters: SYNCED, ...}}], "failing": [...]}`.
     /// `states` has every type's [`ConfigState`]; `types` the ones sent or answered at least once;
@@ -366,6 +380,8 @@ impl Clients {
                     "gateway": c.gateway,
                     "identity": c.identity,
                     "mode": c.mode.as_str(),
+                    "agent": c.agent.as_str(),
+                    "user_agent": c.user_agent,
                     "connected_at_unix": c.connected_at_unix,
                     "recent_failures": self.failures.recent(&c.identity, &c.node_id),
                     "states": states,

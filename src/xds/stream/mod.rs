@@ -20,6 +20,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 use tracing::{Instrument, debug, field, info, warn};
 
+use super::agent::Agent;
 use super::bounds::RequestBounds;
 use super::clients::{ClientId, ClientSync, Clients, Mode, TypeSync};
 use super::failures::Who;
@@ -168,6 +169,8 @@ pub(crate) struct Peer {
     /// `node.id` as sent (the failure registry escapes it as the client registry does).
     pub node_id: String,
     pub gateway: Option<String>,
+    /// An Envoy or a proxyless gRPC client: which half of the Gateway's snapshot it is served.
+    pub agent: Agent,
     pub reg: Registration,
     /// Warned that the Gateway is unknown (or gone); reset once it is served.
     warned: bool,
@@ -265,6 +268,7 @@ async fn shut_down(signal: &mut watch::Receiver<bool>) {
 fn identify<M: Machine>(shared: &Shared, conn: &PeerInfo, node: Option<&Node>) -> Peer {
     let (id, cluster) = node.map(|n| (n.id.clone(), n.cluster.clone())).unwrap_or_default();
     let gateway = parse_gateway(&cluster).map(str::to_string);
+    let agent = Agent::of(node);
     let span = tracing::Span::current();
     span.record("node", short(&id).as_str());
     span.record("gateway", short(&cluster).as_str());
@@ -275,7 +279,7 @@ fn identify<M: Machine>(shared: &Shared, conn: &PeerInfo, node: Option<&Node>) -
             "node.cluster is not \"<namespace>/<gateway>\"; serving this proxy nothing"
         );
     } else {
-        info!(identity = %short(&conn.identity.describe()), "proxy connected");
+        info!(identity = %short(&conn.identity.describe()), agent = agent.as_str(), "proxy connected");
     }
     shared.metrics.connected(M::MODE);
     shared.metrics.stream_opened(M::MODE);
@@ -287,10 +291,13 @@ fn identify<M: Machine>(shared: &Shared, conn: &PeerInfo, node: Option<&Node>) -
             .register(&id, &cluster, gateway.as_deref(), M::MODE, &conn.identity.describe()),
         mode: M::MODE,
     };
+    let user_agent = node.map_or("", |n| n.user_agent_name.as_str());
+    shared.clients.set_agent(reg.id, agent, user_agent);
     Peer {
         node: short(&id),
         node_id: id,
         gateway,
+        agent,
         reg,
         warned: false,
         served: false,
@@ -302,7 +309,11 @@ fn identify<M: Machine>(shared: &Shared, conn: &PeerInfo, node: Option<&Node>) -
 /// publish this stream has seen happened (a deleted Gateway's empty state is dated from it).
 fn refresh(shared: &Shared, peer: &mut Peer, plan: &mut Plan, published: Instant) {
     let Some(gateway) = peer.gateway.as_deref() else { return };
-    match shared.cache.get(gateway) {
+    let half = |s: Arc<super::cache::Snapshot>| match peer.agent {
+        Agent::Envoy => s,
+        Agent::Grpc => s.proxyless(),
+    };
+    match shared.cache.get(gateway).map(half) {
         Some(snapshot) => {
             if plan.set_latest(snapshot) {
                 debug!("new snapshot for this proxy");

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use gateway_api::apis::standard::gateways::Gateway;
 
 mod configs;
+mod proxyless;
 mod vhosts;
 
 use vhosts::Vhosts;
@@ -80,6 +81,9 @@ pub struct GatewayState {
     pub out: GatewayOut,
     pub status: ObjectStatus,
     touched: Touched,
+    /// How many GRPCRoutes attach here: none, and there is nothing to serve proxyless clients.
+    grpc_routes: usize,
+    proxyless: proxyless::Proxyless,
 }
 
 /// What changes since the last flush touched.
@@ -110,6 +114,8 @@ impl GatewayState {
             out: GatewayOut::default(),
             status,
             touched: Touched::default(),
+            grpc_routes: 0,
+            proxyless: proxyless::Proxyless::default(),
             key,
             gw,
             base,
@@ -154,9 +160,11 @@ impl GatewayState {
         let old = self.index.remove(&id).and_then(|order| self.slots.remove(&order));
         if let Some(old) = &old {
             self.take(&old.result);
+            self.grpc_routes -= usize::from(kind == RouteKind::Grpc);
         }
         if let Some((order, result)) = new {
             self.give(&result);
+            self.grpc_routes += usize::from(kind == RouteKind::Grpc);
             self.index.insert(id, order.clone());
             let key = key.clone();
             self.slots.insert(order, Slot { kind, key, result });
@@ -268,6 +276,9 @@ impl GatewayState {
         }
         if touched.counts {
             self.refresh_status();
+        }
+        if self.grpc_routes > 0 || !self.proxyless.is_empty() {
+            self.refresh_proxyless(&touched.hosts, &touched.clusters);
         }
         self.out != before
     }

@@ -1,0 +1,193 @@
+//! What a Gateway serves proxyless gRPC clients, kept beside Envoy's and rebuilt the same way: only the
+//! targets (`HOST:PORT`) whose hosts a change touched, then the clusters those targets reach.
+//!
+//! A target exists for each exact hostname of a GRPCRoute entry on a programmable listener port: its
+//! routes are the GRPCRoute entries of that host's virtual host, in the same order Envoy gets them
+//! (wildcard-hostname entries included where they serve the host). A wildcard hostname alone makes no
+//! target: gRPC asks for listeners by exact name, and pier cannot know which names a client will use.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{GatewayState, Slot};
+use crate::envoy::proxyless::{self, clusters as grpc};
+use crate::gateway::conditions::{Condition, RouteCondition, RouteReason, RouteType};
+use crate::gateway::vhosts;
+use crate::ir;
+use crate::snapshot::{GatewayOut, Res, put};
+
+/// The proxyless half of a Gateway.
+#[derive(Debug, Clone, Default)]
+pub struct Proxyless {
+    /// Each target served, with the clusters its routes reach.
+    targets: BTreeMap<(String, u16), Vec<String>>,
+    /// Clusters the targets reach that a gRPC client cannot be given, and why.
+    refused_clusters: BTreeMap<String, String>,
+    out: GatewayOut,
+}
+
+impl Proxyless {
+    pub fn is_empty(&self) -> bool {
+        self.targets.is_empty()
+    }
+}
+
+impl GatewayState {
+    /// The `pier.dev/ProxylessGRPC` condition of a GRPCRoute attached here: the targets its exact
+    /// hostnames are served at, and what of its rules and backends gRPC clients are refused. `None`
+    /// when it serves no target (no exact hostname, or not a GRPCRoute): nothing to say.
+    pub fn proxyless_condition(&self, slot: &Slot, generation: i64) -> Option<RouteCondition> {
+        let r = &slot.result;
+        let mut targets = BTreeSet::new();
+        let mut problems = BTreeSet::new();
+        for e in r.entries.iter().filter(|e| e.route.grpc) {
+            let port = self.base.listeners[e.listener].port;
+            for h in e.hostnames.iter().filter(|h| !h.starts_with('*')) {
+                if self.proxyless.targets.contains_key(&(h.clone(), port)) {
+                    targets.insert(format!("xds:///{}", proxyless::target(h, port)));
+                }
+            }
+            if let Some(why) = proxyless::unsupported(&e.route) {
+                problems.insert(format!("rule {}: {why}", e.tie.1));
+            }
+        }
+        if targets.is_empty() {
+            return None;
+        }
+        let mut refused: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for t in &r.targets {
+            if let Some(why) = grpc::refusal(&t.cluster) {
+                let o = &t.cluster.origin;
+                let what = format!("{} {}/{} port {}", o.kind, o.namespace, o.name, o.port);
+                refused.entry(why).or_default().insert(what);
+            }
+        }
+        for (why, what) in refused {
+            let what = what.into_iter().collect::<Vec<_>>().join(", ");
+            problems.insert(format!(
+                "{what}: not offered to gRPC clients, so calls there fail with UNAVAILABLE ({why})"
+            ));
+        }
+        let at = targets.into_iter().collect::<Vec<_>>().join(", ");
+        Some(if problems.is_empty() {
+            Condition::ok(
+                RouteType::ProxylessGrpc,
+                RouteReason::Accepted,
+                format!("served to proxyless gRPC clients at {at}"),
+                generation,
+            )
+        } else {
+            let list = problems.into_iter().collect::<Vec<_>>().join("; ");
+            Condition::fail(
+                RouteType::ProxylessGrpc,
+                RouteReason::UnsupportedValue,
+                format!("served to proxyless gRPC clients at {at}, except: {list}"),
+                generation,
+            )
+        })
+    }
+
+    /// Rebuilds the targets of the touched hosts, then the clusters. `hosts`: per listener, the hosts a
+    /// change touched; `clusters`: the clusters whose content changed.
+    pub(super) fn refresh_proxyless(&mut self, hosts: &BTreeMap<usize, BTreeSet<String>>, clusters: &BTreeSet<String>) {
+        let mut targets = BTreeSet::new();
+        for (li, names) in hosts {
+            let port = self.base.listeners[*li].port;
+            targets.extend(names.iter().filter(|h| !h.starts_with('*')).map(|h| (h.clone(), port)));
+        }
+        for (host, port) in targets {
+            self.refresh_target(&host, port);
+        }
+        self.refresh_grpc_clusters(clusters);
+        let out = &self.proxyless.out;
+        self.out.grpc = (!out.is_empty()).then(|| Box::new(out.clone()));
+    }
+
+    /// The GRPCRoute entries serving `host` on `port`, in order: those of the listener that owns the
+    /// host there, as for Envoy's virtual host.
+    fn grpc_entries(&self, host: &str, port: u16) -> Vec<ir::Route> {
+        let listeners = &self.base.listeners;
+        for config in self.configs.values().filter(|c| c.group.port == port) {
+            for &li in &config.group.build {
+                if self.entries[li].has_host(host) && vhosts::owns(listeners, &config.group.members, li, host) {
+                    return self.entries[li]
+                        .in_order(host)
+                        .filter(|e| e.route.grpc)
+                        .map(|e| e.route.clone())
+                        .collect();
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    fn refresh_target(&mut self, host: &str, port: u16) {
+        let name = proxyless::target(host, port);
+        let routes = self.grpc_entries(host, port);
+        let p = &mut self.proxyless;
+        if routes.is_empty() {
+            p.targets.remove(&(host.to_string(), port));
+            p.out.listeners.remove(&name);
+            p.out.routes.remove(&name);
+            return;
+        }
+        let built = proxyless::routes(&routes);
+        put(&mut p.out.listeners, &name, Res::message(&proxyless::listener(&name)));
+        let config = proxyless::route_config(&name, host, built.routes);
+        put(&mut p.out.routes, &name, Res::message(&config));
+        p.targets.insert((host.to_string(), port), built.clusters);
+    }
+
+    /// Serves every cluster the targets reach (and the members of aggregate ones) that a gRPC client
+    /// can be given, rebuilding the ones that are new or whose content changed.
+    fn refresh_grpc_clusters(&mut self, changed: &BTreeSet<String>) {
+        let mut wanted = BTreeSet::new();
+        let mut queue: Vec<String> = self.proxyless.targets.values().flatten().cloned().collect();
+        while let Some(name) = queue.pop() {
+            if let Some(ir::Discovery::Aggregate { clusters }) = self.clusters.0.get(&name).map(|c| &c.discovery) {
+                queue.extend(clusters.iter().filter(|m| !wanted.contains(*m)).cloned());
+            }
+            wanted.insert(name);
+        }
+        let p = &mut self.proxyless;
+        let known: BTreeSet<String> = p
+            .out
+            .clusters
+            .keys()
+            .chain(p.refused_clusters.keys())
+            .cloned()
+            .collect();
+        for name in known.union(&wanted) {
+            let current = self.clusters.0.get(name).filter(|_| wanted.contains(name));
+            if known.contains(name) && current.is_some() && !changed.contains(name) {
+                continue;
+            }
+            let Some(c) = current else {
+                p.out.clusters.remove(name);
+                p.out.endpoints.remove(name);
+                p.refused_clusters.remove(name);
+                continue;
+            };
+            match grpc::cluster(name, c) {
+                Ok(cluster) => {
+                    let res = Res::message(&cluster);
+                    match &c.discovery {
+                        ir::Discovery::Eds { endpoints } => {
+                            let cla = Res::message(&grpc::load_assignment(name, endpoints)).covering(&res);
+                            put(&mut p.out.endpoints, name, cla);
+                        }
+                        _ => {
+                            p.out.endpoints.remove(name);
+                        }
+                    }
+                    put(&mut p.out.clusters, name, res);
+                    p.refused_clusters.remove(name);
+                }
+                Err(why) => {
+                    p.out.clusters.remove(name);
+                    p.out.endpoints.remove(name);
+                    p.refused_clusters.insert(name.clone(), why);
+                }
+            }
+        }
+    }
+}
