@@ -8,6 +8,7 @@
 pub mod envoy;
 pub mod manifests;
 pub mod pier;
+pub mod python;
 pub mod scene;
 
 pub use pier::PierOptions;

@@ -245,6 +245,33 @@ impl Pier {
         })
     }
 
+    /// `pier bootstrap --grpc` for a proxyless gRPC client of `gateway`: the JSON `GRPC_XDS_BOOTSTRAP`
+    /// names, with gRPC's `tls` channel credentials presenting the Gateway's client certificate.
+    pub fn grpc_bootstrap(&self, gateway: &str, node_id: &str) -> Value {
+        let pki = self.pki.display().to_string();
+        run_pier(&["certs", "--out", &pki, "--gateway", gateway]);
+        let certs = self.pki.join("gateways").join(gateway.replace('/', "."));
+        let file = |f: &str| certs.join(f).display().to_string();
+        let out = pier_command()
+            .args(["bootstrap", "--grpc", "--gateway", gateway, "--node-id", node_id])
+            .args(["--xds-address", &self.xds.to_string()])
+            .args(["--xds-tls-cert", &file("tls.crt"), "--xds-tls-key", &file("tls.key")])
+            .args(["--xds-ca", &file("ca.crt")])
+            .output()
+            .expect("running pier bootstrap --grpc");
+        assert!(
+            out.status.success(),
+            "pier bootstrap --grpc failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "pier bootstrap --grpc printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+
     /// SIGTERM, then wait (bounded) for pier to exit on its own. Panics if it does not.
     pub async fn terminate(&mut self) -> ExitStatus {
         let mut child = self.child.take().expect("pier is running");

@@ -81,6 +81,11 @@ impl Scene {
             .unwrap()
     }
 
+    /// The scene's work directory (logs, bootstraps; removed with the scene).
+    pub fn work_dir(&self) -> &std::path::Path {
+        self.work.path()
+    }
+
     pub fn pier(&self) -> &Pier {
         self.pier.as_ref().expect("pier is running")
     }

@@ -1,11 +1,13 @@
 """gRPC's own xDS client (grpcio) and gRPC servers for the proxyless scenario: nothing xDS-speaking here
 is hand-written, only calls into grpcio.
 
-  driver.py serve NAME...   starts one gRPC server per NAME on 127.0.0.1 (ephemeral ports), generic
-                            handlers: every unary method answers {"server", "method", "metadata"} as
-                            JSON bytes; a method ending in "Stream" is server-streaming and answers
-                            three such messages. Prints {"NAME": port, ...} once listening, then serves
-                            until stdin closes.
+  driver.py serve NAME[@IP]...
+                            starts one gRPC server per NAME on IP (default 127.0.0.1), ephemeral
+                            ports, generic handlers: every unary method answers {"server", "method",
+                            "metadata"} as JSON bytes; a method ending in "Stream" is server-streaming
+                            and answers three such messages. Prints {"NAME": port, ...} once
+                            listening, then {"rpc": NAME, "method": M} for every call a server
+                            takes, and serves until stdin closes.
   driver.py client          reads one JSON command per line and answers one JSON line each:
                             {"target", "method", "n", "stream", "timeout", "metadata": [[k, v]]}
                             → {"servers": {NAME: count}, "errors": {CODE: count}, "detail": str|null}.
@@ -27,6 +29,8 @@ class Handler(grpc.GenericRpcHandler):
     def service(self, details):
         method = details.method
 
+        print(json.dumps({"rpc": self.name, "method": method}), flush=True)
+
         def answer(context):
             meta = {k: v for k, v in context.invocation_metadata() if not k.startswith(":")}
             return json.dumps({"server": self.name, "method": method, "metadata": meta}).encode()
@@ -41,10 +45,11 @@ class Handler(grpc.GenericRpcHandler):
 
 def serve(names):
     servers, ports = [], {}
-    for name in names:
+    for spec in names:
+        name, _, ip = spec.partition("@")
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         server.add_generic_rpc_handlers((Handler(name),))
-        ports[name] = server.add_insecure_port("127.0.0.1:0")
+        ports[name] = server.add_insecure_port(f"{ip or '127.0.0.1'}:0")
         server.start()
         servers.append(server)
     print(json.dumps(ports), flush=True)

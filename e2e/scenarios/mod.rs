@@ -56,6 +56,7 @@ mod s22_cluster_trust_bundle;
 mod s23_no_op_pushes;
 mod s24_mcp_sdk;
 mod s25_session_persistence;
+mod s26_proxyless_grpc;
 
 use crate::harness::PierOptions;
 

@@ -34,7 +34,7 @@ use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -44,6 +44,7 @@ use pier::testkit::pki::Ca;
 use serde_json::{Value, json};
 
 use crate::harness::manifests::*;
+use crate::harness::python::python;
 use crate::harness::scene::{CONVERGE, HOST, Scene};
 use crate::harness::{Mode, dump_log_tail, eventually, keep_work_dirs};
 
@@ -315,22 +316,6 @@ fn require_sdk() {
         ),
         Err(e) => panic!("cannot run python3 ({e}); it and the MCP Python SDK are needed: `{INSTALL}`"),
     }
-}
-
-/// `python3`, with `target/python-deps` (where scripts/python_deps.sh installs when pip may not install
-/// into the interpreter) on `PYTHONPATH` when it exists.
-fn python() -> Command {
-    let mut cmd = Command::new("python3");
-    let deps = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/python-deps");
-    if deps.is_dir() {
-        let mut paths = vec![deps];
-        if let Some(existing) = std::env::var_os("PYTHONPATH") {
-            paths.extend(std::env::split_paths(&existing));
-        }
-        cmd.env("PYTHONPATH", std::env::join_paths(paths).expect("PYTHONPATH"));
-    }
-    cmd.env("PYTHONUNBUFFERED", "1");
-    cmd
 }
 
 fn script(name: &str) -> PathBuf {

@@ -153,6 +153,9 @@ async fn config_dump(State(s): State<AdminState>, Query(q): Query<DumpQuery>) ->
     let v = s.view.read().expect("view lock");
     let dump = |out: &GatewayOut| {
         let mut j = crate::envoy::render::resources_to_json(&crate::snapshot::decode(out));
+        if let Some(grpc) = out.grpc.as_deref() {
+            j["proxyless"] = crate::envoy::render::resources_to_json(&crate::snapshot::decode(grpc));
+        }
         crate::envoy::render::redact_private_keys(&mut j);
         j
     };

@@ -191,9 +191,7 @@ pub struct BootstrapArgs {
     /// Use incremental (delta) xDS instead of state-of-the-world.
     #[arg(long, conflicts_with = "grpc")]
     pub delta: bool,
-    /// Print the JSON bootstrap a proxyless gRPC client reads (GRPC_XDS_BOOTSTRAP) instead of Envoy's:
-    /// the client then dials `xds:///HOST:PORT` for a GRPCRoute hostname HOST on the Gateway's port PORT.
-    /// Always JSON; gRPC speaks state-of-the-world only, so not with --delta.
+    /// Print a proxyless gRPC client's JSON bootstrap (GRPC_XDS_BOOTSTRAP) instead of Envoy's (not with --delta).
     #[arg(long)]
     pub grpc: bool,
     /// Envoy admin port on 127.0.0.1 (0: Envoy picks one; read it with --admin-address-path).

@@ -1,4 +1,5 @@
-//! `pier proxy-status`: one line per connected proxy — node, Gateway, ADS mode and, per type, whether
+//! `pier proxy-status`: one line per connected proxy — node, Gateway, ADS mode, agent (`envoy`, or `grpc`
+//! for a proxyless gRPC client: `docs/proxyless-grpc.md`) and, per type, whether
 //! it runs what pier serves (`SYNCED`), has been sent something it has not acknowledged or has
 //! something newer to receive (`STALE`), rejected it (`NACKED`, with Envoy's message below the table),
 //! has asked and been sent nothing (`NOT_SENT`), or never asked (`-`) — with the version it runs or was
@@ -66,7 +67,7 @@ fn failing(entries: &[Value]) -> String {
 /// The table of connected proxies, and their rejections.
 fn connected(clients: &[Value]) -> String {
     let mut rows = vec![
-        ["NODE", "GATEWAY", "MODE"]
+        ["NODE", "GATEWAY", "MODE", "AGENT"]
             .into_iter()
             .chain(TYPES.iter().map(|(_, s)| *s))
             .map(str::to_string)
@@ -75,7 +76,8 @@ fn connected(clients: &[Value]) -> String {
     let mut nacks = Vec::new();
     for c in clients {
         let node = text(&c["node"]);
-        let mut row = vec![node.clone(), text(&c["gateway"]), text(&c["mode"])];
+        let agent = c["agent"].as_str().unwrap_or("envoy").to_string();
+        let mut row = vec![node.clone(), text(&c["gateway"]), text(&c["mode"]), agent];
         for (key, service) in TYPES {
             let state = c["states"][key].as_str().unwrap_or("NOT_SENT");
             let t = &c["types"][key];
@@ -89,7 +91,7 @@ fn connected(clients: &[Value]) -> String {
     }
     let mut out = table(&rows);
     if !nacks.is_empty() {
-        out.push_str("\nRejected by the proxy (Envoy's message):\n");
+        out.push_str("\nRejected by the proxy (its own message):\n");
         for n in nacks {
             out.push_str(&format!("  {n}\n"));
         }
@@ -144,7 +146,7 @@ mod tests {
              "types": {"clusters": {"acked_version": "0123456789abcdef"},
                        "endpoints": {"acked_version": "fedcba9876543210"},
                        "listeners": {"sent_version": "aaaabbbbccccdddd", "acked_version": "1111222233334444"}}},
-            {"node": "envoy-2", "gateway": "default/gw", "mode": "sotw",
+            {"node": "grpc-2", "gateway": "default/gw", "mode": "sotw", "agent": "grpc",
              "states": {"clusters": "SYNCED", "endpoints": "SYNCED", "listeners": "SYNCED",
                         "routes": "NACKED", "secrets": "SYNCED"},
              "types": {"routes": {"last_nack": {"version": "99998888", "message": "invalid regex"}}}}
@@ -153,21 +155,21 @@ mod tests {
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
             lines[0],
-            "NODE     GATEWAY     MODE   CDS              EDS              LDS             RDS              SDS"
+            "NODE     GATEWAY     MODE   AGENT  CDS              EDS              LDS             RDS              SDS"
         );
         assert_eq!(
             lines[1],
-            "envoy-1  default/gw  delta  SYNCED 01234567  SYNCED fedcba98  STALE aaaabbbb  NOT_SENT         -"
+            "envoy-1  default/gw  delta  envoy  SYNCED 01234567  SYNCED fedcba98  STALE aaaabbbb  NOT_SENT         -"
         );
         assert_eq!(
             lines[2],
-            "envoy-2  default/gw  sotw   SYNCED           SYNCED           SYNCED          NACKED 99998888  SYNCED"
+            "grpc-2   default/gw  sotw   grpc   SYNCED           SYNCED           SYNCED          NACKED 99998888  SYNCED"
         );
         assert_eq!(
             &lines[4..],
             [
-                "Rejected by the proxy (Envoy's message):",
-                "  envoy-2 RDS: invalid regex"
+                "Rejected by the proxy (its own message):",
+                "  grpc-2 RDS: invalid regex"
             ]
         );
         assert_eq!(render(&json!({"clients": []})), "no proxy is connected\n");

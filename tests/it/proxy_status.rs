@@ -207,13 +207,13 @@ async fn csds_and_proxy_status_show_a_synced_and_a_nacked_proxy() {
     };
     let words = |l: String| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
     assert_eq!(
-        &words(line("proxy-good"))[1..4],
-        ["default/gw", "sotw", "SYNCED"],
+        &words(line("proxy-good"))[1..5],
+        ["default/gw", "sotw", "envoy", "SYNCED"],
         "{text}"
     );
     assert_eq!(
-        &words(line("proxy-nack"))[1..4],
-        ["default/gw", "sotw", "NACKED"],
+        &words(line("proxy-nack"))[1..5],
+        ["default/gw", "sotw", "envoy", "NACKED"],
         "{text}"
     );
     assert!(text.contains(&format!("proxy-nack CDS: {REJECTION}")), "{text}");

@@ -177,8 +177,17 @@ fn gateway_path(ctx: &Ctx<'_>, g: &str, doc: &Value, naming: &BTreeSet<RouteKey>
     if ctx.kind().is_backend() {
         reached.retain(|c| subject_clusters(c));
     }
+    let proxyless = match ctx.kind() {
+        Kind::Gateway => super::proxyless::targets(doc, None),
+        Kind::GrpcRoute => {
+            let s = &ctx.target.subject;
+            super::proxyless::targets(doc, Some((&s.namespace, &s.name)))
+        }
+        _ => Vec::new(),
+    };
     GatewayPath {
         gateway: g.to_string(),
+        proxyless,
         listeners: listeners(ctx, g, &index, &selected),
         clusters: reached
             .iter()

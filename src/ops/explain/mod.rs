@@ -18,6 +18,7 @@ mod clusters;
 mod entries;
 mod envoy;
 pub mod model;
+mod proxyless;
 mod related;
 mod render;
 pub mod sources;

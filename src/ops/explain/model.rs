@@ -42,6 +42,26 @@ pub struct GatewayPath {
     pub listeners: Vec<ListenerPath>,
     /// Every cluster the entries above reach (aggregate members included), by name.
     pub clusters: Vec<ClusterView>,
+    /// What proxyless gRPC clients of the Gateway are served of the object (`docs/proxyless-grpc.md`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub proxyless: Vec<ProxylessTarget>,
+}
+
+/// One `xds:///HOST:PORT` target: its listener (and route configuration) name, and the entries that
+/// concern the object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProxylessTarget {
+    pub target: String,
+    pub listener: String,
+    pub entries: Vec<ProxylessEntry>,
+}
+
+/// One route entry as a gRPC client runs it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProxylessEntry {
+    pub name: String,
+    pub matches: String,
+    pub action: String,
 }
 
 /// One Gateway listener (a `sectionName`) and the route entries it serves.

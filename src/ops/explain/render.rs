@@ -76,6 +76,18 @@ fn gateway(o: &mut Out, g: &GatewayPath) {
     for c in &g.clusters {
         cluster(o, c);
     }
+    for t in &g.proxyless {
+        o.line(
+            1,
+            format!(
+                "proxyless gRPC clients: {} (listener and route configuration {})",
+                t.target, t.listener
+            ),
+        );
+        for e in &t.entries {
+            o.line(2, format!("{}: {} -> {}", e.name, e.matches, e.action));
+        }
+    }
 }
 
 fn listener(o: &mut Out, l: &ListenerPath) {

@@ -26,6 +26,9 @@ pub fn from_translation(t: &Translation) -> Inputs {
         .iter()
         .map(|(g, res)| {
             let mut doc = render::resources_to_json(res);
+            if let Some(p) = t.proxyless.get(g) {
+                doc["proxyless"] = render::resources_to_json(p);
+            }
             render::redact_private_keys(&mut doc);
             scrub(&mut doc);
             (g.clone(), doc)

@@ -110,12 +110,13 @@ fn condition(c: &Value) -> ConditionView {
 /// reasons mean "works, but" whatever the polarity says.
 fn state(type_: &str, status: &str, reason: &str) -> State {
     let unhealthy = match type_ {
-        "Accepted" | "ResolvedRefs" | "Programmed" | "Resolved" => status != "True",
+        "Accepted" | "ResolvedRefs" | "Programmed" | "Resolved" | "pier.dev/ProxylessGRPC" => status != "True",
         "Conflicted" | "PartiallyInvalid" | "Deprecated" | "pier.dev/EnvoyRejected" => status == "True",
         _ => false,
     };
     match (type_, reason) {
-        ("Deprecated", _) | (_, "ServingStaleAnswer") if unhealthy => State::Warning,
+        // Envoy serves the route whole; only proxyless gRPC clients miss what the message lists.
+        ("Deprecated" | "pier.dev/ProxylessGRPC", _) | (_, "ServingStaleAnswer") if unhealthy => State::Warning,
         (_, "ListenersNotValid") => State::Warning,
         _ if unhealthy => State::Problem,
         _ => State::Ok,
@@ -126,6 +127,12 @@ fn state(type_: &str, status: &str, reason: &str) -> State {
 pub fn advice(reason: &str, message: &str) -> Option<&'static str> {
     if let Some(rule) = refused_rule(message) {
         return Some(guardrail_advice(rule));
+    }
+    if message.starts_with("served to proxyless gRPC clients") {
+        return Some(
+            "proxyless gRPC clients cannot run what the message lists: drop it from the rule or Backend, or send those \
+             clients through Envoy (docs/proxyless-grpc.md)",
+        );
     }
     if message.contains("DynamicResolver") && message.contains("disabled") {
         return Some(
