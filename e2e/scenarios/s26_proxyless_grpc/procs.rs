@@ -121,7 +121,7 @@ pub struct Client {
 
 /// What a batch of calls gave: calls answered per server, failures per status code, the last failure's
 /// detail.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Outcome {
     pub servers: BTreeMap<String, u64>,
     pub errors: BTreeMap<String, u64>,

@@ -70,6 +70,28 @@ pub fn cluster(name: &str, c: &ir::Cluster) -> Result<cluster::Cluster, String> 
     Ok(out)
 }
 
+/// The cluster every call gRPC must fail goes to (`super::UNAVAILABLE`): EDS, and its load assignment
+/// has no endpoint.
+pub fn unavailable() -> (cluster::Cluster, endpoint::ClusterLoadAssignment) {
+    use cluster::cluster::{ClusterDiscoveryType, DiscoveryType, LbPolicy};
+    let name = super::UNAVAILABLE.to_string();
+    let c = cluster::Cluster {
+        name: name.clone(),
+        lb_policy: LbPolicy::RoundRobin as i32,
+        cluster_discovery_type: Some(ClusterDiscoveryType::Type(DiscoveryType::Eds as i32)),
+        eds_cluster_config: Some(cluster::cluster::EdsClusterConfig {
+            eds_config: Some(ads()),
+            service_name: name.clone(),
+        }),
+        ..Default::default()
+    };
+    let cla = endpoint::ClusterLoadAssignment {
+        cluster_name: name,
+        ..Default::default()
+    };
+    (c, cla)
+}
+
 /// Why a proxyless client cannot be given `c`, if it cannot.
 pub fn refusal(c: &ir::Cluster) -> Option<String> {
     if c.tls.is_some() {

@@ -6,15 +6,16 @@
 //!
 //! A gRPC client honours a subset of what Envoy does. Whatever a route asks beyond it (header changes,
 //! mirrors, rewrites, CORS, session persistence, retries, timeouts), the route is still served with its
-//! match, so the call cannot fall through to a later route, but with a fixed answer that gRPC turns
-//! into UNAVAILABLE: the rule fails closed instead of running without what its author wrote. The refusal
-//! is reported, never silently dropped.
+//! match, so the call cannot fall through to a later route, but it forwards to [`UNAVAILABLE`], a
+//! cluster with no endpoints: the rule fails closed instead of running without what its author wrote.
+//! The refusal is reported, never silently dropped.
 
 pub mod clusters;
 
 use super::ads;
 use super::pb::{ext, hcm, listener, matcher, route, router};
 use crate::ir;
+use route::route_action::ClusterSpecifier;
 
 /// The listener and route configuration name of target `xds:///host:port`.
 pub fn target(host: &str, port: u16) -> String {
@@ -74,16 +75,18 @@ pub fn route_config(name: &str, host: &str, routes: Vec<route::Route>) -> route:
     }
 }
 
-/// Converts a virtual host's routes, in order, for gRPC.
-pub fn routes<'a>(entries: impl IntoIterator<Item = &'a ir::Route>) -> Routes {
+/// Converts a virtual host's routes, in order, for gRPC. `offered`: whether a cluster can be given to
+/// gRPC clients ([`clusters::refusal`]); a share of one that cannot goes to [`UNAVAILABLE`] instead.
+pub fn routes<'a>(entries: impl IntoIterator<Item = &'a ir::Route>, offered: &dyn Fn(&str) -> bool) -> Routes {
     let mut out = Routes::default();
     for r in entries {
         let action = match unsupported(r) {
             Some(why) => {
                 out.refused.push((r.name.clone(), why));
-                unavailable()
+                out.clusters.push(UNAVAILABLE.to_string());
+                forward(ClusterSpecifier::Cluster(UNAVAILABLE.to_string()))
             }
-            None => action(r, &mut out.clusters),
+            None => action(r, offered, &mut out.clusters),
         };
         out.routes.push(route::Route {
             name: r.name.clone(),
@@ -128,47 +131,54 @@ pub fn unsupported(r: &ir::Route) -> Option<String> {
     })
 }
 
-/// A route action gRPC does not forward on: the call fails with UNAVAILABLE (gRFC A28).
-fn unavailable() -> route::route::Action {
-    route::route::Action::DirectResponse(route::DirectResponseAction {
-        status: 503,
+/// Where every call gRPC must fail goes: an invalid backendRef's share, a rule it cannot run, a Backend
+/// it cannot be given. The same name Envoy answers 500 for, which never exists for Envoy; for gRPC
+/// clients it is a cluster with no endpoints ([`clusters::unavailable`]), so such calls fail at once
+/// with UNAVAILABLE. Not a `direct_response`: gRPC C-core fails the call on one, but tonic-xds rejects
+/// the whole route configuration ("only route action is supported for client routing"). Not a missing
+/// cluster either: gRPC waits 15 s for a resource no response carries before it fails.
+pub const UNAVAILABLE: &str = crate::ir::names::INVALID_BACKEND_CLUSTER;
+
+fn forward(specifier: route::route_action::ClusterSpecifier) -> route::route::Action {
+    route::route::Action::Route(route::RouteAction {
+        cluster_specifier: Some(specifier),
         ..Default::default()
     })
 }
 
-fn action(r: &ir::Route, clusters: &mut Vec<String>) -> route::route::Action {
-    use route::route_action::ClusterSpecifier;
-    let shares: Vec<&ir::WeightedBackend> = match &r.action {
-        ir::RouteAction::Forward(shares) => shares.iter().filter(|s| s.weight > 0).collect(),
-        _ => return unavailable(),
-    };
-    // An invalid backendRef keeps its share, as for Envoy, on the cluster name no snapshot ever holds:
-    // gRPC fails exactly that share's calls.
-    let name = |s: &ir::WeightedBackend| {
-        s.cluster
-            .clone()
-            .unwrap_or_else(|| crate::ir::names::INVALID_BACKEND_CLUSTER.to_string())
+fn action(r: &ir::Route, offered: &dyn Fn(&str) -> bool, clusters: &mut Vec<String>) -> route::route::Action {
+    let shares: Vec<(String, u32)> = match &r.action {
+        ir::RouteAction::Forward(shares) => shares
+            .iter()
+            .filter(|s| s.weight > 0)
+            .map(|s| match &s.cluster {
+                Some(c) if offered(c) => (c.clone(), s.weight),
+                _ => (UNAVAILABLE.to_string(), s.weight),
+            })
+            .collect(),
+        _ => Vec::new(),
     };
     let specifier = match shares.as_slice() {
-        [] => return unavailable(),
-        [one] => ClusterSpecifier::Cluster(name(one)),
+        [] => ClusterSpecifier::Cluster(UNAVAILABLE.to_string()),
+        [(one, _)] => ClusterSpecifier::Cluster(one.clone()),
         many => ClusterSpecifier::WeightedClusters(route::WeightedCluster {
             clusters: many
                 .iter()
-                .map(|s| route::weighted_cluster::ClusterWeight {
-                    name: name(s),
-                    weight: Some(super::u32_value(s.weight)),
+                .map(|(name, weight)| route::weighted_cluster::ClusterWeight {
+                    name: name.clone(),
+                    weight: Some(super::u32_value(*weight)),
                     ..Default::default()
                 })
                 .collect(),
             ..Default::default()
         }),
     };
-    clusters.extend(shares.iter().filter_map(|s| s.cluster.clone()));
-    route::route::Action::Route(route::RouteAction {
-        cluster_specifier: Some(specifier),
-        ..Default::default()
-    })
+    match &specifier {
+        ClusterSpecifier::Cluster(c) => clusters.push(c.clone()),
+        ClusterSpecifier::WeightedClusters(w) => clusters.extend(w.clusters.iter().map(|c| c.name.clone())),
+        _ => {}
+    }
+    forward(specifier)
 }
 
 /// The path and header conditions: gRPC knows `prefix`, `path` and `safe_regex`, not Envoy's

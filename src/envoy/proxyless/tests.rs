@@ -53,11 +53,12 @@ fn routes_keep_matches_and_weights_and_refuse_what_grpc_would_ignore() {
     let mut modified = forward("b", ir::PathMatch::Exact("/echo.Echo/Say".into()), &[(Some("c2"), 1)]);
     modified.filters.request_headers.set.push(("x-a".into(), "1".into()));
     let regex = forward("c", ir::PathMatch::Regex("/[^/]+/Say".into()), &[(Some("c3"), 1)]);
-    let out = routes([&split, &modified, &regex]);
+    let tls = forward("d", ir::PathMatch::Exact("/echo.Echo/Tls".into()), &[(Some("c4"), 1)]);
+    let out = routes([&split, &modified, &regex, &tls], &|c| c != "c4");
     assert_eq!(
         out.clusters,
-        ["c1", "c3"],
-        "zero-weight and refused routes' clusters are not reached"
+        ["c1", UNAVAILABLE, "c3"],
+        "zero-weight shares, refused routes and clusters gRPC cannot be given are not reached"
     );
     assert_eq!(out.refused.len(), 1);
     assert!(out.refused[0].1.contains("RequestHeaderModifier"), "{:?}", out.refused);
@@ -76,11 +77,21 @@ fn routes_keep_matches_and_weights_and_refuse_what_grpc_would_ignore() {
         .iter()
         .map(|c| (c.name.as_str(), c.weight.unwrap().value))
         .collect();
-    assert_eq!(names, [("c1", 3), (crate::ir::names::INVALID_BACKEND_CLUSTER, 1)]);
+    assert_eq!(names, [("c1", 3), (UNAVAILABLE, 1)]);
 
-    assert!(
-        matches!(out.routes[1].action, Some(Action::DirectResponse(_))),
+    let to = |i: usize| match &out.routes[i].action {
+        Some(Action::Route(ra)) => ra.cluster_specifier.clone(),
+        other => panic!("only route actions (tonic-xds rejects any other): {other:?}"),
+    };
+    assert_eq!(
+        to(1),
+        Some(ClusterSpecifier::Cluster(UNAVAILABLE.into())),
         "fails closed"
+    );
+    assert_eq!(
+        to(3),
+        Some(ClusterSpecifier::Cluster(UNAVAILABLE.into())),
+        "a refused cluster too"
     );
     assert_eq!(
         out.routes[1].r#match.as_ref().unwrap().path_specifier,

@@ -69,7 +69,7 @@ fn entry(r: &Value, served: &std::collections::BTreeSet<&str>) -> ProxylessEntry
 /// A cluster gRPC clients are given, or one they are not (its calls fail).
 fn cluster(name: &str, served: &std::collections::BTreeSet<&str>) -> String {
     if name == names::INVALID_BACKEND_CLUSTER {
-        "the invalid backendRef's share [UNAVAILABLE]".to_string()
+        "an UNAVAILABLE share (refused: see the conditions)".to_string()
     } else if served.contains(name) {
         name.to_string()
     } else {
@@ -79,7 +79,10 @@ fn cluster(name: &str, served: &std::collections::BTreeSet<&str>) -> String {
 
 fn action(r: &Value, served: &std::collections::BTreeSet<&str>) -> String {
     let route = &r["route"];
-    if let Some(c) = route["cluster"].as_str() {
+    if let Some(c) = route["cluster"]
+        .as_str()
+        .filter(|c| *c != names::INVALID_BACKEND_CLUSTER)
+    {
         return format!("cluster {}", cluster(c, served));
     }
     if let Some(ws) = route["weighted_clusters"]["clusters"].as_array() {

@@ -130,7 +130,18 @@ impl GatewayState {
             p.out.routes.remove(&name);
             return;
         }
-        let built = proxyless::routes(&routes);
+        let clusters = &self.clusters.0;
+        let one = |name: &str| {
+            clusters
+                .get(&name.to_string())
+                .is_some_and(|c| grpc::refusal(c).is_none())
+        };
+        // An aggregate is offered when its members are (gRPC would wait on a member never sent).
+        let offered = |name: &str| match clusters.get(&name.to_string()).map(|c| &c.discovery) {
+            Some(ir::Discovery::Aggregate { clusters: members }) => one(name) && members.iter().all(|m| one(m)),
+            _ => one(name),
+        };
+        let built = proxyless::routes(&routes, &offered);
         put(&mut p.out.listeners, &name, Res::message(&proxyless::listener(&name)));
         let config = proxyless::route_config(&name, host, built.routes);
         put(&mut p.out.routes, &name, Res::message(&config));
@@ -159,6 +170,13 @@ impl GatewayState {
         for name in known.union(&wanted) {
             let current = self.clusters.0.get(name).filter(|_| wanted.contains(name));
             if known.contains(name) && current.is_some() && !changed.contains(name) {
+                continue;
+            }
+            if name == proxyless::UNAVAILABLE && wanted.contains(name) {
+                let (cluster, cla) = grpc::unavailable();
+                let res = Res::message(&cluster);
+                put(&mut p.out.endpoints, name, Res::message(&cla).covering(&res));
+                put(&mut p.out.clusters, name, res);
                 continue;
             }
             let Some(c) = current else {
