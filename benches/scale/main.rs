@@ -13,6 +13,8 @@
 //!   full translation in the same run (`engine.rs`).
 //! - `fanout STREAMS ROUTES SAMPLES [delta]`: one change → every one of STREAMS ADS streams ACKed, and
 //!   pier's resident memory per idle stream (`fanout.rs`).
+//! - `proxyless CLIENTS SAMPLES`: one change → every one of CLIENTS proxyless gRPC clients ACKed, and
+//!   pier's resident memory per idle client (`proxyless.rs`).
 //! - `churn ROUTES RATE SECONDS [delta]`: RATE changes a second (routes edited, deleted, restored,
 //!   endpoints moved, no-op EndpointSlice rewrites) with a real Envoy: pier's mean CPU, its memory over
 //!   time, and the pushes no-op rewrites caused (`churn.rs`).
@@ -32,6 +34,7 @@ mod floor;
 mod limits;
 mod parse;
 mod propagation;
+mod proxyless;
 mod services;
 
 use std::path::PathBuf;
@@ -101,6 +104,20 @@ fn main() {
             let delta = args.iter().any(|a| a == "delta");
             let line = rt.block_on(fanout::run(&pier_bin, arg(1, 1000), arg(2, 100), arg(3, 10), delta));
             println!("{line}");
+        }
+        Some("proxyless") => {
+            let arg = |i: usize, default: usize| {
+                args.get(i)
+                    .map_or(default, |a| a.parse().expect("proxyless CLIENTS SAMPLES"))
+            };
+            let pier_bin =
+                std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            println!("{}", rt.block_on(proxyless::run(&pier_bin, arg(1, 1000), arg(2, 10))));
         }
         Some("services") => {
             let dir = PathBuf::from(args.get(1).expect("services DIR N"));

@@ -219,6 +219,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_grpc_bootstrap_names_the_gateway_every_server_and_its_credentials() {
+        let mut spec = BootstrapSpec {
+            gateway: "demo/edge".into(),
+            xds: vec![("10.0.0.1".into(), 18000), ("fd00::1".into(), 18000)],
+            delta: false,
+            admin_port: 0,
+            node_id: None,
+            dns_resolver: None,
+            tls: None,
+        };
+        let boot = grpc_bootstrap(&spec);
+        assert_eq!(boot["node"]["cluster"], "demo/edge");
+        assert_eq!(boot["node"]["id"], "grpc-demo-edge");
+        let servers = boot["xds_servers"].as_array().unwrap();
+        assert_eq!(servers[0]["server_uri"], "10.0.0.1:18000");
+        assert_eq!(servers[1]["server_uri"], "[fd00::1]:18000");
+        assert_eq!(servers[0]["server_features"][0], "xds_v3");
+        assert_eq!(servers[0]["channel_creds"][0]["type"], "insecure");
+        spec.tls = Some(XdsTls {
+            cert: "c.crt".into(),
+            key: "c.key".into(),
+            ca: "ca.crt".into(),
+            server_name: None,
+        });
+        let creds = &grpc_bootstrap(&spec)["xds_servers"][0]["channel_creds"][0];
+        assert_eq!(creds["type"], "tls");
+        assert_eq!(creds["config"]["certificate_file"], "c.crt");
+        assert_eq!(creds["config"]["ca_certificate_file"], "ca.crt");
+    }
+
+    #[test]
     fn names_the_gateway_and_picks_the_api_type() {
         let spec = BootstrapSpec {
             gateway: "demo/edge".into(),

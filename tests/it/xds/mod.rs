@@ -11,5 +11,6 @@ mod delta;
 mod fleet_limits;
 mod fuzz_props;
 mod latency;
+mod proxyless;
 mod scenarios;
 mod sotw;
