@@ -79,7 +79,7 @@ impl Default for View {
 }
 
 /// Everything one Gateway serves, per type. Immutable; replaced wholesale on publish.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
     pub gateway: String,
     types: [Arc<View>; 5],
@@ -126,7 +126,7 @@ impl Snapshot {
     /// already had: they keep `prev`'s date, since no publish since then changed them.
     pub(crate) fn dated(mut self, at: Instant, prev: Option<&Snapshot>) -> Snapshot {
         if let Some(grpc) = self.proxyless.take() {
-            let inner = Arc::try_unwrap(grpc).unwrap_or_else(|shared| Snapshot::clone_of(&shared));
+            let inner = Arc::unwrap_or_clone(grpc);
             let prev_inner = prev.and_then(|p| p.proxyless.as_deref());
             let kept = match prev.and_then(|p| p.proxyless.clone()) {
                 Some(old) if old.same_content(&inner) => old,
@@ -177,15 +177,6 @@ impl Snapshot {
             (a, b) => a.is_none() == b.is_none(),
         };
         halves && XdsType::ALL.into_iter().all(|t| self.version(t) == other.version(t))
-    }
-
-    fn clone_of(s: &Snapshot) -> Snapshot {
-        Snapshot {
-            gateway: s.gateway.clone(),
-            types: s.types.clone(),
-            published: s.published,
-            proxyless: s.proxyless.clone(),
-        }
     }
 
     /// What this snapshot serves, as canonical proto3 JSON: `{gateway, <type>: {version, resources:
