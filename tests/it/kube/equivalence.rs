@@ -45,25 +45,10 @@ async fn examples_match_the_directory_source_and_wait_for_every_watch() {
     pier.wait_dump("the example's Gateway", |d| d.contains("demo/edge"))
         .await;
 
-    let loaded = pier::model::load::parse_texts(&texts).unwrap();
-    let mut opts = pier::Options::default();
-    opts.guardrails.allow_loopback = true;
-    let expected: serde_json::Map<String, Value> = pier::translate(&loaded.model, &opts)
-        .gateways
-        .iter()
-        .map(|(g, res)| {
-            let mut j = pier::envoy::render::resources_to_json(res);
-            pier::envoy::render::redact_private_keys(&mut j);
-            (g.clone(), j)
-        })
-        .collect();
-    assert!(!expected.is_empty());
+    let (expected, _) = expected(&texts);
+    assert!(expected.as_object().is_some_and(|m| !m.is_empty()));
     let got = pier.get("/debug/config_dump").await.1;
-    assert_eq!(
-        got,
-        Value::Object(expected),
-        "Kubernetes source and files give the same resources"
-    );
+    assert_eq!(got, expected, "Kubernetes source and files give the same resources");
     assert!(pier.ready().await);
     pier.stop().await;
     api.shutdown().await;
@@ -81,7 +66,8 @@ fn only_draft_backends_refused(refused: &[String]) {
     }
 }
 
-/// What the directory source would publish from these texts: the config dump and the statuses.
+/// What the directory source would publish from these texts: the config dump (each Gateway's
+/// resources, its proxyless half under `proxyless`) and the statuses.
 fn expected(texts: &[(String, String)]) -> (Value, Value) {
     let loaded = pier::model::load::parse_texts(texts).unwrap();
     let mut opts = pier::Options::default();
@@ -92,6 +78,9 @@ fn expected(texts: &[(String, String)]) -> (Value, Value) {
         .iter()
         .map(|(g, res)| {
             let mut j = pier::envoy::render::resources_to_json(res);
+            if let Some(p) = t.proxyless.get(g) {
+                j["proxyless"] = pier::envoy::render::resources_to_json(p);
+            }
             pier::envoy::render::redact_private_keys(&mut j);
             (g.clone(), j)
         })
