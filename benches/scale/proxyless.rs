@@ -24,7 +24,7 @@ use pier::xds::XdsType;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::fanout::rss_kib;
+use crate::fanout::{rss_kib, synced, time_change};
 use crate::propagation::{Pier, put};
 
 const TARGET: &str = "echo.bench:8080";
@@ -51,31 +51,14 @@ pub async fn run(pier_bin: &Path, clients: usize, samples: usize) -> serde_json:
         tokio::spawn(client(pier.xds, i, names.clone(), tx));
         acks.push(rx);
     }
-    for rx in &mut acks {
-        tokio::time::timeout(Duration::from_secs(120), rx.wait_for(|(v, _)| !v.is_empty()))
-            .await
-            .expect("every client syncs within 2 minutes")
-            .expect("client task alive");
-    }
+    synced(&mut acks).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let idle = rss_kib(pier.pid());
     let mut per_client = Vec::new();
     let mut all = Vec::new();
     for k in 1..=samples {
-        let old: Vec<String> = acks.iter().map(|rx| rx.borrow().0.clone()).collect();
-        let t0 = Instant::now();
-        put(&dir, "route.yaml", route(k).as_bytes());
-        let mut last = Duration::ZERO;
-        for (rx, old) in acks.iter_mut().zip(&old) {
-            let at = tokio::time::timeout(Duration::from_secs(60), rx.wait_for(|(v, _)| v != old))
-                .await
-                .expect("every client ACKs the change within a minute")
-                .expect("client task alive")
-                .1;
-            let took = at.saturating_duration_since(t0);
-            per_client.push(took);
-            last = last.max(took);
-        }
+        let (each, last) = time_change(&mut acks, || put(&dir, "route.yaml", route(k).as_bytes())).await;
+        per_client.extend(each);
         all.push(last);
     }
     let per = idle.saturating_sub(before) as f64 / clients as f64;

@@ -205,71 +205,49 @@ impl Pier {
     /// `pier bootstrap` for a proxy of `gateway`, pointed at this pier and at the suite's DNS responder, with
     /// an ephemeral admin port.
     pub fn bootstrap(&self, gateway: &str, mode: Mode, dns: SocketAddr, node_id: &str) -> Value {
-        let pki = self.pki.display().to_string();
-        run_pier(&["certs", "--out", &pki, "--gateway", gateway]);
-        let certs = self.pki.join("gateways").join(gateway.replace('/', "."));
-        let file = |f: &str| certs.join(f).display().to_string();
-        let mut cmd = pier_command();
-        cmd.args([
-            "bootstrap",
-            "--gateway",
-            gateway,
-            "--xds-address",
-            &self.xds.to_string(),
-        ])
-        .args([
-            "--admin-port",
-            "0",
-            "--node-id",
-            node_id,
-            "--dns-resolver",
-            &dns.to_string(),
-        ])
-        .args(["--output", "json"])
-        .args(["--xds-tls-cert", &file("tls.crt"), "--xds-tls-key", &file("tls.key")])
-        .args(["--xds-ca", &file("ca.crt")]);
+        let (dns, node_id) = (dns.to_string(), node_id.to_string());
+        let mut args = vec!["--admin-port", "0", "--node-id", &node_id, "--dns-resolver", &dns];
+        args.extend(["--output", "json"]);
         if mode == Mode::Delta {
-            cmd.arg("--delta");
+            args.push("--delta");
         }
-        let out = cmd.output().expect("running pier bootstrap");
-        assert!(
-            out.status.success(),
-            "pier bootstrap failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "pier bootstrap printed no JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        })
+        self.bootstrap_with(gateway, &args)
     }
 
     /// `pier bootstrap --grpc` for a proxyless gRPC client of `gateway`: the JSON `GRPC_XDS_BOOTSTRAP`
     /// names, with gRPC's `tls` channel credentials presenting the Gateway's client certificate.
     pub fn grpc_bootstrap(&self, gateway: &str, node_id: &str) -> Value {
+        self.bootstrap_with(gateway, &["--grpc", "--node-id", node_id])
+    }
+
+    /// `pier bootstrap ARGS` for `gateway`, pointed at this pier over mTLS with the Gateway's certificate
+    /// (issued here), printed as JSON.
+    fn bootstrap_with(&self, gateway: &str, args: &[&str]) -> Value {
         let pki = self.pki.display().to_string();
         run_pier(&["certs", "--out", &pki, "--gateway", gateway]);
         let certs = self.pki.join("gateways").join(gateway.replace('/', "."));
         let file = |f: &str| certs.join(f).display().to_string();
         let out = pier_command()
-            .args(["bootstrap", "--grpc", "--gateway", gateway, "--node-id", node_id])
-            .args(["--xds-address", &self.xds.to_string()])
+            .args([
+                "bootstrap",
+                "--gateway",
+                gateway,
+                "--xds-address",
+                &self.xds.to_string(),
+            ])
+            .args(args)
             .args(["--xds-tls-cert", &file("tls.crt"), "--xds-tls-key", &file("tls.key")])
             .args(["--xds-ca", &file("ca.crt")])
             .output()
-            .expect("running pier bootstrap --grpc");
+            .expect("running pier bootstrap");
+        let what = format!("pier bootstrap {}", args.join(" "));
         assert!(
             out.status.success(),
-            "pier bootstrap --grpc failed: {}",
+            "{what} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "pier bootstrap --grpc printed no JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        })
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{what} printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
     }
 
     /// SIGTERM, then wait (bounded) for pier to exit on its own. Panics if it does not.

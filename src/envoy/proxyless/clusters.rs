@@ -192,32 +192,11 @@ fn lb_endpoint(address: core::Address) -> endpoint::LbEndpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::build::{self as b, ep, ip};
 
-    fn eds(endpoints: Vec<ir::Endpoint>) -> ir::Cluster {
-        ir::Cluster {
-            name: "c".into(),
-            origin: ir::Origin {
-                kind: "Service".into(),
-                namespace: "ns".into(),
-                name: "s".into(),
-                port: 80,
-            },
-            discovery: ir::Discovery::Eds { endpoints },
-            protocol: ir::UpstreamProtocol::H2c,
-            tls: None,
-            circuit_breaker: None,
-            outlier_detection: None,
-            connect_timeout_ms: 1000,
-        }
-    }
-
-    fn ep(ip: &str, priority: u32, zone: Option<&str>) -> ir::Endpoint {
-        ir::Endpoint {
-            address: ir::EndpointAddress::Ip(ip.parse().unwrap(), 50051),
-            priority,
-            hostname: None,
-            zone: zone.map(str::to_string),
-        }
+    fn eds() -> ir::Cluster {
+        let discovery = ir::Discovery::Eds { endpoints: vec![] };
+        b::cluster("c", discovery, ir::UpstreamProtocol::H2c, None)
     }
 
     #[test]
@@ -225,15 +204,10 @@ mod tests {
         let cla = load_assignment(
             "c",
             &[
-                ep("10.0.0.1", 1, Some("a")),
-                ep("10.0.0.2", 1, Some("a")),
-                ep("10.0.0.3", 1, Some("b")),
-                ir::Endpoint {
-                    address: ir::EndpointAddress::Unix("/s".into()),
-                    priority: 0,
-                    hostname: None,
-                    zone: None,
-                },
+                ep(ip("10.0.0.1", 50051), 1, Some("a"), None),
+                ep(ip("10.0.0.2", 50051), 1, Some("a"), None),
+                ep(ip("10.0.0.3", 50051), 1, Some("b"), None),
+                ep(ir::EndpointAddress::Unix("/s".into()), 0, None, None),
             ],
         );
         let shape: Vec<_> = cla
@@ -250,24 +224,11 @@ mod tests {
 
     #[test]
     fn what_grpc_cannot_honour_is_refused_not_sent() {
-        assert!(cluster("c", &eds(vec![])).is_ok());
-        let mut tls = eds(vec![]);
-        tls.tls = Some(ir::UpstreamTls {
-            sni: None,
-            trust: ir::Trust::Sds("ca".into()),
-            subject_alt_names: vec![],
-            client_certificate: None,
-            min_version: None,
-            max_version: None,
-            ciphers: vec![],
-            ecdh_curves: vec![],
-            signature_algorithms: vec![],
-            alpn: vec![],
-            auto_host_sni: false,
-            sni_from_host: false,
-        });
+        assert!(cluster("c", &eds()).is_ok());
+        let mut tls = eds();
+        tls.tls = Some(b::verified_tls("ca", "c.example"));
         assert!(cluster("c", &tls).unwrap_err().contains("A29"));
-        let mut pool = eds(vec![]);
+        let mut pool = eds();
         pool.circuit_breaker = Some(ir::CircuitBreaker {
             max_requests: Some(5),
             ..Default::default()
@@ -282,25 +243,13 @@ mod tests {
         );
         pool.circuit_breaker.as_mut().unwrap().max_connections = Some(1);
         assert!(cluster("c", &pool).unwrap_err().contains("A32"));
-        let mut dns = eds(vec![]);
-        let target = |h: &str| ir::DnsTarget {
-            hostname: h.into(),
-            port: 443,
-            priority: 0,
-        };
+        let mut dns = eds();
         dns.discovery = ir::Discovery::Dns {
-            targets: vec![target("a.example"), target("b.example")],
-            dns: ir::DnsSettings {
-                refresh_rate_ms: 1000,
-                respect_ttl: true,
-                lookup_family: ir::LookupFamily::Auto,
-                resolvers: vec![],
-            },
+            targets: vec![b::dns_target("a.example", 443, 0), b::dns_target("b.example", 443, 0)],
+            dns: b::dns(1000, ir::LookupFamily::Auto),
         };
         assert!(cluster("c", &dns).unwrap_err().contains("exactly one"));
-        if let ir::Discovery::Dns { targets, .. } = &mut dns.discovery {
-            targets.pop();
-        }
+        dns.discovery = b::one_host("a.example");
         let logical = cluster("c", &dns).unwrap();
         assert_eq!(
             logical.cluster_discovery_type,

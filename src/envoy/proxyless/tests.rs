@@ -3,29 +3,15 @@ use crate::envoy::pb::route::route::Action;
 use crate::envoy::pb::route::route_action::ClusterSpecifier;
 use crate::envoy::pb::route::route_match::PathSpecifier;
 
+/// A GRPCRoute entry with a header match, forwarding to `shares`.
 fn forward(name: &str, path: ir::PathMatch, shares: &[(Option<&str>, u32)]) -> ir::Route {
-    ir::Route {
-        name: name.into(),
-        path,
-        headers: vec![ir::HeaderMatch {
-            name: "x-tenant".into(),
-            value: ir::ValueMatch::Exact("a".into()),
-        }],
-        query_params: vec![],
-        method: None,
-        action: ir::RouteAction::Forward(
-            shares
-                .iter()
-                .map(|(c, w)| ir::WeightedBackend {
-                    cluster: c.map(str::to_string),
-                    weight: *w,
-                    filters: ir::BackendFilters::default(),
-                })
-                .collect(),
-        ),
-        grpc: true,
-        filters: ir::RouteFilters::default(),
-    }
+    let mut r = crate::ir::build::route(name, path, crate::ir::build::to(shares));
+    r.grpc = true;
+    r.headers = vec![ir::HeaderMatch {
+        name: "x-tenant".into(),
+        value: ir::ValueMatch::Exact("a".into()),
+    }];
+    r
 }
 
 #[test]

@@ -20,8 +20,6 @@ use crate::snapshot::{GatewayOut, Res, put};
 pub struct Proxyless {
     /// Each target served, with the clusters its routes reach.
     targets: BTreeMap<(String, u16), Vec<String>>,
-    /// Clusters the targets reach that a gRPC client cannot be given, and why.
-    refused_clusters: BTreeMap<String, String>,
     out: GatewayOut,
 }
 
@@ -160,13 +158,7 @@ impl GatewayState {
             wanted.insert(name);
         }
         let p = &mut self.proxyless;
-        let known: BTreeSet<String> = p
-            .out
-            .clusters
-            .keys()
-            .chain(p.refused_clusters.keys())
-            .cloned()
-            .collect();
+        let known: BTreeSet<String> = p.out.clusters.keys().cloned().collect();
         for name in known.union(&wanted) {
             let current = self.clusters.0.get(name).filter(|_| wanted.contains(name));
             if known.contains(name) && current.is_some() && !changed.contains(name) {
@@ -182,7 +174,6 @@ impl GatewayState {
             let Some(c) = current else {
                 p.out.clusters.remove(name);
                 p.out.endpoints.remove(name);
-                p.refused_clusters.remove(name);
                 continue;
             };
             match grpc::cluster(name, c) {
@@ -198,12 +189,12 @@ impl GatewayState {
                         }
                     }
                     put(&mut p.out.clusters, name, res);
-                    p.refused_clusters.remove(name);
                 }
-                Err(why) => {
+                // Routes send a refused cluster's share elsewhere (`proxyless::routes`), so this is a
+                // guard, not a path: a cluster gRPC cannot be given is never sent.
+                Err(_) => {
                     p.out.clusters.remove(name);
                     p.out.endpoints.remove(name);
-                    p.refused_clusters.insert(name.clone(), why);
                 }
             }
         }
