@@ -273,7 +273,11 @@ fn bootstrap(args: BootstrapArgs) -> Result<()> {
         tls: args.tls.tls(),
     };
     let (doc, output) = if args.grpc {
-        (pier::envoy::ads_bootstrap::grpc_bootstrap(&spec), Output::Json)
+        let trust = match &args.tls.trust_dir {
+            Some(dir) => pier::envoy::ads_bootstrap::trust_instances(dir)?,
+            None => Vec::new(),
+        };
+        (pier::envoy::ads_bootstrap::grpc_bootstrap(&spec, &trust), Output::Json)
     } else {
         (pier::envoy::ads_bootstrap::bootstrap(&spec), args.output)
     };

@@ -117,6 +117,12 @@ pub struct BootstrapTlsArgs {
     /// The DNS name pier's certificate must carry, sent as SNI (default: the --xds-address host).
     #[arg(long, value_name = "NAME", requires = "xds_tls_cert")]
     pub xds_server_name: Option<String>,
+    /// With --grpc: a directory of CA files, each named after the certificate provider instance pier
+    /// verifies a TLS backend against (`pier explain` and the GRPCRoute's status name it), plus `.pem`:
+    /// DIR/ca/configmap/NS/NAME.pem. Each becomes a `file_watcher` instance in the bootstrap, listed in
+    /// the node's metadata so pier serves those backends to this client (gRFC A29).
+    #[arg(long, value_name = "DIR", requires = "grpc")]
+    pub trust_dir: Option<PathBuf>,
 }
 
 impl BootstrapTlsArgs {

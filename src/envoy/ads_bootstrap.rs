@@ -16,6 +16,8 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
+pub use super::grpc_bootstrap::{grpc_bootstrap, trust_instances};
+
 /// Name of the static cluster that reaches pier's xDS port.
 pub const XDS_CLUSTER: &str = "pier_xds";
 /// How often the proxy pings pier on an idle xDS connection, and how long it waits for the answer.
@@ -99,43 +101,6 @@ fn xds_transport_socket(tls: &XdsTls, xds: &[(String, u16)]) -> Value {
     json!({ "name": "envoy.transport_sockets.tls", "typed_config": context })
 }
 
-/// The bootstrap a proxyless gRPC client reads (`GRPC_XDS_BOOTSTRAP`, gRFC A27): pier's addresses as
-/// `xds_servers` (gRPC falls back along the list, gRFC A71), `server_features: ["xds_v3"]`, and the node
-/// naming the Gateway as Envoy's does. Channel credentials are `insecure`, or with [`XdsTls`] gRPC's
-/// `tls` credentials presenting the Gateway's client certificate (gRFC A65), which pier authorizes
-/// exactly as it does an Envoy's. gRPC speaks state-of-the-world ADS only, so there is no delta
-/// variant; it has no admin listener and no DNS resolver setting of its own.
-pub fn grpc_bootstrap(spec: &BootstrapSpec) -> Value {
-    let creds = match &spec.tls {
-        None => json!([{ "type": "insecure" }]),
-        Some(tls) => json!([{ "type": "tls", "config": {
-            "ca_certificate_file": tls.ca,
-            "certificate_file": tls.cert,
-            "private_key_file": tls.key,
-        } }]),
-    };
-    let servers: Vec<Value> = spec
-        .xds
-        .iter()
-        .map(|(host, port)| {
-            let host = if host.contains(':') {
-                format!("[{host}]")
-            } else {
-                host.clone()
-            };
-            json!({ "server_uri": format!("{host}:{port}"), "channel_creds": creds, "server_features": ["xds_v3"] })
-        })
-        .collect();
-    json!({
-        "xds_servers": servers,
-        "node": {
-            "id": spec.node_id.clone().unwrap_or_else(|| format!("grpc-{}", spec.gateway.replace('/', "-"))),
-            "cluster": spec.gateway,
-            "locality": {},
-        },
-    })
-}
-
 pub fn bootstrap(spec: &BootstrapSpec) -> Value {
     let ads = json!({ "ads": {}, "resource_api_version": "V3", "initial_fetch_timeout": "0s" });
     // A DNS name (the pier Service in a cluster) is re-resolved; an IP needs no resolution.
@@ -217,37 +182,6 @@ pub fn bootstrap(spec: &BootstrapSpec) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_grpc_bootstrap_names_the_gateway_every_server_and_its_credentials() {
-        let mut spec = BootstrapSpec {
-            gateway: "demo/edge".into(),
-            xds: vec![("10.0.0.1".into(), 18000), ("fd00::1".into(), 18000)],
-            delta: false,
-            admin_port: 0,
-            node_id: None,
-            dns_resolver: None,
-            tls: None,
-        };
-        let boot = grpc_bootstrap(&spec);
-        assert_eq!(boot["node"]["cluster"], "demo/edge");
-        assert_eq!(boot["node"]["id"], "grpc-demo-edge");
-        let servers = boot["xds_servers"].as_array().unwrap();
-        assert_eq!(servers[0]["server_uri"], "10.0.0.1:18000");
-        assert_eq!(servers[1]["server_uri"], "[fd00::1]:18000");
-        assert_eq!(servers[0]["server_features"][0], "xds_v3");
-        assert_eq!(servers[0]["channel_creds"][0]["type"], "insecure");
-        spec.tls = Some(XdsTls {
-            cert: "c.crt".into(),
-            key: "c.key".into(),
-            ca: "ca.crt".into(),
-            server_name: None,
-        });
-        let creds = &grpc_bootstrap(&spec)["xds_servers"][0]["channel_creds"][0];
-        assert_eq!(creds["type"], "tls");
-        assert_eq!(creds["config"]["certificate_file"], "c.crt");
-        assert_eq!(creds["config"]["ca_certificate_file"], "ca.crt");
-    }
 
     #[test]
     fn names_the_gateway_and_picks_the_api_type() {

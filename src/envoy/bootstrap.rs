@@ -9,7 +9,11 @@
 //!   `static_resources.secrets`: a missing or wrong-kind secret fails validation instead of waiting on
 //!   an SDS fetch that never comes;
 //! - each ClusterLoadAssignment becomes the `load_assignment` of an extra STATIC cluster
-//!   `__cla_check/<name>` (EDS content is otherwise never loaded statically).
+//!   `__cla_check/<name>` (EDS content is otherwise never loaded statically);
+//! - a proxyless cluster's `ca_certificate_provider_instance` (a CA file on a gRPC client's disk, which
+//!   Envoy does not implement) becomes the SDS reference of the same name: pier names each instance
+//!   after its CA's secret (`envoy::proxyless::tls`), so given the Gateway's secrets, validation also
+//!   checks that the name is a CA pier serves.
 //!
 //! EDS clusters keep their ADS `eds_config`; `dynamic_resources.ads_config` (to a static `xds_cluster`)
 //! makes those references valid. Their endpoints are then checked only through the `__cla_check` copy.
@@ -39,7 +43,10 @@ pub fn validation_bootstrap(res: &Resources) -> Value {
         .collect();
 
     let mut clusters = vec![xds_cluster()];
-    clusters.extend(res.clusters.iter().map(to_json));
+    clusters.extend(res.clusters.iter().map(to_json).map(|mut c| {
+        ca_instance_as_sds(&mut c);
+        c
+    }));
     clusters.extend(res.endpoints.iter().map(|cla| {
         json!({
             "name": format!("{CLA_CHECK_PREFIX}{}", cla.cluster_name),
@@ -132,6 +139,36 @@ fn inline_routes(listener: &mut Value, routes: &BTreeMap<&str, Value>) {
         if let Some(route) = name.and_then(|n| routes.get(n.as_str())) {
             hcm.remove("rds");
             hcm.insert("route_config".to_string(), route.clone());
+        }
+    }
+}
+
+/// Rewrites a TLS cluster's `validation_context` naming a CA instance into the combined form whose SDS
+/// secret is that name.
+fn ca_instance_as_sds(cluster: &mut Value) {
+    let common = cluster.pointer_mut("/transport_socket/typed_config/common_tls_context");
+    let Some(map) = common.and_then(Value::as_object_mut) else {
+        return;
+    };
+    let Some(mut validation) = map.remove("validation_context") else {
+        return;
+    };
+    let instance = validation
+        .as_object_mut()
+        .and_then(|v| v.remove("ca_certificate_provider_instance"));
+    match instance {
+        Some(i) => {
+            let name = i["instance_name"].clone();
+            map.insert(
+                "combined_validation_context".to_string(),
+                json!({
+                    "default_validation_context": validation,
+                    "validation_context_sds_secret_config": { "name": name, "sds_config": { "ads": {} } },
+                }),
+            );
+        }
+        None => {
+            map.insert("validation_context".to_string(), validation);
         }
     }
 }

@@ -15,6 +15,7 @@ pub(crate) mod features;
 pub mod fingerprint;
 #[cfg(test)]
 mod fixture;
+pub mod grpc_bootstrap;
 pub mod items;
 mod listeners;
 pub mod pb;

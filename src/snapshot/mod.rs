@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::gateway::status::{ObjectStatus, StatusMeta};
 
-pub use res::{Facts, GatewayOut, Res, decode, pack, put, share};
+pub use res::{Facts, GatewayOut, Guard, Res, decode, pack, put, share};
 pub use vhost::{Domain, RouteOut, VhostMap, VhostOut, vhost_fingerprint};
 
 /// A status's place in the output: [`ObjectStatus::sort_key`].

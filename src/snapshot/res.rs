@@ -193,6 +193,17 @@ pub struct GatewayOut {
     /// What proxyless gRPC clients of this Gateway are served (`envoy::proxyless`), if anything: their
     /// own listeners, routes, clusters and load assignments, never mixed with Envoy's.
     pub grpc: Option<Box<GatewayOut>>,
+    /// Proxyless halves only: the clusters a client may be given only if its bootstrap declares a
+    /// certificate provider (`envoy::proxyless::tls`), by cluster name.
+    pub guards: imbl::OrdMap<String, Arc<Guard>>,
+}
+
+/// A cluster that verifies its backend against certificate provider `instance`, which a gRPC client's
+/// own bootstrap must define; a client without it is given `fallback` under the same name instead.
+#[derive(Debug, PartialEq)]
+pub struct Guard {
+    pub instance: String,
+    pub fallback: Arc<Res>,
 }
 
 impl GatewayOut {
@@ -298,6 +309,7 @@ pub fn pack(gateway: &str, res: &crate::envoy::Resources) -> GatewayOut {
         secrets: each(gateway, &res.secrets, |s| &s.name, Res::of),
         clusters,
         grpc: None,
+        guards: imbl::OrdMap::new(),
     }
 }
 

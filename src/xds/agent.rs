@@ -8,7 +8,15 @@
 //! `gRPC Java`), tonic-xds one containing `tonic`. Anything else is served as an Envoy, as before this
 //! distinction existed.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
 use envoy_types::pb::envoy::config::core::v3::Node;
+use envoy_types::pb::google::protobuf::value::Kind;
+use tracing::warn;
+
+use super::cache::Snapshot;
+use crate::envoy::proxyless::tls::DECLARED;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Agent {
@@ -36,6 +44,67 @@ impl Agent {
     }
 }
 
+/// What a gRPC client can verify: the certificate provider instances its node metadata declares
+/// (`envoy::proxyless::tls`), and what it was last served for them.
+#[derive(Debug, Default)]
+pub struct Trust {
+    pub declared: BTreeSet<String>,
+    /// The last proxyless half seen, and what this client got of it.
+    served: Option<(Arc<Snapshot>, Arc<Snapshot>)>,
+    /// Clusters already logged as unverifiable here (said once per stream).
+    told: BTreeSet<String>,
+}
+
+impl Trust {
+    /// The instances `node.metadata[DECLARED]` lists (a list of strings; anything else declares none).
+    pub fn of(node: Option<&Node>) -> Trust {
+        let list = node
+            .and_then(|n| n.metadata.as_ref())
+            .and_then(|m| m.fields.get(DECLARED))
+            .and_then(|v| match &v.kind {
+                Some(Kind::ListValue(l)) => Some(&l.values),
+                _ => None,
+            });
+        let declared = list
+            .into_iter()
+            .flatten()
+            .filter_map(|v| match &v.kind {
+                Some(Kind::StringValue(s)) => Some(s.clone()),
+                _ => None,
+            })
+            .collect();
+        Trust {
+            declared,
+            ..Trust::default()
+        }
+    }
+
+    /// What this client is served of `half`, the Gateway's proxyless half; says once per cluster which
+    /// calls fail because the client cannot verify the backend.
+    pub fn serve(&mut self, half: Arc<Snapshot>, node: &str) -> Arc<Snapshot> {
+        if let Some((seen, got)) = &self.served
+            && Arc::ptr_eq(seen, &half)
+        {
+            return got.clone();
+        }
+        for (cluster, instance) in half.undeclared(&self.declared) {
+            if self.told.insert(cluster.to_string()) {
+                warn!(
+                    node,
+                    cluster,
+                    instance,
+                    "this gRPC client's bootstrap declares no certificate provider {instance:?}, so it cannot \
+                     verify the backend and its calls to cluster {cluster} fail; give it the CA file \
+                     (pier bootstrap --grpc --trust-dir)"
+                );
+            }
+        }
+        let got = half.for_declared(&self.declared);
+        self.served = Some((half, got.clone()));
+        got
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +122,31 @@ mod tests {
             assert_eq!(Agent::of(Some(&node(ua))), Agent::Envoy, "{ua}");
         }
         assert_eq!(Agent::of(None), Agent::Envoy);
+    }
+
+    #[test]
+    fn declared_instances_come_from_the_node_metadata_list() {
+        let mut node = Node::default();
+        assert!(Trust::of(Some(&node)).declared.is_empty());
+        let list = |items: &[&str]| envoy_types::pb::google::protobuf::Value {
+            kind: Some(Kind::ListValue(envoy_types::pb::google::protobuf::ListValue {
+                values: items
+                    .iter()
+                    .map(|s| envoy_types::pb::google::protobuf::Value {
+                        kind: Some(Kind::StringValue(s.to_string())),
+                    })
+                    .collect(),
+            })),
+        };
+        let mut meta = envoy_types::pb::google::protobuf::Struct::default();
+        meta.fields
+            .insert(DECLARED.into(), list(&["ca/system", "ca/configmap/ns/ca"]));
+        node.metadata = Some(meta);
+        let got = Trust::of(Some(&node)).declared;
+        assert_eq!(
+            got,
+            BTreeSet::from(["ca/system".to_string(), "ca/configmap/ns/ca".to_string()])
+        );
+        assert!(Trust::of(None).declared.is_empty());
     }
 }

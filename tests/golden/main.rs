@@ -156,15 +156,24 @@ fn golden_envoy_validate() {
             let name = case.file_name().unwrap().to_string_lossy().to_string();
             let input = std::fs::read_to_string(case.join("input.yaml")).expect("read input");
             let t = translate(&name, &input, &options(&case), &resolutions(&case));
-            let proxyless = t.proxyless.iter().map(|(gw, res)| (format!("{gw}, proxyless"), res));
+            // A proxyless set is validated with its Gateway's secrets: its CA instances are named after them.
+            let proxyless: Vec<_> = t
+                .proxyless
+                .iter()
+                .map(|(gw, res)| {
+                    let mut res = res.clone();
+                    res.secrets = t.gateways.get(gw).map(|g| g.secrets.clone()).unwrap_or_default();
+                    (format!("{gw}, proxyless"), res)
+                })
+                .collect();
             t.gateways
                 .iter()
-                .map(|(gw, res)| (gw.clone(), res))
+                .map(|(gw, res)| (gw.clone(), res.clone()))
                 .chain(proxyless)
                 .map(|(gw, res)| {
                     (
                         format!("{name} (Gateway {gw})"),
-                        pier::envoy::bootstrap::validation_bootstrap(res),
+                        pier::envoy::bootstrap::validation_bootstrap(&res),
                     )
                 })
                 .collect::<Vec<_>>()

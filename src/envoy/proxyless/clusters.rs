@@ -31,6 +31,7 @@ pub fn cluster(name: &str, c: &ir::Cluster) -> Result<cluster::Cluster, String> 
             }],
             ..Default::default()
         }),
+        transport_socket: c.tls.as_ref().and_then(super::tls::transport_socket),
         ..Default::default()
     };
     match &c.discovery {
@@ -70,6 +71,15 @@ pub fn cluster(name: &str, c: &ir::Cluster) -> Result<cluster::Cluster, String> 
     Ok(out)
 }
 
+/// What a client that cannot verify cluster `name`'s backend (its bootstrap lacks the certificate
+/// provider, `super::tls`) is given under that name: an EDS cluster whose load assignment is
+/// [`unavailable`]'s, so its calls fail at once instead of reaching the backend unverified.
+pub fn fallback(name: &str) -> cluster::Cluster {
+    let (mut c, _) = unavailable();
+    c.name = name.to_string();
+    c
+}
+
 /// The cluster every call gRPC must fail goes to (`super::UNAVAILABLE`): EDS, and its load assignment
 /// has no endpoint.
 pub fn unavailable() -> (cluster::Cluster, endpoint::ClusterLoadAssignment) {
@@ -94,12 +104,8 @@ pub fn unavailable() -> (cluster::Cluster, endpoint::ClusterLoadAssignment) {
 
 /// Why a proxyless client cannot be given `c`, if it cannot.
 pub fn refusal(c: &ir::Cluster) -> Option<String> {
-    if c.tls.is_some() {
-        return Some(
-            "upstream TLS: a gRPC client verifies backends only against certificate providers named in its own \
-             bootstrap (gRFC A29), which cannot hold this Backend's CA, and it must never fall back to plaintext"
-                .to_string(),
-        );
+    if let Some(why) = c.tls.as_ref().and_then(super::tls::refusal) {
+        return Some(why.to_string());
     }
     match &c.discovery {
         ir::Discovery::DynamicForwardProxy { .. } => {
@@ -226,7 +232,13 @@ mod tests {
     fn what_grpc_cannot_honour_is_refused_not_sent() {
         assert!(cluster("c", &eds()).is_ok());
         let mut tls = eds();
-        tls.tls = Some(b::verified_tls("ca", "c.example"));
+        tls.tls = Some(b::verified_tls("ca/configmap/ns/ca", "c.example"));
+        let verified = cluster("c", &tls).unwrap();
+        assert_eq!(verified.transport_socket.unwrap().name, ext::TLS_TRANSPORT_SOCKET);
+        tls.tls.as_mut().unwrap().client_certificate = Some("cert/ns/client".into());
+        assert!(cluster("c", &tls).unwrap_err().contains("private key"));
+        tls.tls = Some(b::verified_tls("ca/configmap/ns/ca", "c.example"));
+        tls.tls.as_mut().unwrap().trust = ir::Trust::InsecureSkipVerify;
         assert!(cluster("c", &tls).unwrap_err().contains("A29"));
         let mut pool = eds();
         pool.circuit_breaker = Some(ir::CircuitBreaker {

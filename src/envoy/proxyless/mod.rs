@@ -11,6 +11,7 @@
 //! The refusal is reported, never silently dropped.
 
 pub mod clusters;
+pub mod tls;
 
 use super::ads;
 use super::pb::{ext, hcm, listener, matcher, route, router};

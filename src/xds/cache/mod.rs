@@ -34,7 +34,7 @@ use super::XdsType;
 use crate::envoy::Resources;
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
 use crate::envoy::{fingerprint, render};
-use crate::snapshot::{self as out, GatewayOut, Res};
+use crate::snapshot::{self as out, GatewayOut, Guard, Res};
 
 /// One resource, packed, with its content version (the translator's own: see `snapshot::Res`).
 pub type Entry = Res;
@@ -88,6 +88,9 @@ pub struct Snapshot {
     /// What the Gateway's proxyless gRPC clients are served (possibly nothing); `None` in that
     /// snapshot itself.
     proxyless: Option<Arc<Snapshot>>,
+    /// In a proxyless half: the clusters only clients declaring a certificate provider get as they are
+    /// ([`guards`]).
+    guards: imbl::OrdMap<String, Arc<Guard>>,
 }
 
 impl Snapshot {
@@ -114,6 +117,7 @@ impl Snapshot {
             types,
             published: [Instant::now(); 5],
             proxyless: None,
+            guards: out.guards.clone(),
         }
     }
 
@@ -354,5 +358,6 @@ impl SnapshotCache {
     }
 }
 
+pub mod guards;
 #[cfg(test)]
 mod tests;

@@ -171,6 +171,8 @@ pub(crate) struct Peer {
     pub gateway: Option<String>,
     /// An Envoy or a proxyless gRPC client: which half of the Gateway's snapshot it is served.
     pub agent: Agent,
+    /// For a gRPC client: the certificate providers it declares, and what it was served of them.
+    trust: super::agent::Trust,
     pub reg: Registration,
     /// Warned that the Gateway is unknown (or gone); reset once it is served.
     warned: bool,
@@ -298,6 +300,7 @@ fn identify<M: Machine>(shared: &Shared, conn: &PeerInfo, node: Option<&Node>) -
         node_id: id,
         gateway,
         agent,
+        trust: super::agent::Trust::of(node),
         reg,
         warned: false,
         served: false,
@@ -309,11 +312,11 @@ fn identify<M: Machine>(shared: &Shared, conn: &PeerInfo, node: Option<&Node>) -
 /// publish this stream has seen happened (a deleted Gateway's empty state is dated from it).
 fn refresh(shared: &Shared, peer: &mut Peer, plan: &mut Plan, published: Instant) {
     let Some(gateway) = peer.gateway.as_deref() else { return };
-    let half = |s: Arc<super::cache::Snapshot>| match peer.agent {
+    let mut half = |s: Arc<super::cache::Snapshot>| match peer.agent {
         Agent::Envoy => s,
-        Agent::Grpc => s.proxyless(),
+        Agent::Grpc => peer.trust.serve(s.proxyless(), &peer.node),
     };
-    match shared.cache.get(gateway).map(half) {
+    match shared.cache.get(gateway).map(&mut half) {
         Some(snapshot) => {
             if plan.set_latest(snapshot) {
                 debug!("new snapshot for this proxy");

@@ -117,3 +117,90 @@ async fn a_grpc_clients_rejection_is_a_verdict_as_an_envoys_is() {
     }
     h.shutdown().await;
 }
+
+/// [`INPUT`] with Service `a` verified by a BackendTLSPolicy against ConfigMap `default/backend-ca`.
+fn tls_input(ca_pem: &str) -> String {
+    let pem = ca_pem.trim_end().replace('\n', "\\n");
+    format!(
+        "{INPUT}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: backend-ca, namespace: default}}\n\
+         data: {{ca.crt: \"{pem}\\n\"}}\n---\n\
+         apiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {{name: a-tls, namespace: default}}\n\
+         spec: {{targetRefs: [{{group: '', kind: Service, name: a}}], validation: {{hostname: a.example, \
+         caCertificateRefs: [{{group: '', kind: ConfigMap, name: backend-ca}}]}}}}\n"
+    )
+}
+
+/// The cluster a gRPC client whose metadata declares `declared` is given for the target's route.
+async fn served_cluster(h: &Harness, declared: &[&str]) -> pier::envoy::pb::cluster::Cluster {
+    use envoy_types::pb::google::protobuf::{ListValue, Struct, Value, value::Kind};
+    let mut grpc = grpc_client(h).await;
+    let node = grpc.node.as_mut().expect("node not sent yet");
+    let list = declared
+        .iter()
+        .map(|s| Value {
+            kind: Some(Kind::StringValue(s.to_string())),
+        })
+        .collect();
+    let mut metadata = Struct::default();
+    let key = pier::envoy::proxyless::tls::DECLARED.to_string();
+    metadata.fields.insert(
+        key,
+        Value {
+            kind: Some(Kind::ListValue(ListValue { values: list })),
+        },
+    );
+    node.metadata = Some(metadata);
+    grpc.subscribe(Listener, &strings(&[TARGET])).await;
+    grpc.recv_type(Listener).await;
+    grpc.ack(Listener, &strings(&[TARGET])).await;
+    grpc.subscribe(Route, &strings(&[TARGET])).await;
+    let (resp, _) = grpc.recv_type(Route).await;
+    let config: pier::envoy::pb::route::RouteConfiguration =
+        prost::Message::decode(resp.resources[0].value.as_slice()).expect("a route configuration");
+    let Some(pier::envoy::pb::route::route::Action::Route(action)) = &config.virtual_hosts[0].routes[0].action else {
+        panic!("a forwarding route: {config:?}")
+    };
+    let Some(pier::envoy::pb::route::route_action::ClusterSpecifier::Cluster(cluster)) = &action.cluster_specifier
+    else {
+        panic!("one cluster: {action:?}")
+    };
+    grpc.subscribe(Cluster, &strings(&[cluster])).await;
+    let (resp, names) = grpc.recv_type(Cluster).await;
+    assert_eq!(
+        names,
+        [cluster.as_str()],
+        "the route's cluster, under its own name either way"
+    );
+    prost::Message::decode(resp.resources[0].value.as_slice()).expect("a cluster")
+}
+
+#[tokio::test]
+async fn a_tls_backend_is_verified_by_clients_declaring_its_ca_and_unreachable_for_the_others() {
+    let ca = pier::testkit::pki::Ca::new("backend CA");
+    let text = tls_input(&ca.cert_pem());
+    let loaded = pier::model::load::parse_texts(&[("in.yaml".into(), text)]).expect("parses");
+    let engine = pier::translate::engine::Engine::with(loaded.model, pier::Options::default());
+    let out: BTreeMap<String, GatewayOut> = engine.gateways().map(|(k, o)| (k.to_string(), o.clone())).collect();
+    let h = Harness::start().await;
+    h.cache().publish_packed(&out);
+
+    let declaring = served_cluster(&h, &["ca/configmap/default/backend-ca"]).await;
+    let socket = declaring
+        .transport_socket
+        .expect("a client declaring the CA verifies the backend");
+    assert_eq!(socket.name, "envoy.transport_sockets.tls");
+    let eds = declaring.eds_cluster_config.expect("EDS");
+    assert_eq!(eds.service_name, declaring.name, "its own endpoints");
+
+    for declared in [&[][..], &["ca/configmap/default/other-ca"][..]] {
+        let other = served_cluster(&h, declared).await;
+        assert!(other.transport_socket.is_none(), "{declared:?}: {other:?}");
+        let eds = other.eds_cluster_config.expect("EDS");
+        assert_eq!(
+            eds.service_name,
+            pier::ir::names::INVALID_BACKEND_CLUSTER,
+            "{declared:?}: a client that cannot verify gets no endpoint"
+        );
+    }
+    h.shutdown().await;
+}

@@ -7,13 +7,14 @@
 //! target: gRPC asks for listeners by exact name, and pier cannot know which names a client will use.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::{GatewayState, Slot};
-use crate::envoy::proxyless::{self, clusters as grpc};
+use crate::envoy::proxyless::{self, clusters as grpc, tls};
 use crate::gateway::conditions::{Condition, RouteCondition, RouteReason, RouteType};
 use crate::gateway::vhosts;
 use crate::ir;
-use crate::snapshot::{GatewayOut, Res, put};
+use crate::snapshot::{GatewayOut, Guard, Res, put};
 
 /// The proxyless half of a Gateway.
 #[derive(Debug, Clone, Default)]
@@ -52,11 +53,14 @@ impl GatewayState {
             return None;
         }
         let mut refused: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut verified: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
         for t in &r.targets {
+            let o = &t.cluster.origin;
+            let what = || format!("{} {}/{} port {}", o.kind, o.namespace, o.name, o.port);
             if let Some(why) = grpc::refusal(&t.cluster) {
-                let o = &t.cluster.origin;
-                let what = format!("{} {}/{} port {}", o.kind, o.namespace, o.name, o.port);
-                refused.entry(why).or_default().insert(what);
+                refused.entry(why).or_default().insert(what());
+            } else if let Some(i) = instance(&t.cluster) {
+                verified.entry(i).or_default().insert(what());
             }
         }
         for (why, what) in refused {
@@ -66,11 +70,20 @@ impl GatewayState {
             ));
         }
         let at = targets.into_iter().collect::<Vec<_>>().join(", ");
+        let mut tls = String::new();
+        for (instance, what) in verified {
+            let what = what.into_iter().collect::<Vec<_>>().join(", ");
+            tls.push_str(&format!(
+                "; TLS to {what} is verified against certificate provider {instance:?}, which a client's \
+                 bootstrap must declare (pier bootstrap --grpc --trust-dir), else its calls there fail with \
+                 UNAVAILABLE"
+            ));
+        }
         Some(if problems.is_empty() {
             Condition::ok(
                 RouteType::ProxylessGrpc,
                 RouteReason::Accepted,
-                format!("served to proxyless gRPC clients at {at}"),
+                format!("served to proxyless gRPC clients at {at}{tls}"),
                 generation,
             )
         } else {
@@ -78,7 +91,7 @@ impl GatewayState {
             Condition::fail(
                 RouteType::ProxylessGrpc,
                 RouteReason::UnsupportedValue,
-                format!("served to proxyless gRPC clients at {at}, except: {list}"),
+                format!("served to proxyless gRPC clients at {at}, except: {list}{tls}"),
                 generation,
             )
         })
@@ -157,6 +170,12 @@ impl GatewayState {
             }
             wanted.insert(name);
         }
+        // A client that cannot verify a TLS backend is given its cluster pointing at UNAVAILABLE's
+        // (empty) load assignment, so that must be served too.
+        let guarded = |n: &String| self.clusters.0.get(n).is_some_and(|c| instance(c).is_some());
+        if wanted.iter().any(guarded) {
+            wanted.insert(proxyless::UNAVAILABLE.to_string());
+        }
         let p = &mut self.proxyless;
         let known: BTreeSet<String> = p.out.clusters.keys().cloned().collect();
         for name in known.union(&wanted) {
@@ -171,31 +190,53 @@ impl GatewayState {
                 put(&mut p.out.clusters, name, res);
                 continue;
             }
-            let Some(c) = current else {
-                p.out.clusters.remove(name);
-                p.out.endpoints.remove(name);
-                continue;
-            };
-            match grpc::cluster(name, c) {
-                Ok(cluster) => {
-                    let res = Res::message(&cluster);
-                    match &c.discovery {
-                        ir::Discovery::Eds { endpoints } => {
-                            let cla = Res::message(&grpc::load_assignment(name, endpoints)).covering(&res);
-                            put(&mut p.out.endpoints, name, cla);
-                        }
-                        _ => {
-                            p.out.endpoints.remove(name);
-                        }
-                    }
-                    put(&mut p.out.clusters, name, res);
+            p.put_cluster(name, current);
+        }
+    }
+}
+
+/// The certificate provider a client must declare to be given `c` as it is, if `c` is served with TLS.
+fn instance(c: &ir::Cluster) -> Option<&str> {
+    let t = c.tls.as_ref()?;
+    grpc::refusal(c).is_none().then(|| tls::instance(t)).flatten()
+}
+
+impl Proxyless {
+    /// Serves cluster `name` as `c` (its load assignment and its guard with it), or withdraws it when
+    /// there is no `c` or a gRPC client cannot be given it.
+    fn put_cluster(&mut self, name: &str, c: Option<&ir::Cluster>) {
+        let out = &mut self.out;
+        // Routes send a refused cluster's share elsewhere (`proxyless::routes`), so a refusal here is a
+        // guard, not a path: a cluster gRPC cannot be given is never sent.
+        let Some((c, cluster)) = c.and_then(|c| grpc::cluster(name, c).ok().map(|g| (c, g))) else {
+            out.clusters.remove(name);
+            out.endpoints.remove(name);
+            out.guards.remove(name);
+            return;
+        };
+        let res = Res::message(&cluster);
+        match &c.discovery {
+            ir::Discovery::Eds { endpoints } => {
+                let cla = Res::message(&grpc::load_assignment(name, endpoints)).covering(&res);
+                put(&mut out.endpoints, name, cla);
+            }
+            _ => {
+                out.endpoints.remove(name);
+            }
+        }
+        put(&mut out.clusters, name, res);
+        match instance(c) {
+            Some(i) => {
+                let guard = Guard {
+                    instance: i.to_string(),
+                    fallback: Arc::new(Res::message(&grpc::fallback(name))),
+                };
+                if out.guards.get(name).is_none_or(|g| **g != guard) {
+                    out.guards.insert(name.to_string(), Arc::new(guard));
                 }
-                // Routes send a refused cluster's share elsewhere (`proxyless::routes`), so this is a
-                // guard, not a path: a cluster gRPC cannot be given is never sent.
-                Err(_) => {
-                    p.out.clusters.remove(name);
-                    p.out.endpoints.remove(name);
-                }
+            }
+            None => {
+                out.guards.remove(name);
             }
         }
     }
