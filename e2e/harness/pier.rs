@@ -220,6 +220,13 @@ impl Pier {
         self.bootstrap_with(gateway, &["--grpc", "--node-id", node_id])
     }
 
+    /// [`Pier::grpc_bootstrap`] declaring the CA files under `trust_dir` as certificate providers
+    /// (`--trust-dir`), so pier serves the client the TLS backends it can verify.
+    pub fn grpc_bootstrap_trusting(&self, gateway: &str, node_id: &str, trust_dir: &Path) -> Value {
+        let dir = trust_dir.display().to_string();
+        self.bootstrap_with(gateway, &["--grpc", "--node-id", node_id, "--trust-dir", &dir])
+    }
+
     /// `pier bootstrap ARGS` for `gateway`, pointed at this pier over mTLS with the Gateway's certificate
     /// (issued here), printed as JSON.
     fn bootstrap_with(&self, gateway: &str, args: &[&str]) -> Value {

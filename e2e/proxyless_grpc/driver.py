@@ -1,9 +1,10 @@
 """gRPC's own xDS client (grpcio) and gRPC servers for the proxyless scenario: nothing xDS-speaking here
 is hand-written, only calls into grpcio.
 
-  driver.py serve NAME[@IP]...
+  driver.py serve NAME[@IP][+tls]...
                             starts one gRPC server per NAME on IP (default 127.0.0.1), ephemeral
-                            ports, generic handlers: every unary method answers {"server", "method",
+                            ports (with +tls: TLS with the certificate and key the files SERVER_CERT
+                            and SERVER_KEY name), generic handlers: every unary method answers {"server", "method",
                             "metadata"} as JSON bytes; a method ending in "Stream" is server-streaming
                             and answers three such messages. Prints {"NAME": port, ...} once
                             listening, then {"rpc": NAME, "method": M} for every call a server
@@ -12,14 +13,18 @@ is hand-written, only calls into grpcio.
                             {"target", "method", "n", "stream", "timeout", "metadata": [[k, v]]}
                             → {"servers": {NAME: count}, "errors": {CODE: count}, "detail": str|null}.
                             Channels are kept per target across commands (an open channel sees later
-                            configuration changes). GRPC_XDS_BOOTSTRAP names the bootstrap.
+                            configuration changes). GRPC_XDS_BOOTSTRAP names the bootstrap. Channels
+                            use gRPC's xDS credentials (gRFC A29), falling back to plaintext where
+                            the cluster asks for no TLS: what a proxyless client should run with.
 """
 
 import json
+import os
 import sys
 from concurrent import futures
 
 import grpc
+import grpc.experimental
 
 
 class Handler(grpc.GenericRpcHandler):
@@ -46,10 +51,16 @@ class Handler(grpc.GenericRpcHandler):
 def serve(names):
     servers, ports = [], {}
     for spec in names:
+        spec, tls = spec.removesuffix("+tls"), spec.endswith("+tls")
         name, _, ip = spec.partition("@")
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         server.add_generic_rpc_handlers((Handler(name),))
-        ports[name] = server.add_insecure_port(f"{ip or '127.0.0.1'}:0")
+        address = f"{ip or '127.0.0.1'}:0"
+        if tls:
+            pair = [read(os.environ["SERVER_KEY"]), read(os.environ["SERVER_CERT"])]
+            ports[name] = server.add_secure_port(address, grpc.ssl_server_credentials([pair]))
+        else:
+            ports[name] = server.add_insecure_port(address)
         server.start()
         servers.append(server)
     print(json.dumps(ports), flush=True)
@@ -58,11 +69,17 @@ def serve(names):
         server.stop(0)
 
 
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def run(channels, command):
     target = command["target"]
     channel = channels.get(target)
     if channel is None:
-        channel = channels[target] = grpc.insecure_channel(target)
+        credentials = grpc.xds_channel_credentials(grpc.experimental.insecure_channel_credentials())
+        channel = channels[target] = grpc.secure_channel(target, credentials)
     metadata = [tuple(kv) for kv in command.get("metadata", [])]
     servers, errors, detail = {}, {}, None
     for _ in range(command.get("n", 1)):

@@ -21,9 +21,12 @@
 //! A second client, whose node names another Gateway, gets nothing of this one: its calls to this
 //! Gateway's target fail (the listener does not exist for it), while its own Gateway's target works.
 //!
+//! Upstream TLS (gRFC A29) has its own flow, with each client: [`tls`].
+//!
 //! gRPC speaks state-of-the-world ADS only, so this scenario runs once (no `both_modes!`).
 
 mod procs;
+mod tls;
 mod tonic_xds;
 
 use std::path::Path;
@@ -80,6 +83,22 @@ async fn tonic_xds() {
         return eprintln!("PIER_SKIP_ENVOY=1: skipping an end-to-end scenario");
     }
     run::<tonic_xds::TonicXds>("s26-tonic-xds").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpcio_tls() {
+    if crate::harness::envoy::skipped() {
+        return eprintln!("PIER_SKIP_ENVOY=1: skipping an end-to-end scenario");
+    }
+    tls::run::<Client>("s26-grpcio-tls").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tonic_xds_tls() {
+    if crate::harness::envoy::skipped() {
+        return eprintln!("PIER_SKIP_ENVOY=1: skipping an end-to-end scenario");
+    }
+    tls::run::<tonic_xds::TonicXds>("s26-tonic-xds-tls").await;
 }
 
 async fn run<C: Proxyless>(name: &str) {
@@ -235,7 +254,7 @@ fn gateways(port: u16) -> Vec<Value> {
 }
 
 /// A Service with one gRPC port (h2c) and one EndpointSlice per `(slice, port)`, all at 127.0.0.1.
-fn grpc_service(name: &str, slices: &[(&str, u16, &str)]) -> Vec<Value> {
+pub(super) fn grpc_service(name: &str, slices: &[(&str, u16, &str)]) -> Vec<Value> {
     let mut svc = service(name, "grpc", 80);
     svc["spec"]["ports"][0]["appProtocol"] = json!("kubernetes.io/h2c");
     let mut out = vec![svc];
@@ -272,7 +291,7 @@ fn services_moved(b: u16, c: u16, refused: u16) -> Vec<Value> {
     out
 }
 
-fn method(name: &str) -> Value {
+pub(super) fn method(name: &str) -> Value {
     json!([{ "method": { "service": "echo.Echo", "method": name } }])
 }
 

@@ -70,10 +70,20 @@ pub struct Servers {
 impl Servers {
     /// `specs`: `NAME` (on 127.0.0.1) or `NAME@IP`.
     pub fn start(specs: &[&str], work: &Path) -> Servers {
-        let log = work.join("grpc-servers.log");
+        Servers::start_with(specs, &[], work, "grpc-servers")
+    }
+
+    /// `specs` as for [`Servers::start`], each ending in `+tls`: TLS servers presenting `cert` (`key`).
+    pub fn start_tls(specs: &[&str], (cert, key): (&Path, &Path), work: &Path) -> Servers {
+        let env = [("SERVER_CERT", cert), ("SERVER_KEY", key)];
+        Servers::start_with(specs, &env, work, "grpc-tls-servers")
+    }
+
+    fn start_with(specs: &[&str], env: &[(&str, &Path)], work: &Path, label: &str) -> Servers {
+        let log = work.join(format!("{label}.log"));
         let mut args = vec!["serve"];
         args.extend(specs);
-        let (child, stdin, rx) = spawn(&args, &[], &log);
+        let (child, stdin, rx) = spawn(&args, env, &log);
         let first = next(&rx, START, "the gRPC servers' ports", &log);
         let ports = first
             .as_object()
