@@ -274,7 +274,7 @@ fn bootstrap(args: BootstrapArgs) -> Result<()> {
     };
     let (doc, output) = if args.grpc {
         let trust = match &args.tls.trust_dir {
-            Some(dir) => pier::envoy::ads_bootstrap::trust_instances(dir)?,
+            Some(dir) => pier::cli::trust_instances(dir)?,
             None => Vec::new(),
         };
         (pier::envoy::ads_bootstrap::grpc_bootstrap(&spec, &trust), Output::Json)

@@ -18,7 +18,7 @@ use crate::options::{DEFAULT_CONTROLLER_NAME, DEFAULT_SYSTEM_CA_PATH, Guardrails
 pub use demo::{DemoArgs, UpstreamArgs};
 pub use ops::{AdminTarget, DiffArgs, ExplainArgs, Format, ProxyStatusArgs};
 pub use resolve::ResolveArgs;
-pub use xds::{BootstrapTlsArgs, CertsArgs, DEFAULT_TRUST_DOMAIN, XdsArgs};
+pub use xds::{BootstrapTlsArgs, CertsArgs, DEFAULT_TRUST_DOMAIN, XdsArgs, trust_instances};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -172,3 +172,60 @@ impl CertsArgs {
         }
     }
 }
+
+/// The certificate provider instances under `dir`: every `*.pem` file, named by its path below `dir`
+/// without the extension (`DIR/ca/configmap/app/ca.pem` is instance `ca/configmap/app/ca`), with its
+/// absolute path, in name order. A directory without one is an error: the flag would declare nothing.
+pub fn trust_instances(dir: &std::path::Path) -> anyhow::Result<Vec<(String, String)>> {
+    use anyhow::Context;
+    let root = std::fs::canonicalize(dir).with_context(|| format!("--trust-dir {}", dir.display()))?;
+    let mut out = Vec::new();
+    let mut pending = vec![root.clone()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).with_context(|| format!("--trust-dir: reading {}", d.display()))? {
+            let path = entry?.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "pem") {
+                let rel = path.strip_prefix(&root).expect("found under root").with_extension("");
+                let parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into())
+                    .collect();
+                out.push((parts.join("/"), path.display().to_string()));
+            }
+        }
+    }
+    if out.is_empty() {
+        anyhow::bail!(
+            "--trust-dir {}: no *.pem file; name each CA file after its certificate provider instance, as \
+             the GRPCRoute's pier.dev/ProxylessGRPC condition says (DIR/ca/configmap/NS/NAME.pem)",
+            dir.display()
+        );
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pem_below_the_trust_dir_is_an_instance_named_by_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let nested = dir.path().join("ca/configmap/app");
+        std::fs::create_dir_all(&nested).unwrap();
+        std::fs::write(nested.join("backend-ca.pem"), "pem").unwrap();
+        std::fs::write(dir.path().join("ca/system.pem"), "pem").unwrap();
+        std::fs::write(dir.path().join("README"), "not a CA").unwrap();
+        let trust = trust_instances(dir.path()).unwrap();
+        let names: Vec<&str> = trust.iter().map(|(i, _)| i.as_str()).collect();
+        assert_eq!(names, ["ca/configmap/app/backend-ca", "ca/system"]);
+        assert!(std::path::Path::new(&trust[0].1).is_absolute());
+        let empty = tempfile::tempdir().unwrap();
+        let err = trust_instances(empty.path()).unwrap_err().to_string();
+        assert!(err.contains("no *.pem file"), "{err}");
+        assert!(trust_instances(&dir.path().join("missing")).is_err());
+    }
+}

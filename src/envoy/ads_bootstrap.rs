@@ -16,7 +16,7 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
-pub use super::grpc_bootstrap::{grpc_bootstrap, trust_instances};
+pub use super::grpc_bootstrap::grpc_bootstrap;
 
 /// Name of the static cluster that reaches pier's xDS port.
 pub const XDS_CLUSTER: &str = "pier_xds";

@@ -13,7 +13,7 @@ use super::ads_bootstrap::BootstrapSpec;
 /// exactly as it does an Envoy's. gRPC speaks state-of-the-world ADS only, so there is no delta
 /// variant; it has no admin listener and no DNS resolver setting of its own.
 ///
-/// `trust`: `(instance, CA file)` pairs ([`trust_instances`]), each a `file_watcher` certificate
+/// `trust`: `(instance, CA file)` pairs (`cli::trust_instances` reads them from `--trust-dir`), each a `file_watcher` certificate
 /// provider the client verifies TLS backends with (gRFC A29), and all of them listed in the node's
 /// metadata, which is how pier knows what this client can verify (`envoy::proxyless::tls`).
 pub fn grpc_bootstrap(spec: &BootstrapSpec, trust: &[(String, String)]) -> Value {
@@ -69,40 +69,6 @@ pub fn grpc_bootstrap(spec: &BootstrapSpec, trust: &[(String, String)]) -> Value
 /// default is ten).
 const TRUST_REFRESH: &str = "60s";
 
-/// The certificate provider instances under `dir`: every `*.pem` file, named by its path below `dir`
-/// without the extension (`DIR/ca/configmap/app/ca.pem` is instance `ca/configmap/app/ca`), with its
-/// absolute path, in name order. A directory without one is an error: the flag would declare nothing.
-pub fn trust_instances(dir: &std::path::Path) -> anyhow::Result<Vec<(String, String)>> {
-    use anyhow::Context;
-    let root = std::fs::canonicalize(dir).with_context(|| format!("--trust-dir {}", dir.display()))?;
-    let mut out = Vec::new();
-    let mut pending = vec![root.clone()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).with_context(|| format!("--trust-dir: reading {}", d.display()))? {
-            let path = entry?.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|e| e == "pem") {
-                let rel = path.strip_prefix(&root).expect("found under root").with_extension("");
-                let parts: Vec<String> = rel
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into())
-                    .collect();
-                out.push((parts.join("/"), path.display().to_string()));
-            }
-        }
-    }
-    if out.is_empty() {
-        anyhow::bail!(
-            "--trust-dir {}: no *.pem file; name each CA file after its certificate provider instance, as \
-             the GRPCRoute's pier.dev/ProxylessGRPC condition says (DIR/ca/configmap/NS/NAME.pem)",
-            dir.display()
-        );
-    }
-    out.sort();
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,16 +76,13 @@ mod tests {
 
     #[test]
     fn a_trust_dir_declares_one_file_watcher_per_ca_file_and_lists_them_in_the_node() {
-        let dir = tempfile::tempdir().unwrap();
-        let nested = dir.path().join("ca/configmap/app");
-        std::fs::create_dir_all(&nested).unwrap();
-        std::fs::write(nested.join("backend-ca.pem"), "pem").unwrap();
-        std::fs::write(dir.path().join("ca/system.pem"), "pem").unwrap();
-        std::fs::write(dir.path().join("README"), "not a CA").unwrap();
-        let trust = trust_instances(dir.path()).unwrap();
-        let names: Vec<&str> = trust.iter().map(|(i, _)| i.as_str()).collect();
-        assert_eq!(names, ["ca/configmap/app/backend-ca", "ca/system"]);
-        assert!(std::path::Path::new(&trust[0].1).is_absolute());
+        let trust = vec![
+            (
+                "ca/configmap/app/backend-ca".to_string(),
+                "/trust/ca/configmap/app/backend-ca.pem".to_string(),
+            ),
+            ("ca/system".to_string(), "/trust/ca/system.pem".to_string()),
+        ];
         let spec = BootstrapSpec {
             gateway: "app/gw".into(),
             xds: vec![("127.0.0.1".into(), 18000)],
@@ -137,9 +100,6 @@ mod tests {
             boot["node"]["metadata"][crate::envoy::proxyless::tls::DECLARED],
             json!(["ca/configmap/app/backend-ca", "ca/system"])
         );
-        let empty = tempfile::tempdir().unwrap();
-        let err = trust_instances(empty.path()).unwrap_err().to_string();
-        assert!(err.contains("no *.pem file"), "{err}");
     }
 
     #[test]

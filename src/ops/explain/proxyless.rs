@@ -11,11 +11,11 @@ use crate::ir::names;
 /// The targets of the Gateway document `doc`; with `route` (`(namespace, name)` of a GRPCRoute), those
 /// that serve one of its entries, with only its entries.
 pub fn targets(doc: &Value, route: Option<(&str, &str)>) -> Vec<ProxylessTarget> {
-    let served: std::collections::BTreeSet<&str> = doc["proxyless"]["clusters"]
+    let served: Served = doc["proxyless"]["clusters"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|c| c["name"].as_str())
+        .filter_map(|c| Some((c["name"].as_str()?, ca_instance(c))))
         .collect();
     let configs = doc["proxyless"]["routes"].as_array().into_iter().flatten();
     configs
@@ -38,6 +38,16 @@ pub fn targets(doc: &Value, route: Option<(&str, &str)>) -> Vec<ProxylessTarget>
         .collect()
 }
 
+/// The clusters gRPC clients are given, each with the certificate provider a client must declare to
+/// reach it (TLS clusters, `envoy::proxyless::tls`).
+type Served<'a> = std::collections::BTreeMap<&'a str, Option<&'a str>>;
+
+fn ca_instance(cluster: &Value) -> Option<&str> {
+    cluster
+        .pointer("/transport_socket/typed_config/common_tls_context/validation_context/ca_certificate_provider_instance/instance_name")
+        .and_then(Value::as_str)
+}
+
 fn owned_by(r: &Value, route: Option<(&str, &str)>) -> bool {
     let Some((ns, name)) = route else { return true };
     r["name"]
@@ -46,7 +56,7 @@ fn owned_by(r: &Value, route: Option<(&str, &str)>) -> bool {
         .is_some_and(|n| n.route_kind == "grpcroute" && n.namespace == ns && n.name == name)
 }
 
-fn entry(r: &Value, served: &std::collections::BTreeSet<&str>) -> ProxylessEntry {
+fn entry(r: &Value, served: &Served) -> ProxylessEntry {
     let m = &r["match"];
     let path = ["path", "prefix"]
         .iter()
@@ -67,17 +77,18 @@ fn entry(r: &Value, served: &std::collections::BTreeSet<&str>) -> ProxylessEntry
 }
 
 /// A cluster gRPC clients are given, or one they are not (its calls fail).
-fn cluster(name: &str, served: &std::collections::BTreeSet<&str>) -> String {
-    if name == names::INVALID_BACKEND_CLUSTER {
-        "an UNAVAILABLE share (refused: see the conditions)".to_string()
-    } else if served.contains(name) {
-        name.to_string()
-    } else {
-        format!("{name} [not offered to gRPC clients: UNAVAILABLE]")
+fn cluster(name: &str, served: &Served) -> String {
+    match served.get(name) {
+        _ if name == names::INVALID_BACKEND_CLUSTER => "an UNAVAILABLE share (refused: see the conditions)".to_string(),
+        Some(None) => name.to_string(),
+        Some(Some(instance)) => format!(
+            "{name} [TLS: only clients declaring certificate provider {instance:?} reach it, others get UNAVAILABLE]"
+        ),
+        None => format!("{name} [not offered to gRPC clients: UNAVAILABLE]"),
     }
 }
 
-fn action(r: &Value, served: &std::collections::BTreeSet<&str>) -> String {
+fn action(r: &Value, served: &Served) -> String {
     let route = &r["route"];
     if let Some(c) = route["cluster"]
         .as_str()
@@ -109,7 +120,10 @@ mod tests {
 
     #[test]
     fn a_routes_entries_per_target() {
-        let doc = json!({"proxyless": {"clusters": [{"name": "service/default/a/80"}, {"name": "a"}], "routes": [
+        let tls = json!({"common_tls_context": {"validation_context": {
+            "ca_certificate_provider_instance": {"instance_name": "ca/configmap/default/ca"}}}});
+        let doc = json!({"proxyless": {"clusters": [{"name": "service/default/a/80"},
+            {"name": "a", "transport_socket": {"typed_config": tls}}], "routes": [
             {"name": "echo.example:8080", "virtual_hosts": [{"routes": [
                 {"name": "grpcroute/default/echo/rule/0/match/0", "match": {"path": "/e.E/Say"},
                  "route": {"cluster": "service/default/a/80"}},
@@ -137,7 +151,8 @@ mod tests {
         assert_eq!(all.len(), 2);
         assert_eq!(
             all[1].entries[0].action,
-            "split: a (3), b [not offered to gRPC clients: UNAVAILABLE] (1)"
+            "split: a [TLS: only clients declaring certificate provider \"ca/configmap/default/ca\" reach it, \
+             others get UNAVAILABLE] (3), b [not offered to gRPC clients: UNAVAILABLE] (1)"
         );
         assert!(targets(&json!({}), None).is_empty());
     }
