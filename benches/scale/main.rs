@@ -13,8 +13,9 @@
 //!   full translation in the same run (`engine.rs`).
 //! - `fanout STREAMS ROUTES SAMPLES [delta]`: one change → every one of STREAMS ADS streams ACKed, and
 //!   pier's resident memory per idle stream (`fanout.rs`).
-//! - `proxyless CLIENTS SAMPLES`: one change → every one of CLIENTS proxyless gRPC clients ACKed, and
-//!   pier's resident memory per idle client (`proxyless.rs`).
+//! - `proxyless CLIENTS SAMPLES [tls]`: one change → every one of CLIENTS proxyless gRPC clients ACKed,
+//!   and pier's resident memory per idle client (`proxyless.rs`); with `tls` the changed rules reach a
+//!   TLS backend whose CA half the clients declare.
 //! - `churn ROUTES RATE SECONDS [delta]`: RATE changes a second (routes edited, deleted, restored,
 //!   endpoints moved, no-op EndpointSlice rewrites) with a real Envoy: pier's mean CPU, its memory over
 //!   time, and the pushes no-op rewrites caused (`churn.rs`).
@@ -107,7 +108,11 @@ fn main() {
             };
             let pier_bin = pier_bin();
             let rt = runtime();
-            println!("{}", rt.block_on(proxyless::run(&pier_bin, arg(1, 1000), arg(2, 10))));
+            let tls = args.iter().any(|a| a == "tls");
+            println!(
+                "{}",
+                rt.block_on(proxyless::run(&pier_bin, arg(1, 1000), arg(2, 10), tls))
+            );
         }
         Some("services") => {
             let dir = PathBuf::from(args.get(1).expect("services DIR N"));

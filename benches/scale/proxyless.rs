@@ -11,6 +11,11 @@
 //! Synthetic clients, not 1,000 grpcio processes (one process's channels share one xDS stream, so only
 //! separate processes would be separate streams, and a thousand Python interpreters would measure this
 //! machine, not pier). The e2e suite (`s26`) holds the real clients to the same protocol.
+//!
+//! With `tls`, Service `b` (which every added rule reaches) is verified by a BackendTLSPolicy, and every
+//! odd-numbered client declares its CA's certificate provider (`pier.dev/certificate-providers`): the
+//! others are each served their own variant of the Gateway's half (`xds::cache::guards`), rebuilt on
+//! every publish. Comparing the two runs prices that.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -36,19 +41,28 @@ struct Names {
     endpoints: Vec<String>,
 }
 
-pub async fn run(pier_bin: &Path, clients: usize, samples: usize) -> serde_json::Value {
+/// The certificate provider instance of Service `b`'s CA, with `tls`.
+const INSTANCE: &str = "ca/configmap/bench/b-ca";
+
+pub async fn run(pier_bin: &Path, clients: usize, samples: usize, tls: bool) -> serde_json::Value {
     let work = tempfile::tempdir().expect("work dir");
     let dir = work.path().join("config");
     std::fs::create_dir_all(&dir).expect("config dir");
     put(&dir, "base.yaml", base().as_bytes());
-    put(&dir, "route.yaml", route(0).as_bytes());
+    if tls {
+        put(&dir, "tls.yaml", b_tls().as_bytes());
+    }
+    // With `tls`, a rule reaches `b` from the start, so clients ask for its cluster.
+    let first = usize::from(tls);
+    put(&dir, "route.yaml", route(first).as_bytes());
     let pier = Pier::start(pier_bin, &dir, work.path(), &[]).await;
     let names = Arc::new(names(&pier).await);
     let before = rss_kib(pier.pid());
     let mut acks = Vec::with_capacity(clients);
     for i in 0..clients {
         let (tx, rx) = watch::channel((String::new(), Instant::now()));
-        tokio::spawn(client(pier.xds, i, names.clone(), tx));
+        let declared = if tls && i % 2 == 1 { vec![INSTANCE] } else { Vec::new() };
+        tokio::spawn(client(pier.xds, i, declared, names.clone(), tx));
         acks.push(rx);
     }
     synced(&mut acks).await;
@@ -57,13 +71,13 @@ pub async fn run(pier_bin: &Path, clients: usize, samples: usize) -> serde_json:
     let mut per_client = Vec::new();
     let mut all = Vec::new();
     for k in 1..=samples {
-        let (each, last) = time_change(&mut acks, || put(&dir, "route.yaml", route(k).as_bytes())).await;
+        let (each, last) = time_change(&mut acks, || put(&dir, "route.yaml", route(first + k).as_bytes())).await;
         per_client.extend(each);
         all.push(last);
     }
     let per = idle.saturating_sub(before) as f64 / clients as f64;
     serde_json::json!({
-        "clients": clients, "samples": samples,
+        "clients": clients, "samples": samples, "tls": tls,
         "ack_ms": crate::summary(&per_client), "all_acked_ms": crate::summary(&all),
         "pier_rss_kib": {"before_clients": before, "idle_clients": idle},
         "rss_kib_per_idle_client": (per * 10.0).round() / 10.0,
@@ -102,7 +116,13 @@ async fn names(pier: &Pier) -> Names {
 }
 
 /// One gRPC client: every type by name, every response ACKed; reports its route-configuration ACKs.
-async fn client(xds: SocketAddr, i: usize, names: Arc<Names>, acked: watch::Sender<(String, Instant)>) {
+async fn client(
+    xds: SocketAddr,
+    i: usize,
+    declared: Vec<&str>,
+    names: Arc<Names>,
+    acked: watch::Sender<(String, Instant)>,
+) {
     let mut ads = AggregatedDiscoveryServiceClient::connect(format!("http://{xds}"))
         .await
         .expect("connecting to pier");
@@ -127,6 +147,7 @@ async fn client(xds: SocketAddr, i: usize, names: Arc<Names>, acked: watch::Send
         id: format!("proxyless-{i}"),
         cluster: "bench/gw".into(),
         user_agent_name: "gRPC C-core bench".into(),
+        metadata: Some(declaring(&declared)),
         ..Default::default()
     });
     for req in [
@@ -153,6 +174,35 @@ async fn client(xds: SocketAddr, i: usize, names: Arc<Names>, acked: watch::Send
             acked.send_replace((resp.version_info.clone(), Instant::now()));
         }
     }
+}
+
+/// Node metadata declaring `instances`, as `pier bootstrap --grpc --trust-dir` writes it.
+fn declaring(instances: &[&str]) -> envoy_types::pb::google::protobuf::Struct {
+    use envoy_types::pb::google::protobuf::{ListValue, Struct, Value, value::Kind};
+    let text = |s: &&str| Value {
+        kind: Some(Kind::StringValue(s.to_string())),
+    };
+    let list = Value {
+        kind: Some(Kind::ListValue(ListValue {
+            values: instances.iter().map(text).collect(),
+        })),
+    };
+    let mut out = Struct::default();
+    out.fields.insert(pier::envoy::proxyless::tls::DECLARED.into(), list);
+    out
+}
+
+/// Service `b` verified against a fresh CA in ConfigMap `b-ca`.
+fn b_tls() -> String {
+    let pem = pier::testkit::pki::Ca::new("bench CA").cert_pem();
+    let pem = pem.trim_end().replace('\n', "\\n");
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b-ca, namespace: bench}}\n\
+         data: {{ca.crt: \"{pem}\\n\"}}\n---\n\
+         apiVersion: gateway.networking.k8s.io/v1\nkind: BackendTLSPolicy\nmetadata: {{name: b-tls, namespace: bench}}\n\
+         spec: {{targetRefs: [{{group: '', kind: Service, name: b}}], validation: {{hostname: b.bench, \
+         caCertificateRefs: [{{group: '', kind: ConfigMap, name: b-ca}}]}}}}\n"
+    )
 }
 
 fn base() -> String {
