@@ -44,6 +44,10 @@ impl Agent {
     }
 }
 
+/// Instances a stream's declaration is read up to: a node is untrusted input, and no Gateway needs
+/// more CAs than this; one declared beyond it counts as not declared (its backend fails closed).
+pub const MAX_DECLARED: usize = 256;
+
 /// What a gRPC client can verify: the certificate provider instances its node metadata declares
 /// (`envoy::proxyless::tls`), and what it was last served for them.
 #[derive(Debug, Default)]
@@ -56,7 +60,8 @@ pub struct Trust {
 }
 
 impl Trust {
-    /// The instances `node.metadata[DECLARED]` lists (a list of strings; anything else declares none).
+    /// The instances `node.metadata[DECLARED]` lists (a list of strings; anything else declares none),
+    /// the first [`MAX_DECLARED`] of them.
     pub fn of(node: Option<&Node>) -> Trust {
         let list = node
             .and_then(|n| n.metadata.as_ref())
@@ -72,6 +77,7 @@ impl Trust {
                 Some(Kind::StringValue(s)) => Some(s.clone()),
                 _ => None,
             })
+            .take(MAX_DECLARED)
             .collect();
         Trust {
             declared,
@@ -148,5 +154,17 @@ mod tests {
             BTreeSet::from(["ca/system".to_string(), "ca/configmap/ns/ca".to_string()])
         );
         assert!(Trust::of(None).declared.is_empty());
+        let many: Vec<String> = (0..MAX_DECLARED + 10).map(|i| format!("ca/configmap/ns/{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        node.metadata
+            .as_mut()
+            .unwrap()
+            .fields
+            .insert(DECLARED.into(), list(&many));
+        assert_eq!(
+            Trust::of(Some(&node)).declared.len(),
+            MAX_DECLARED,
+            "an untrusted list is bounded"
+        );
     }
 }

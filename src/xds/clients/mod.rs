@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use dashmap::DashMap;
-use serde_json::{Value, json};
 
 use super::XdsType;
 use super::agent::Agent;
@@ -73,6 +72,8 @@ pub struct ClientInfo {
     /// An Envoy or a proxyless gRPC client, and the `user_agent_name` it sent.
     pub agent: Agent,
     pub user_agent: String,
+    /// The certificate provider instances a gRPC client's node declares (`xds::agent::Trust`), escaped.
+    pub certificate_providers: Vec<String>,
     pub connected_at_unix: u64,
     pub types: BTreeMap<XdsType, TypeStatus>,
     /// Where the stream stood after it last ran; `None` before its first response.
@@ -198,6 +199,7 @@ impl Clients {
                 mode,
                 agent: Agent::Envoy,
                 user_agent: String::new(),
+                certificate_providers: Vec::new(),
                 connected_at_unix,
                 types: BTreeMap::new(),
                 sync: None,
@@ -206,11 +208,13 @@ impl Clients {
         id
     }
 
-    /// Records what kind of client the stream is (told from its node, after registering it).
-    pub fn set_agent(&self, id: ClientId, agent: Agent, user_agent: &str) {
+    /// Records what kind of client the stream is and what it declares it can verify (told from its
+    /// node, after registering it).
+    pub fn set_agent(&self, id: ClientId, agent: Agent, user_agent: &str, declared: &BTreeSet<String>) {
         if let Some(mut c) = self.streams.get_mut(&id) {
             c.agent = agent;
             c.user_agent = short(user_agent);
+            c.certificate_providers = declared.iter().map(|d| short(d)).collect();
         }
     }
 
@@ -337,61 +341,8 @@ impl Clients {
         }
         out.into_iter().collect()
     }
-
-    /// `/debug/clients`: `{"clients": [{id, node, cluster, gateway, mode, agent, user_agent, connected_at_unix,
-    /// recent_failures, types: {clusters: {state, sent_version, acked_version, nack_count, rejecting,
-    /// last_nack: {version, message}}}, states: {clusters: SYNCED, ...}}], "failing": [...]}`.
-    /// `states` has every type's [`ConfigState`]; `types` the ones sent or answered at least once;
-    /// `recent_failures` counts the proxy's streams that failed in the last ten minutes, and `failing`
-    /// lists every failed stream's peer ([`Failures::to_json`]), connected or not.
-    pub fn to_json(&self) -> Value {
-        let clients: Vec<Value> = self
-            .list()
-            .into_iter()
-            .map(|c| {
-                let types: serde_json::Map<String, Value> = c
-                    .types
-                    .iter()
-                    .map(|(ty, t)| {
-                        let nack = t
-                            .last_nack
-                            .as_ref()
-                            .map(|n| json!({"version": n.version, "message": n.message}));
-                        let status = json!({
-                            "type_url": ty.type_url(),
-                            "state": c.state(*ty).as_str(),
-                            "sent_version": t.sent_version,
-                            "acked_version": t.acked_version,
-                            "nack_count": t.nack_count,
-                            "rejecting": t.rejecting,
-                            "last_nack": nack,
-                        });
-                        (ty.as_str().to_string(), status)
-                    })
-                    .collect();
-                let states: serde_json::Map<String, Value> = XdsType::ALL
-                    .into_iter()
-                    .map(|ty| (ty.as_str().to_string(), json!(c.state(ty).as_str())))
-                    .collect();
-                json!({
-                    "id": c.id,
-                    "node": c.node_id,
-                    "cluster": c.cluster,
-                    "gateway": c.gateway,
-                    "identity": c.identity,
-                    "mode": c.mode.as_str(),
-                    "agent": c.agent.as_str(),
-                    "user_agent": c.user_agent,
-                    "connected_at_unix": c.connected_at_unix,
-                    "recent_failures": self.failures.recent(&c.identity, &c.node_id),
-                    "states": states,
-                    "types": types,
-                })
-            })
-            .collect();
-        json!({ "clients": clients, "failing": self.failures.to_json() })
-    }
 }
 
+mod json;
 #[cfg(test)]
 mod tests;

@@ -294,13 +294,14 @@ fn identify<M: Machine>(shared: &Shared, conn: &PeerInfo, node: Option<&Node>) -
         mode: M::MODE,
     };
     let user_agent = node.map_or("", |n| n.user_agent_name.as_str());
-    shared.clients.set_agent(reg.id, agent, user_agent);
+    let trust = super::agent::Trust::of(node);
+    shared.clients.set_agent(reg.id, agent, user_agent, &trust.declared);
     Peer {
         node: short(&id),
         node_id: id,
         gateway,
         agent,
-        trust: super::agent::Trust::of(node),
+        trust,
         reg,
         warned: false,
         served: false,

@@ -191,6 +191,18 @@ async fn a_tls_backend_is_verified_by_clients_declaring_its_ca_and_unreachable_f
     assert_eq!(socket.name, "envoy.transport_sockets.tls");
     let eds = declaring.eds_cluster_config.expect("EDS");
     assert_eq!(eds.service_name, declaring.name, "its own endpoints");
+    let declared: Vec<Vec<String>> = h
+        .server
+        .clients
+        .list()
+        .into_iter()
+        .map(|c| c.certificate_providers)
+        .collect();
+    assert_eq!(
+        declared,
+        [vec!["ca/configmap/default/backend-ca".to_string()]],
+        "/debug/clients shows what the client declared"
+    );
 
     for declared in [&[][..], &["ca/configmap/default/other-ca"][..]] {
         let other = served_cluster(&h, declared).await;
