@@ -175,17 +175,29 @@ impl CertsArgs {
 
 /// The certificate provider instances under `dir`: every `*.pem` file, named by its path below `dir`
 /// without the extension (`DIR/ca/configmap/app/ca.pem` is instance `ca/configmap/app/ca`), with its
-/// absolute path, in name order. A directory without one is an error: the flag would declare nothing.
+/// path as found (not resolved, so a file Kubernetes swaps by symlink is re-read there), in name order.
+///
+/// Entries whose name starts with `.` are skipped: a ConfigMap or projected volume keeps its real files
+/// in `..data` and `..<timestamp>` directories and links each visible path into them, so those would
+/// declare every file twice under names no cluster uses. Directory symlinks are followed (that is how
+/// the visible paths are linked), down to [`TRUST_DEPTH`] levels, so a loop ends. A directory without
+/// a `*.pem` file is an error: the flag would declare nothing.
 pub fn trust_instances(dir: &std::path::Path) -> anyhow::Result<Vec<(String, String)>> {
     use anyhow::Context;
-    let root = std::fs::canonicalize(dir).with_context(|| format!("--trust-dir {}", dir.display()))?;
+    let root = std::path::absolute(dir).with_context(|| format!("--trust-dir {}", dir.display()))?;
     let mut out = Vec::new();
-    let mut pending = vec![root.clone()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).with_context(|| format!("--trust-dir: reading {}", d.display()))? {
+    let mut pending = vec![(root.clone(), 0)];
+    while let Some((d, depth)) = pending.pop() {
+        let entries = std::fs::read_dir(&d).with_context(|| format!("--trust-dir: reading {}", d.display()))?;
+        for entry in entries {
             let path = entry?.path();
+            if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+                continue;
+            }
             if path.is_dir() {
-                pending.push(path);
+                if depth < TRUST_DEPTH {
+                    pending.push((path, depth + 1));
+                }
             } else if path.extension().is_some_and(|e| e == "pem") {
                 let rel = path.strip_prefix(&root).expect("found under root").with_extension("");
                 let parts: Vec<String> = rel
@@ -207,6 +219,10 @@ pub fn trust_instances(dir: &std::path::Path) -> anyhow::Result<Vec<(String, Str
     Ok(out)
 }
 
+/// How deep `--trust-dir` is searched: the longest instance name (`ca-bundle/KIND/NS/NAME`) is four
+/// levels; more only guards against a symlink loop.
+const TRUST_DEPTH: usize = 6;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +239,23 @@ mod tests {
         let names: Vec<&str> = trust.iter().map(|(i, _)| i.as_str()).collect();
         assert_eq!(names, ["ca/configmap/app/backend-ca", "ca/system"]);
         assert!(std::path::Path::new(&trust[0].1).is_absolute());
+
+        // A ConfigMap volume: the files live in a hidden timestamped directory, `..data` links to it,
+        // and each visible path links through `..data`; a loop back to the root ends.
+        let volume = tempfile::tempdir().unwrap();
+        let real = volume.path().join("..2026_11_27_20_00_00.1/ca/configmap/app");
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::write(real.join("backend-ca.pem"), "pem").unwrap();
+        std::os::unix::fs::symlink("..2026_11_27_20_00_00.1", volume.path().join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/ca", volume.path().join("ca")).unwrap();
+        std::os::unix::fs::symlink(volume.path(), real.join("loop")).unwrap();
+        let trust = trust_instances(volume.path()).unwrap();
+        let names: Vec<&str> = trust.iter().map(|(i, _)| i.as_str()).collect();
+        assert_eq!(names, ["ca/configmap/app/backend-ca"], "{trust:?}");
+        assert!(
+            trust[0].1.ends_with("/ca/configmap/app/backend-ca.pem"),
+            "the visible path: {trust:?}"
+        );
         let empty = tempfile::tempdir().unwrap();
         let err = trust_instances(empty.path()).unwrap_err().to_string();
         assert!(err.contains("no *.pem file"), "{err}");

@@ -8,14 +8,16 @@ use super::ads_bootstrap::BootstrapSpec;
 
 /// The bootstrap a proxyless gRPC client reads (`GRPC_XDS_BOOTSTRAP`, gRFC A27): pier's addresses as
 /// `xds_servers` (gRPC falls back along the list, gRFC A71), `server_features: ["xds_v3"]`, and the node
-/// naming the Gateway as Envoy's does. Channel credentials are `insecure`, or with [`XdsTls`] gRPC's
+/// naming the Gateway as Envoy's does. Channel credentials are `insecure`, or with
+/// [`XdsTls`](super::ads_bootstrap::XdsTls) gRPC's
 /// `tls` credentials presenting the Gateway's client certificate (gRFC A65), which pier authorizes
 /// exactly as it does an Envoy's. gRPC speaks state-of-the-world ADS only, so there is no delta
 /// variant; it has no admin listener and no DNS resolver setting of its own.
 ///
-/// `trust`: `(instance, CA file)` pairs (`cli::trust_instances` reads them from `--trust-dir`), each a `file_watcher` certificate
-/// provider the client verifies TLS backends with (gRFC A29), and all of them listed in the node's
-/// metadata, which is how pier knows what this client can verify (`envoy::proxyless::tls`).
+/// `trust`: `(instance, CA file)` pairs (`cli::trust_instances` reads them from `--trust-dir`), each a
+/// `file_watcher` certificate provider the client verifies TLS backends with (gRFC A29), and all of them
+/// listed in the node's metadata, which is how pier knows what this client can verify
+/// (`envoy::proxyless::tls`).
 pub fn grpc_bootstrap(spec: &BootstrapSpec, trust: &[(String, String)]) -> Value {
     let creds = match &spec.tls {
         None => json!([{ "type": "insecure" }]),
