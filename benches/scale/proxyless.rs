@@ -147,7 +147,7 @@ async fn client(
         id: format!("proxyless-{i}"),
         cluster: "bench/gw".into(),
         user_agent_name: "gRPC C-core bench".into(),
-        metadata: Some(declaring(&declared)),
+        metadata: Some(pier::xds::agent::Trust::metadata(&declared)),
         ..Default::default()
     });
     for req in [
@@ -174,22 +174,6 @@ async fn client(
             acked.send_replace((resp.version_info.clone(), Instant::now()));
         }
     }
-}
-
-/// Node metadata declaring `instances`, as `pier bootstrap --grpc --trust-dir` writes it.
-fn declaring(instances: &[&str]) -> envoy_types::pb::google::protobuf::Struct {
-    use envoy_types::pb::google::protobuf::{ListValue, Struct, Value, value::Kind};
-    let text = |s: &&str| Value {
-        kind: Some(Kind::StringValue(s.to_string())),
-    };
-    let list = Value {
-        kind: Some(Kind::ListValue(ListValue {
-            values: instances.iter().map(text).collect(),
-        })),
-    };
-    let mut out = Struct::default();
-    out.fields.insert(pier::envoy::proxyless::tls::DECLARED.into(), list);
-    out
 }
 
 /// Service `b` verified against a fresh CA in ConfigMap `b-ca`.

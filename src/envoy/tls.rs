@@ -85,7 +85,7 @@ pub(super) fn downstream(certificates: &[String], client: Option<&ir::ClientVali
     })
 }
 
-fn transport_socket<M: prost::Message + prost::Name>(context: M) -> core::TransportSocket {
+pub(super) fn transport_socket<M: prost::Message + prost::Name>(context: M) -> core::TransportSocket {
     core::TransportSocket {
         name: ext::TLS_TRANSPORT_SOCKET.to_string(),
         config_type: Some(core::transport_socket::ConfigType::TypedConfig(

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
 use envoy_types::pb::google::protobuf::value::Kind;
+use envoy_types::pb::google::protobuf::{ListValue, Struct, Value};
 use tracing::warn;
 
 use super::cache::Snapshot;
@@ -85,6 +86,22 @@ impl Trust {
         }
     }
 
+    /// The node metadata declaring `instances`: what a gRPC client sends when its bootstrap came from
+    /// `pier bootstrap --grpc --trust-dir` (`envoy::grpc_bootstrap`), the form [`Trust::of`] reads.
+    pub fn metadata(instances: &[&str]) -> Struct {
+        let text = |s: &&str| Value {
+            kind: Some(Kind::StringValue(s.to_string())),
+        };
+        let list = Value {
+            kind: Some(Kind::ListValue(ListValue {
+                values: instances.iter().map(text).collect(),
+            })),
+        };
+        Struct {
+            fields: [(DECLARED.to_string(), list)].into_iter().collect(),
+        }
+    }
+
     /// What this client is served of `half`, the Gateway's proxyless half; says once per cluster which
     /// calls fail because the client cannot verify the backend.
     pub fn serve(&mut self, half: Arc<Snapshot>, node: &str) -> Arc<Snapshot> {
@@ -134,20 +151,7 @@ mod tests {
     fn declared_instances_come_from_the_node_metadata_list() {
         let mut node = Node::default();
         assert!(Trust::of(Some(&node)).declared.is_empty());
-        let list = |items: &[&str]| envoy_types::pb::google::protobuf::Value {
-            kind: Some(Kind::ListValue(envoy_types::pb::google::protobuf::ListValue {
-                values: items
-                    .iter()
-                    .map(|s| envoy_types::pb::google::protobuf::Value {
-                        kind: Some(Kind::StringValue(s.to_string())),
-                    })
-                    .collect(),
-            })),
-        };
-        let mut meta = envoy_types::pb::google::protobuf::Struct::default();
-        meta.fields
-            .insert(DECLARED.into(), list(&["ca/system", "ca/configmap/ns/ca"]));
-        node.metadata = Some(meta);
+        node.metadata = Some(Trust::metadata(&["ca/system", "ca/configmap/ns/ca"]));
         let got = Trust::of(Some(&node)).declared;
         assert_eq!(
             got,
@@ -156,11 +160,7 @@ mod tests {
         assert!(Trust::of(None).declared.is_empty());
         let many: Vec<String> = (0..MAX_DECLARED + 10).map(|i| format!("ca/configmap/ns/{i}")).collect();
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
-        node.metadata
-            .as_mut()
-            .unwrap()
-            .fields
-            .insert(DECLARED.into(), list(&many));
+        node.metadata = Some(Trust::metadata(&many));
         assert_eq!(
             Trust::of(Some(&node)).declared.len(),
             MAX_DECLARED,

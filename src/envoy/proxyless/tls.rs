@@ -16,7 +16,7 @@
 //! typed field), and the SNI (clients that implement gRFC A98 send it; older ones send the target's
 //! authority, which verification does not depend on). Refused: whatever A29 clients cannot honour.
 
-use super::super::pb::{core, ext, matcher, tls};
+use super::super::pb::{core, matcher, tls};
 use crate::ir;
 
 /// The node metadata key listing the certificate provider instances a client's bootstrap declares.
@@ -88,12 +88,7 @@ pub fn transport_socket(t: &ir::UpstreamTls) -> Option<core::TransportSocket> {
         sni: t.sni.clone().unwrap_or_default(),
         ..Default::default()
     };
-    Some(core::TransportSocket {
-        name: ext::TLS_TRANSPORT_SOCKET.to_string(),
-        config_type: Some(core::transport_socket::ConfigType::TypedConfig(
-            envoy_types::util::pack_any(context),
-        )),
-    })
+    Some(super::super::tls::transport_socket(context))
 }
 
 /// An untyped matcher: gRPC checks it against every SAN of the certificate, whatever its type.

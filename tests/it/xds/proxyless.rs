@@ -132,24 +132,9 @@ fn tls_input(ca_pem: &str) -> String {
 
 /// The cluster a gRPC client whose metadata declares `declared` is given for the target's route.
 async fn served_cluster(h: &Harness, declared: &[&str]) -> pier::envoy::pb::cluster::Cluster {
-    use envoy_types::pb::google::protobuf::{ListValue, Struct, Value, value::Kind};
     let mut grpc = grpc_client(h).await;
     let node = grpc.node.as_mut().expect("node not sent yet");
-    let list = declared
-        .iter()
-        .map(|s| Value {
-            kind: Some(Kind::StringValue(s.to_string())),
-        })
-        .collect();
-    let mut metadata = Struct::default();
-    let key = pier::envoy::proxyless::tls::DECLARED.to_string();
-    metadata.fields.insert(
-        key,
-        Value {
-            kind: Some(Kind::ListValue(ListValue { values: list })),
-        },
-    );
-    node.metadata = Some(metadata);
+    node.metadata = Some(pier::xds::agent::Trust::metadata(declared));
     grpc.subscribe(Listener, &strings(&[TARGET])).await;
     grpc.recv_type(Listener).await;
     grpc.ack(Listener, &strings(&[TARGET])).await;
