@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use envoy_types::pb::envoy::config::core::v3::Node;
-use envoy_types::pb::envoy::service::discovery::v3::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
 use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DiscoveryRequest};
 use pier::testkit::workload::Workload;
 use pier::xds::XdsType;
@@ -57,18 +56,24 @@ pub async fn run(pier_bin: &Path, streams: usize, routes: usize, samples: usize,
 
     let mut per_stream = Vec::new();
     let mut all = Vec::new();
+    let mut first = Vec::new();
     for k in 0..samples {
         let (each, last) = time_change(&mut acks, || {
             put(&dir, &format!("new-{k}.yaml"), new_route(k).as_bytes())
         })
         .await;
+        if k == 0 {
+            first.clone_from(&each);
+        }
         per_stream.extend(each);
         all.push(last);
     }
+    let routes_only = per_stream.get(first.len()..).unwrap_or_default();
     let per_stream_kib = idle_after.saturating_sub(idle_before) as f64 / streams as f64;
     serde_json::json!({
         "streams": streams, "routes": routes, "samples": samples, "mode": if delta { "delta" } else { "sotw" },
         "ack_ms": crate::summary(&per_stream), "all_acked_ms": crate::summary(&all),
+        "cluster_added_ack_ms": crate::summary(&first), "route_only_ack_ms": crate::summary(routes_only),
         "pier_rss_kib": {"before_streams": idle_before, "idle_streams": idle_after},
         "rss_kib_per_idle_stream": (per_stream_kib * 10.0).round() / 10.0,
     })
@@ -132,9 +137,6 @@ async fn subscriptions(pier: &Pier) -> (Arc<Vec<String>>, Arc<Vec<String>>) {
 
 /// One proxy: subscribes as Envoy does and ACKs every response; reports its route-configuration ACKs.
 async fn client(xds: SocketAddr, i: usize, eds: Arc<Vec<String>>, rds: Arc<Vec<String>>, acked: Acked) {
-    let mut ads = AggregatedDiscoveryServiceClient::connect(format!("http://{xds}"))
-        .await
-        .expect("connecting to pier");
     let (tx, rx) = mpsc::channel(16);
     let request = |ty: XdsType, names: &[String], version: &str, nonce: &str| DiscoveryRequest {
         type_url: ty.type_url().to_string(),
@@ -157,11 +159,7 @@ async fn client(xds: SocketAddr, i: usize, eds: Arc<Vec<String>>, rds: Arc<Vec<S
     ] {
         tx.send(req).await.expect("request stream open");
     }
-    let mut responses = ads
-        .stream_aggregated_resources(ReceiverStream::new(rx))
-        .await
-        .expect("ADS stream")
-        .into_inner();
+    let mut responses = ads::<_, Reply>(xds, SOTW, rx).await;
     while let Ok(Some(resp)) = responses.message().await {
         let Some(ty) = XdsType::from_type_url(&resp.type_url) else {
             continue;
@@ -187,9 +185,6 @@ async fn client(xds: SocketAddr, i: usize, eds: Arc<Vec<String>>, rds: Arc<Vec<S
 /// One delta proxy: wildcard clusters and listeners, the load assignments and route configurations by
 /// name, every response ACKed at once; reports its route-configuration ACKs.
 async fn delta_client(xds: SocketAddr, i: usize, eds: Arc<Vec<String>>, rds: Arc<Vec<String>>, acked: Acked) {
-    let mut ads = AggregatedDiscoveryServiceClient::connect(format!("http://{xds}"))
-        .await
-        .expect("connecting to pier");
     let (tx, rx) = mpsc::channel(16);
     let subscribe = |ty: XdsType, names: &[String]| DeltaDiscoveryRequest {
         type_url: ty.type_url().to_string(),
@@ -210,11 +205,7 @@ async fn delta_client(xds: SocketAddr, i: usize, eds: Arc<Vec<String>>, rds: Arc
     ] {
         tx.send(req).await.expect("request stream open");
     }
-    let mut responses = ads
-        .delta_aggregated_resources(ReceiverStream::new(rx))
-        .await
-        .expect("delta ADS stream")
-        .into_inner();
+    let mut responses = ads::<_, Reply>(xds, DELTA, rx).await;
     while let Ok(Some(resp)) = responses.message().await {
         let Some(ty) = XdsType::from_type_url(&resp.type_url) else {
             continue;
@@ -228,9 +219,53 @@ async fn delta_client(xds: SocketAddr, i: usize, eds: Arc<Vec<String>>, rds: Arc
             return;
         }
         if ty == XdsType::Route && !resp.resources.is_empty() {
-            acked.send_replace((resp.system_version_info.clone(), Instant::now()));
+            acked.send_replace((resp.version_info.clone(), Instant::now()));
         }
     }
+}
+
+const SOTW: &str = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
+const DELTA: &str = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources";
+
+/// What a client reads of a response, SotW or delta: the version (`version_info` and
+/// `system_version_info` are both field 1), the type, the nonce, and how many resources came. Each
+/// resource decodes as an empty message, which skips its bytes.
+#[derive(Clone, PartialEq, prost::Message)]
+struct Reply {
+    #[prost(string, tag = "1")]
+    version_info: String,
+    #[prost(message, repeated, tag = "2")]
+    resources: Vec<Skipped>,
+    #[prost(string, tag = "4")]
+    type_url: String,
+    #[prost(string, tag = "5")]
+    nonce: String,
+}
+
+// prost's derive needs braces (it builds the value as `Skipped {}`).
+#[allow(clippy::empty_structs_with_brackets)]
+#[derive(Clone, PartialEq, prost::Message)]
+struct Skipped {}
+
+/// One ADS call on a connection of its own, sending what `rx` yields.
+async fn ads<Req, Resp>(xds: SocketAddr, path: &'static str, rx: mpsc::Receiver<Req>) -> tonic::Streaming<Resp>
+where
+    Req: prost::Message + Send + Sync + 'static,
+    Resp: prost::Message + Default + Send + Sync + 'static,
+{
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{xds}"))
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connecting to pier");
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.expect("connection ready");
+    let codec = tonic_prost::ProstCodec::<Req, Resp>::default();
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static(path);
+    grpc.streaming(tonic::Request::new(ReceiverStream::new(rx)), path, codec)
+        .await
+        .expect("ADS stream")
+        .into_inner()
 }
 
 pub fn rss_kib(pid: u32) -> u64 {

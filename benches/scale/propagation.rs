@@ -178,9 +178,11 @@ impl Pier {
             .arg(&address_file)
             .args(extra)
             // The fan-out's simulated proxies all connect from 127.0.0.1, one peer to pier's
-            // `--xds-max-connections-per-peer`; set through the environment, which builds that
-            // predate the bound ignore.
+            // `--xds-max-connections-per-peer`, and at once, more than `--xds-max-pending-connections`
+            // (a flood's bound: the oldest is closed, and these clients do not reconnect); set through
+            // the environment, which builds that predate a bound ignore.
             .env("PIER_XDS_MAX_CONNECTIONS_PER_PEER", "1000000")
+            .env("PIER_XDS_MAX_PENDING_CONNECTIONS", "1000000")
             // PIER_BENCH_LOG=pier=debug (say) with PIER_BENCH_TRACE shows where a sample's time went.
             .env(
                 "PIER_LOG",

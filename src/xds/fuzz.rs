@@ -6,14 +6,12 @@
 
 use std::sync::Arc;
 
-use envoy_types::pb::envoy::service::discovery::v3::{
-    DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest, DiscoveryResponse,
-};
+use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest};
 use prost::Message;
 
 use super::cache::Snapshot;
 use super::delta::Delta;
-use super::sotw::Sotw;
+use super::sotw::{Sotw, SotwResponse};
 use super::stream::Machine;
 use super::untrusted;
 use crate::envoy::Resources;
@@ -32,7 +30,7 @@ pub fn drive(data: &[u8], resources: &Resources) {
         rest = &tail[len..];
     }
     if mode % 2 == 0 {
-        let carried = |r: &DiscoveryResponse| r.resources.iter().filter_map(any_name).collect();
+        let carried = |r: &SotwResponse| r.message().resources.iter().filter_map(any_name).collect();
         run::<Sotw>(
             &messages,
             &snapshot,

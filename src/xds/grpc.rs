@@ -15,9 +15,10 @@
 
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
-use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DiscoveryRequest};
+use envoy_types::pb::envoy::service::discovery::v3::{DeltaDiscoveryRequest, DeltaDiscoveryResponse, DiscoveryRequest};
 use http_body::Frame;
 use prost::Message;
 use tokio_stream::Stream;
@@ -26,10 +27,11 @@ use tonic::body::Body;
 use tonic::codegen::{Bytes, Service, http};
 use tonic::server::NamedService;
 
+use super::cache::bodies::{self, Body as SharedBody};
 use super::delta::Delta;
 use super::requests::Requests;
 use super::server::AdsServer;
-use super::sotw::Sotw;
+use super::sotw::{Sotw, SotwResponse};
 use super::stream;
 use super::transport::PeerInfo;
 
@@ -121,23 +123,63 @@ impl Service<http::Request<Body>> for AdsService {
 
 const GRPC_CONTENT_TYPE: http::HeaderValue = http::HeaderValue::from_static("application/grpc");
 
-/// A response stream as gRPC frames: each message length-prefixed in an allocation of its own, then
-/// the status as trailers when the stream ends (OK) or yields an error.
+/// A response as gRPC data: the length-prefixed message, in one or two pieces.
+pub(crate) trait Wire {
+    fn frames(self) -> Result<(Bytes, Option<Bytes>), Status>;
+}
+
+impl Wire for DeltaDiscoveryResponse {
+    fn frames(self) -> Result<(Bytes, Option<Bytes>), Status> {
+        Ok((frame(&self)?, None))
+    }
+}
+
+/// The prefix and this stream's nonce in an allocation of their own, then the body shared with every
+/// stream sent the same one (`cache::bodies`): together, one `DiscoveryResponse`.
+impl Wire for SotwResponse {
+    fn frames(self) -> Result<(Bytes, Option<Bytes>), Status> {
+        let nonce = bodies::text_len(5, &self.nonce);
+        let len = nonce + self.body.bytes.len();
+        let mut head = Vec::with_capacity(5 + nonce);
+        head.push(0);
+        head.extend_from_slice(&prefix(len)?.to_be_bytes());
+        bodies::text(5, &self.nonce, &mut head);
+        Ok((Bytes::from(head), Some(Bytes::from_owner(Held(self.body)))))
+    }
+}
+
+/// A shared body as bytes the transport can hold until it is written.
+struct Held(Arc<SharedBody>);
+
+impl AsRef<[u8]> for Held {
+    fn as_ref(&self) -> &[u8] {
+        &self.0.bytes
+    }
+}
+
+/// A response stream as gRPC frames: each message length-prefixed (in allocations that are freed once
+/// written), then the status as trailers when the stream ends (OK) or yields an error.
 struct Framed<S> {
     messages: S,
+    /// The rest of the message whose first piece was just yielded.
+    rest: Option<Bytes>,
     done: bool,
 }
 
 impl<S> Framed<S> {
     fn new(messages: S) -> Framed<S> {
-        Framed { messages, done: false }
+        Framed {
+            messages,
+            rest: None,
+            done: false,
+        }
     }
 }
 
 impl<S, M> http_body::Body for Framed<S>
 where
     S: Stream<Item = Result<M, Status>> + Unpin,
-    M: Message,
+    M: Wire,
 {
     type Data = Bytes;
     type Error = Status;
@@ -146,9 +188,15 @@ where
         if self.done {
             return Poll::Ready(None);
         }
+        if let Some(rest) = self.rest.take() {
+            return Poll::Ready(Some(Ok(Frame::data(rest))));
+        }
         let status = match ready!(Pin::new(&mut self.messages).poll_next(cx)) {
-            Some(Ok(message)) => match frame(&message) {
-                Ok(bytes) => return Poll::Ready(Some(Ok(Frame::data(bytes)))),
+            Some(Ok(message)) => match message.frames() {
+                Ok((first, rest)) => {
+                    self.rest = rest;
+                    return Poll::Ready(Some(Ok(Frame::data(first))));
+                }
                 Err(status) => status,
             },
             Some(Err(status)) => status,
@@ -171,15 +219,19 @@ where
 /// One gRPC message: not compressed (0), its length (big-endian u32), its bytes.
 fn frame<M: Message>(message: &M) -> Result<Bytes, Status> {
     let len = message.encoded_len();
-    let prefix = u32::try_from(len)
-        .map_err(|_| Status::resource_exhausted(format!("a {len}-byte response is over gRPC's 4 GiB limit")))?;
     let mut buf = Vec::with_capacity(5 + len);
     buf.push(0);
-    buf.extend_from_slice(&prefix.to_be_bytes());
+    buf.extend_from_slice(&prefix(len)?.to_be_bytes());
     message
         .encode(&mut buf)
         .map_err(|e| Status::internal(format!("encoding a response: {e}")))?;
     Ok(Bytes::from(buf))
+}
+
+/// A message's length as gRPC's prefix carries it.
+fn prefix(len: usize) -> Result<u32, Status> {
+    u32::try_from(len)
+        .map_err(|_| Status::resource_exhausted(format!("a {len}-byte response is over gRPC's 4 GiB limit")))
 }
 
 #[cfg(test)]
@@ -191,16 +243,19 @@ mod tests {
     #[tokio::test]
     async fn frames_each_message_then_ok_trailers() {
         let messages = vec![
-            Ok(DiscoveryResponse {
-                version_info: "1".into(),
+            Ok(DeltaDiscoveryResponse {
+                system_version_info: "1".into(),
                 ..Default::default()
             }),
-            Ok(DiscoveryResponse::default()),
+            Ok(DeltaDiscoveryResponse::default()),
         ];
         let mut body = Framed::new(tokio_stream::iter(messages));
         let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
         assert_eq!(&first[..5], &[0, 0, 0, 0, 3]);
-        assert_eq!(DiscoveryResponse::decode(&first[5..]).unwrap().version_info, "1");
+        assert_eq!(
+            DeltaDiscoveryResponse::decode(&first[5..]).unwrap().system_version_info,
+            "1"
+        );
         let second = body.frame().await.unwrap().unwrap().into_data().unwrap();
         assert_eq!(&second[..], &[0, 0, 0, 0, 0]);
         let trailers = body.frame().await.unwrap().unwrap().into_trailers().unwrap();
@@ -209,9 +264,42 @@ mod tests {
         assert!(body.frame().await.is_none());
     }
 
+    /// The nonce and the shared body go out as two pieces of one gRPC message, which decodes as the
+    /// response prost would have encoded whole.
+    #[tokio::test]
+    async fn a_sotw_response_is_its_nonce_then_its_shared_body() {
+        let whole = DiscoveryResponse {
+            version_info: "v7".into(),
+            type_url: "type.googleapis.com/envoy.config.cluster.v3.Cluster".into(),
+            nonce: "42".into(),
+            ..Default::default()
+        };
+        let shared = DiscoveryResponse {
+            nonce: String::new(),
+            ..whole.clone()
+        };
+        let body = Arc::new(SharedBody {
+            bytes: shared.encode_to_vec(),
+            resources: 0,
+        });
+        let response = SotwResponse {
+            nonce: "42".into(),
+            body: body.clone(),
+        };
+        let mut framed = Framed::new(tokio_stream::iter(vec![Ok::<_, Status>(response)]));
+        let head = framed.frame().await.unwrap().unwrap().into_data().unwrap();
+        let rest = framed.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(rest.as_ptr(), body.bytes.as_ptr(), "the body is shared, not copied");
+        let message = [&head[5..], &rest[..]].concat();
+        assert_eq!(head[1..5], u32::try_from(message.len()).unwrap().to_be_bytes());
+        assert_eq!(DiscoveryResponse::decode(message.as_slice()).unwrap(), whole);
+        let trailers = framed.frame().await.unwrap().unwrap().into_trailers().unwrap();
+        assert_eq!(trailers["grpc-status"], "0");
+    }
+
     #[tokio::test]
     async fn an_error_ends_the_stream_with_its_status() {
-        let messages: Vec<Result<DiscoveryResponse, Status>> = vec![Err(Status::permission_denied("not yours"))];
+        let messages: Vec<Result<DeltaDiscoveryResponse, Status>> = vec![Err(Status::permission_denied("not yours"))];
         let mut body = Framed::new(tokio_stream::iter(messages));
         let trailers = body.frame().await.unwrap().unwrap().into_trailers().unwrap();
         assert_eq!(trailers["grpc-status"], "7");

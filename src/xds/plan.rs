@@ -193,23 +193,34 @@ impl Plan {
     }
 
     /// `back`'s view of `ty` plus whatever `front` and the pins have that `back` lacks (newest first).
+    /// Every stream in the same state serves the same merge, so it is computed once (`Snapshot::merged`).
     fn merged(&self, back: &Arc<Snapshot>, ty: XdsType) -> Arc<View> {
         let base = back.view(ty);
-        let older = self.front.iter().chain(&self.pinned).map(|s| s.view(ty));
-        let mut extra: BTreeMap<&String, &Arc<_>> = BTreeMap::new();
-        for view in older.filter(|v| !Arc::ptr_eq(v, base)) {
-            for (name, entry) in &view.entries {
-                if !base.entries.contains_key(name) {
-                    extra.entry(name).or_insert(entry);
-                }
-            }
-        }
-        if extra.is_empty() {
+        let older: Vec<&Arc<Snapshot>> = self
+            .front
+            .iter()
+            .chain(&self.pinned)
+            .filter(|s| !Arc::ptr_eq(s.view(ty), base))
+            .collect();
+        if older.is_empty() {
             return base.clone();
         }
-        let mut entries = base.entries.clone();
-        entries.extend(extra.into_iter().map(|(n, e)| (n.clone(), e.clone())));
-        Arc::new(View::new(entries))
+        back.merged(ty, &older, || {
+            let mut extra: BTreeMap<&String, &Arc<_>> = BTreeMap::new();
+            for view in older.iter().map(|s| s.view(ty)) {
+                for (name, entry) in &view.entries {
+                    if !base.entries.contains_key(name) {
+                        extra.entry(name).or_insert(entry);
+                    }
+                }
+            }
+            if extra.is_empty() {
+                return base.clone();
+            }
+            let mut entries = base.entries.clone();
+            entries.extend(extra.into_iter().map(|(n, e)| (n.clone(), e.clone())));
+            Arc::new(View::new(entries))
+        })
     }
 }
 

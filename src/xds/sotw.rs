@@ -17,15 +17,19 @@
 //!   records it as acknowledged and sends nothing — no reload, no churn (notes §4.3 says this is safe
 //!   for pure-wildcard LDS/CDS only; named types are always answered).
 //!
-//! Owns the wire rules only; which snapshot a type is served from is [`Plan`]'s decision.
+//! Owns the wire rules only; which snapshot a type is served from is [`Plan`]'s decision. A response's
+//! body (everything but the nonce) comes from the view, shared with every stream sent the same
+//! resources (`cache::bodies`); the stream holds it until its proxy answers.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use envoy_types::pb::envoy::config::core::v3::Node;
-use envoy_types::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
 
 use super::XdsType;
 use super::cache::View;
+use super::cache::bodies::{Body, Selection, names_key};
 use super::clients::{Mode, TypeSync};
 use super::plan::{Plan, Progress};
 use super::stream::{Event, Machine, type_sync};
@@ -39,6 +43,8 @@ struct TypeState {
     /// A non-empty `resource_names` was sent once: the legacy (empty list) wildcard no longer applies.
     named_ever: bool,
     names: BTreeSet<String>,
+    /// [`names_key`] of `names`: which streams' responses this one's can share.
+    names_key: u64,
     /// First request or changed subscription: answer even if the version did not change.
     need_response: bool,
     last_nonce: Option<String>,
@@ -48,6 +54,29 @@ struct TypeState {
     nacked_version: Option<String>,
     /// The version a reconnecting proxy says it holds (first request of a pure-wildcard type).
     held_version: Option<String>,
+    /// The body of the response awaiting an (N)ACK: holding it keeps it shareable for the rest of the
+    /// fleet while the change is in flight (`cache::bodies`).
+    in_flight: Option<Arc<Body>>,
+}
+
+/// A SotW response as it goes on the wire: the stream's own nonce and a body it may share with other
+/// streams (`xds::grpc` frames the two as one `DiscoveryResponse`).
+#[derive(Debug, Clone)]
+pub(crate) struct SotwResponse {
+    pub nonce: String,
+    pub body: Arc<Body>,
+}
+
+impl SotwResponse {
+    /// The response decoded, as a proxy reads it.
+    #[cfg(any(test, feature = "fuzzing", feature = "testkit"))]
+    pub fn message(&self) -> envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse {
+        use prost::Message;
+        let mut bytes = Vec::new();
+        super::cache::bodies::text(5, &self.nonce, &mut bytes);
+        bytes.extend_from_slice(&self.body.bytes);
+        Message::decode(bytes.as_slice()).expect("a body decodes")
+    }
 }
 
 /// A SotW stream's protocol state.
@@ -85,7 +114,7 @@ impl Progress for Types<'_> {
 
 impl Machine for Sotw {
     type Request = DiscoveryRequest;
-    type Response = DiscoveryResponse;
+    type Response = SotwResponse;
     const MODE: Mode = Mode::Sotw;
 
     fn names(request: &DiscoveryRequest) -> usize {
@@ -114,6 +143,7 @@ impl Machine for Sotw {
                 }
                 Some(_) if st.awaiting_ack => {
                     st.awaiting_ack = false;
+                    st.in_flight = None;
                     let version = st.sent_version.clone().unwrap_or_default();
                     match &req.error_detail {
                         Some(error) => {
@@ -147,6 +177,7 @@ impl Machine for Sotw {
         }
         if first || wildcard != st.wildcard || names != st.names {
             st.need_response = true;
+            st.names_key = names_key(&names);
         }
         st.wildcard = wildcard;
         st.names = names;
@@ -169,7 +200,7 @@ impl Machine for Sotw {
         })
     }
 
-    fn flush(&mut self, events: &mut Vec<Event>) -> Vec<(XdsType, DiscoveryResponse)> {
+    fn flush(&mut self, events: &mut Vec<Event>) -> Vec<(XdsType, SotwResponse)> {
         events.extend(self.plan.advance(&Types(&self.types)).into_iter().map(Event::Plan));
         XdsType::ALL
             .into_iter()
@@ -179,7 +210,7 @@ impl Machine for Sotw {
 }
 
 impl Sotw {
-    fn respond(&mut self, ty: XdsType, events: &mut Vec<Event>) -> Option<DiscoveryResponse> {
+    fn respond(&mut self, ty: XdsType, events: &mut Vec<Event>) -> Option<SotwResponse> {
         let st = &mut self.types[ty.index()];
         if !st.subscribed || st.awaiting_ack {
             return None;
@@ -202,33 +233,25 @@ impl Sotw {
             });
             return None;
         }
-        let resources: Vec<_> = if st.wildcard {
-            view.entries.values().map(|e| e.resource().clone()).collect()
+        let selection = if st.wildcard {
+            Selection::All
         } else {
-            st.names
-                .iter()
-                .filter_map(|n| view.entries.get(n))
-                .map(|e| e.resource().clone())
-                .collect()
+            Selection::Named(&st.names, st.names_key)
         };
+        let body = view.body(ty, selection);
         self.nonces += 1;
         let nonce = self.nonces.to_string();
         st.last_nonce = Some(nonce.clone());
         st.awaiting_ack = true;
         st.need_response = false;
         st.sent_version = Some(view.version.clone());
+        st.in_flight = Some(body.clone());
         events.push(Event::Sent {
             ty,
             version: view.version.clone(),
-            resources: resources.len(),
+            resources: body.resources,
             removed: 0,
         });
-        Some(DiscoveryResponse {
-            version_info: view.version.clone(),
-            resources,
-            type_url: ty.type_url().to_string(),
-            nonce,
-            ..Default::default()
-        })
+        Some(SotwResponse { nonce, body })
     }
 }

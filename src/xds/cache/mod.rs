@@ -30,6 +30,8 @@ use prost::Message;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use self::bodies::{Bodies, Body, Selection};
+use self::merges::Merges;
 use super::XdsType;
 use crate::envoy::Resources;
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
@@ -51,6 +53,8 @@ pub struct View {
     /// The longest resource name, in bytes: what a request naming every resource may cost
     /// (`xds::bounds`).
     pub longest_name: usize,
+    /// State-of-the-world response bodies of this view, shared among the streams sent them.
+    bodies: Bodies,
 }
 
 impl View {
@@ -64,7 +68,14 @@ impl View {
             version: fingerprint::version(fp),
             entries,
             longest_name,
+            bodies: Bodies::default(),
         }
+    }
+
+    /// The response body carrying `selection` of this view's resources (of type `ty`), shared with
+    /// every stream sent the same one while any of them holds it.
+    pub(crate) fn body(&self, ty: XdsType, selection: Selection<'_>) -> Arc<Body> {
+        self.bodies.get(&self.version, ty.type_url(), &self.entries, selection)
     }
 
     pub fn empty() -> View {
@@ -91,6 +102,8 @@ pub struct Snapshot {
     /// In a proxyless half: the clusters only clients declaring a certificate provider get as they are
     /// ([`guards`]).
     guards: imbl::OrdMap<String, Arc<Guard>>,
+    /// This snapshot's views merged with older snapshots', shared by the streams serving them.
+    merges: Merges,
 }
 
 impl Snapshot {
@@ -118,6 +131,7 @@ impl Snapshot {
             published: [Instant::now(); 5],
             proxyless: None,
             guards: out.guards.clone(),
+            merges: Merges::default(),
         }
     }
 
@@ -160,6 +174,17 @@ impl Snapshot {
 
     pub fn view(&self, ty: XdsType) -> &Arc<View> {
         &self.types[ty.index()]
+    }
+
+    /// This snapshot's view of `ty` merged with `older` snapshots' (newest first) by `compute`, shared
+    /// with every stream asking for the same merge while any of them serves it.
+    pub(crate) fn merged(
+        &self,
+        ty: XdsType,
+        older: &[&Arc<Snapshot>],
+        compute: impl FnOnce() -> Arc<View>,
+    ) -> Arc<View> {
+        self.merges.get(ty, older, compute)
     }
 
     pub fn version(&self, ty: XdsType) -> &str {
@@ -358,6 +383,8 @@ impl SnapshotCache {
     }
 }
 
+pub mod bodies;
 pub mod guards;
+mod merges;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,219 @@
+//! State-of-the-world response bodies, encoded once per view and subscription and shared by every
+//! stream that is sent them.
+//!
+//! Why: a change reaches every proxy of a Gateway with the same response — the same view, and for the
+//! named types the same names, since every Envoy of a Gateway asks for the same ones. Encoding it per
+//! stream cloned each resource and encoded the lot again, 10,000 times for 10,000 proxies; that was
+//! the SotW fan-out's tail (docs/performance.md). A body is every field of a `DiscoveryResponse` but
+//! the nonce; protobuf fields may come in any order and a message is the concatenation of its fields,
+//! so a stream frames its own nonce ahead of the shared bytes (`xds::grpc`) and the proxy decodes the
+//! same message.
+//!
+//! Memory: the view keeps only weak references. A stream holds its body until the proxy ACKs or NACKs
+//! it (`sotw`), so a body lives while a fan-out is in flight and is freed once the fleet has answered;
+//! an idle fleet holds no encoded copy of anything.
+
+use std::collections::BTreeSet;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use envoy_types::pb::google::protobuf::Any;
+use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len, message};
+
+use super::Entries;
+
+/// Distinct subscriptions of one view whose bodies are kept shareable; beyond that a body is encoded
+/// for its stream alone (a fleet whose proxies all ask differently gains nothing from sharing).
+const MAX_SHARED: usize = 64;
+
+/// A response's fields other than the nonce, encoded, and how many resources it carries.
+#[derive(Debug)]
+pub struct Body {
+    pub bytes: Vec<u8>,
+    pub resources: usize,
+}
+
+impl AsRef<[u8]> for Body {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// Which resources of a view a stream is sent.
+#[derive(Debug, Clone, Copy)]
+pub enum Selection<'a> {
+    All,
+    /// The names a stream asked for, and their [`names_key`].
+    Named(&'a BTreeSet<String>, u64),
+}
+
+/// A subscription's identity: the keyed hash of its names. The key is random per process, so no
+/// client can choose names that collide with another subscription's.
+pub fn names_key(names: &BTreeSet<String>) -> u64 {
+    static KEY: OnceLock<RandomState> = OnceLock::new();
+    KEY.get_or_init(RandomState::new).hash_one(names)
+}
+
+/// A view's shareable bodies, by subscription (`None`: every resource).
+#[derive(Default)]
+pub struct Bodies(Mutex<Vec<(Option<u64>, Weak<Body>)>>);
+
+impl Bodies {
+    /// The body of `selection` of `entries` at `version`: shared if a stream still holds it, else
+    /// encoded (under the lock, so the streams of a fan-out wait for one encoding rather than each
+    /// making its own).
+    pub fn get(&self, version: &str, type_url: &str, entries: &Entries, selection: Selection<'_>) -> Arc<Body> {
+        let key = match selection {
+            Selection::All => None,
+            Selection::Named(_, key) => Some(key),
+        };
+        let mut shared = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(body) = shared.iter().find(|(k, _)| *k == key).and_then(|(_, w)| w.upgrade()) {
+            return body;
+        }
+        let resources: Vec<&Any> = match selection {
+            Selection::All => entries.values().map(|e| e.resource()).collect(),
+            Selection::Named(names, _) => names
+                .iter()
+                .filter_map(|n| entries.get(n))
+                .map(|e| e.resource())
+                .collect(),
+        };
+        let body = Arc::new(encode(version, type_url, &resources));
+        shared.retain(|(k, w)| *k != key && w.strong_count() > 0);
+        if shared.len() < MAX_SHARED {
+            shared.push((key, Arc::downgrade(&body)));
+        }
+        body
+    }
+}
+
+impl Clone for Bodies {
+    /// A copied view starts with nothing encoded (bodies belong to the view they were encoded from).
+    fn clone(&self) -> Self {
+        Bodies::default()
+    }
+}
+
+impl PartialEq for Bodies {
+    /// Bodies are derived from the view's own content: they never make two views differ.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Bodies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map_or(0, |v| v.len());
+        write!(f, "Bodies({n})")
+    }
+}
+
+/// `version_info` (1), `resources` (2) and `type_url` (4) of a `DiscoveryResponse`, as prost would
+/// encode them.
+fn encode(version: &str, type_url: &str, resources: &[&Any]) -> Body {
+    let len = resources.iter().map(|r| message::encoded_len(2, *r)).sum::<usize>()
+        + text_len(1, version)
+        + text_len(4, type_url);
+    let mut bytes = Vec::with_capacity(len);
+    if !version.is_empty() {
+        text(1, version, &mut bytes);
+    }
+    for resource in resources {
+        message::encode(2, *resource, &mut bytes);
+    }
+    text(4, type_url, &mut bytes);
+    Body {
+        bytes,
+        resources: resources.len(),
+    }
+}
+
+/// A string field (length-delimited), as prost encodes it.
+pub fn text(tag: u32, value: &str, buf: &mut Vec<u8>) {
+    encode_key(tag, WireType::LengthDelimited, buf);
+    encode_varint(value.len() as u64, buf);
+    buf.extend_from_slice(value.as_bytes());
+}
+
+/// What [`text`] writes, in bytes.
+pub fn text_len(tag: u32, value: &str) -> usize {
+    key_len(tag) + encoded_len_varint(value.len() as u64) + value.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envoy::pb::cluster;
+    use crate::snapshot::Res;
+    use envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse;
+    use prost::Message;
+
+    fn entries(names: &[&str]) -> Entries {
+        names
+            .iter()
+            .map(|n| {
+                let c = cluster::Cluster {
+                    name: n.to_string(),
+                    ..Default::default()
+                };
+                (n.to_string(), Arc::new(Res::message(&c)))
+            })
+            .collect()
+    }
+
+    const URL: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+
+    #[test]
+    fn a_body_decodes_as_the_response_prost_would_have_encoded() {
+        let entries = entries(&["a", "b", "c"]);
+        let names = BTreeSet::from(["c".to_string(), "a".to_string(), "zz".to_string()]);
+        for (selection, want) in [
+            (Selection::All, vec!["a", "b", "c"]),
+            (Selection::Named(&names, names_key(&names)), vec!["a", "c"]),
+        ] {
+            let body = Bodies::default().get("v1", URL, &entries, selection);
+            let expected = DiscoveryResponse {
+                version_info: "v1".into(),
+                resources: want.iter().map(|n| entries[*n].resource().clone()).collect(),
+                type_url: URL.into(),
+                ..Default::default()
+            };
+            assert_eq!(body.bytes, expected.encode_to_vec());
+            assert_eq!(body.resources, want.len());
+        }
+    }
+
+    #[test]
+    fn streams_asking_alike_share_one_body_while_one_holds_it() {
+        let entries = entries(&["a", "b"]);
+        let bodies = Bodies::default();
+        let one = BTreeSet::from(["a".to_string()]);
+        let other = BTreeSet::from(["b".to_string()]);
+        let held = bodies.get("v", URL, &entries, Selection::All);
+        assert!(Arc::ptr_eq(&held, &bodies.get("v", URL, &entries, Selection::All)));
+        let named = bodies.get("v", URL, &entries, Selection::Named(&one, names_key(&one)));
+        assert!(!Arc::ptr_eq(&held, &named));
+        let b = bodies.get("v", URL, &entries, Selection::Named(&other, names_key(&other)));
+        assert_eq!((named.resources, b.resources), (1, 1));
+        assert_ne!(named.bytes, b.bytes, "another subscription is another body");
+        let weak = Arc::downgrade(&held);
+        drop(held);
+        assert!(weak.upgrade().is_none(), "nothing is kept once no stream holds it");
+        assert_ne!(names_key(&one), names_key(&other));
+    }
+
+    #[test]
+    fn sharing_is_bounded() {
+        let entries = entries(&["a"]);
+        let bodies = Bodies::default();
+        let held: Vec<_> = (0..MAX_SHARED + 5)
+            .map(|i| {
+                let names = BTreeSet::from([format!("n{i}")]);
+                bodies.get("v", URL, &entries, Selection::Named(&names, names_key(&names)))
+            })
+            .collect();
+        assert_eq!(bodies.0.lock().unwrap().len(), MAX_SHARED);
+        assert_eq!(held.len(), MAX_SHARED + 5);
+    }
+}
