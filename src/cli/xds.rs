@@ -39,10 +39,13 @@ pub struct XdsArgs {
     pub xds_max_request_bytes: usize,
     /// Largest xDS response the proxies accept, in bytes: a Gateway whose configuration would need a
     /// larger one is not published (its status says why). The default is what Envoy accepts (its
-    /// message limit is off unless its bootstrap sets one; protobuf stops at 2 GiB); gRPC clients
-    /// accept 4194304 unless told otherwise.
+    /// message limit is off unless its bootstrap sets one; protobuf stops at 2 GiB).
     #[arg(long, env = "PIER_XDS_MAX_RESPONSE_BYTES", default_value_t = XdsLimits::default().max_response_bytes)]
     pub xds_max_response_bytes: usize,
+    /// Largest xDS response the proxyless gRPC clients accept, in bytes, judged the same way on what
+    /// they are served. The default is gRPC's own receive limit (4 MiB).
+    #[arg(long, env = "PIER_XDS_MAX_GRPC_RESPONSE_BYTES", default_value_t = XdsLimits::default().max_grpc_response_bytes)]
+    pub xds_max_grpc_response_bytes: usize,
     /// Largest `node` a proxy may announce (encoded bytes).
     #[arg(long, env = "PIER_XDS_MAX_NODE_BYTES", default_value_t = XdsLimits::default().max_node_bytes)]
     pub xds_max_node_bytes: usize,
@@ -89,6 +92,7 @@ impl XdsArgs {
         XdsLimits {
             max_request_bytes: self.xds_max_request_bytes,
             max_response_bytes: self.xds_max_response_bytes,
+            max_grpc_response_bytes: self.xds_max_grpc_response_bytes,
             max_node_bytes: self.xds_max_node_bytes,
             max_resource_names: self.xds_max_resource_names,
             max_streams_per_connection: self.xds_max_streams_per_connection.max(1),

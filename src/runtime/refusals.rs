@@ -2,10 +2,18 @@
 //!
 //! A Gateway is refused when its new resources fail the integrity check (`envoy::check`: a route to a
 //! cluster that does not exist, say — a pier bug, never a user's), or when one of its responses would
-//! be larger than its proxies accept (`--xds-max-response-bytes`): a proxy that receives an oversized
-//! response drops the stream, reconnects, is sent the same response and drops it again, for good,
-//! while pier's side sees nothing but reconnects. Refusing it at translation turns that into one clear
-//! condition. Its proxies keep the configuration last published for it (or get none, if none was).
+//! be larger than its proxies accept (`--xds-max-response-bytes`) or, for what its proxyless gRPC
+//! clients are served, larger than they accept (`--xds-max-grpc-response-bytes`, gRPC's 4 MiB): a
+//! client that receives an oversized response drops the stream, reconnects, is sent the same response
+//! and drops it again, for good, while pier's side sees nothing but reconnects. Refusing it at
+//! translation turns that into one clear condition. Its proxies and clients keep the configuration last
+//! published for it (or get none, if none was): the two halves come from one translation and are
+//! published together, so an oversized gRPC half holds back Envoy's as well rather than serve the
+//! Envoy half of one translation beside the gRPC half of another.
+//!
+//! A gRPC client asks for its resources by name, so its response holds what its listener reaches, at
+//! most the whole half: the half's size is the bound judged, which can refuse a half no single client
+//! would be sent whole (the message says which type and how to raise the limit).
 //!
 //! The Gateway's status carries `Programmed=False` with reason `Invalid` and the refusal (the largest
 //! resource named, for a size); `/debug/status` lists it under `check_errors`.
@@ -22,9 +30,25 @@ use crate::translate::engine::check::{ResponseSizes, TypeSize, weight};
 /// One type's resources in an engine output.
 type Resources = imbl::OrdMap<String, Arc<Res>>;
 
+/// Who is sent a response: what a refusal calls them, and the option that raises their limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Receivers {
+    Envoy,
+    Grpc,
+}
+
+impl Receivers {
+    fn said(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Receivers::Envoy => ("", "its proxies", "--xds-max-response-bytes"),
+            Receivers::Grpc => ("proxyless gRPC ", "its gRPC clients", "--xds-max-grpc-response-bytes"),
+        }
+    }
+}
+
 /// The first response of `out` over `limit` bytes, said the way an operator needs it: which type, how
 /// large, the limit and its option, and the largest resource of that type.
-pub fn oversize(sizes: &ResponseSizes, out: &GatewayOut, limit: usize) -> Option<String> {
+pub fn oversize(sizes: &ResponseSizes, out: &GatewayOut, to: Receivers, limit: usize) -> Option<String> {
     let types: [(&str, TypeSize, &Resources); 5] = [
         ("clusters", sizes.clusters, &out.clusters),
         ("endpoints", sizes.endpoints, &out.endpoints),
@@ -38,8 +62,9 @@ pub fn oversize(sizes: &ResponseSizes, out: &GatewayOut, limit: usize) -> Option
         .iter()
         .map(|(name, res)| (name, weight(name, res)))
         .max_by_key(|(name, w)| (*w, std::cmp::Reverse(*name)))?;
+    let (half, receivers, option) = to.said();
     Some(format!(
-        "its {ty} response would be {} ({} resources), over the {} its proxies accept (--xds-max-response-bytes); \
+        "its {half}{ty} response would be {} ({} resources), over the {} {receivers} accept ({option}); \
          the largest is {name:?} ({})",
         bytes(size.bytes),
         size.resources,
@@ -129,10 +154,10 @@ mod tests {
         let sizes = check.sizes();
         assert_eq!(sizes.clusters.resources, 3);
         assert!(
-            oversize(&sizes, &gw, sizes.clusters.bytes).is_none(),
+            oversize(&sizes, &gw, Receivers::Envoy, sizes.clusters.bytes).is_none(),
             "at the limit is fine"
         );
-        let message = oversize(&sizes, &gw, 4096).expect("over");
+        let message = oversize(&sizes, &gw, Receivers::Envoy, 4096).expect("over");
         assert!(message.starts_with("its clusters response would be 5."), "{message}");
         assert!(message.contains("(3 resources), over the 4.0 KiB its proxies accept (--xds-max-response-bytes)"));
         assert!(message.ends_with("the largest is \"big\" (5.0 KiB)"), "{message}");
@@ -140,5 +165,30 @@ mod tests {
         check.check(&clusters(&[("a", 10), ("c", 10)])).unwrap();
         assert_eq!(check.sizes().clusters.resources, 2);
         assert!(check.sizes().clusters.bytes < 4096);
+    }
+
+    /// The gRPC half is weighed apart from Envoy's, and its refusal names gRPC's option.
+    #[test]
+    fn the_grpc_half_is_weighed_on_its_own() {
+        let half = clusters(&[("grpc-a", 10), ("grpc-big", 6000)]);
+        let gw = GatewayOut {
+            grpc: Some(Box::new(half.clone())),
+            ..clusters(&[("envoy", 10)])
+        };
+        let mut check = GatewayCheck::default();
+        check.check(&gw).unwrap();
+        assert_eq!(check.sizes().clusters.resources, 1);
+        assert_eq!(check.grpc_sizes().clusters.resources, 2);
+        assert!(oversize(&check.sizes(), &gw, Receivers::Envoy, 4096).is_none());
+        let message = oversize(&check.grpc_sizes(), &half, Receivers::Grpc, 4096).expect("over");
+        assert!(
+            message.starts_with("its proxyless gRPC clusters response would be 6.1 KiB (2 resources)"),
+            "{message}"
+        );
+        assert!(message.contains("over the 4.0 KiB its gRPC clients accept (--xds-max-grpc-response-bytes)"));
+        assert!(message.ends_with("the largest is \"grpc-big\" (6.0 KiB)"), "{message}");
+        // A Gateway that stops serving gRPC clients weighs nothing there.
+        check.check(&clusters(&[("envoy", 10)])).unwrap();
+        assert_eq!(check.grpc_sizes(), ResponseSizes::default());
     }
 }

@@ -92,3 +92,61 @@ async fn a_gateway_over_the_response_limit_is_refused_with_a_status_and_keeps_it
     );
     assert!(pier.get("/debug/config_dump").await.body.contains("h-1-"));
 }
+
+/// `n` GRPCRoutes with long hostnames: a proxyless gRPC client's listener per hostname, tens of KiB in
+/// the gRPC half, while Envoy's half (one listener, one route configuration) stays small.
+fn many_grpc_routes(n: usize) -> String {
+    let service = "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: default}\n\
+        spec: {ports: [{name: grpc, port: 80}]}\n";
+    let routes = (0..n).map(|i| {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {{name: g-{i}, namespace: default}}
+spec:
+  parentRefs: [{{name: gw}}]
+  hostnames: [g-{i}-{pad}.example.com]
+  rules: [{{backendRefs: [{{name: a, port: 80}}]}}]
+",
+            pad = "x".repeat(100)
+        )
+    });
+    std::iter::once(service.to_string())
+        .chain(routes)
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+#[tokio::test]
+async fn a_gateway_whose_grpc_half_is_over_the_grpc_limit_is_refused_and_names_that_limit() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("config");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("gw.yaml"), gateway("before.example.com")).unwrap();
+    let pier = Serve::start(&dir, work.path(), &["--xds-max-grpc-response-bytes", "8192"]).unwrap();
+    let status = pier.status_until("the first publish", |s| s["generation"] == 1).await;
+    assert_eq!(programmed(&status)["status"], "True", "{status}");
+
+    std::fs::write(dir.join("grpc.yaml"), many_grpc_routes(60)).unwrap();
+    let status = pier
+        .status_until("the refusal", |s| programmed(s)["status"] == "False")
+        .await;
+    let message = programmed(&status)["message"].as_str().unwrap().to_string();
+    for want in [
+        "its proxyless gRPC listeners response would be ",
+        "over the 8.0 KiB its gRPC clients accept (--xds-max-grpc-response-bytes); the largest is \"g-",
+    ] {
+        assert!(message.contains(want), "{want:?} in {message}");
+    }
+    assert!(
+        !message.contains("--xds-max-response-bytes"),
+        "Envoy's half fits: {message}"
+    );
+    let dump = pier.get("/debug/config_dump").await.body;
+    assert!(dump.contains("before.example.com"), "the last good configuration stays");
+    assert!(!dump.contains("g-0-"), "neither half of the refused one is served");
+
+    std::fs::write(dir.join("grpc.yaml"), many_grpc_routes(2)).unwrap();
+    pier.status_until("the recovery", |s| programmed(s)["status"] == "True")
+        .await;
+}

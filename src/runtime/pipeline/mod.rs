@@ -66,8 +66,10 @@ impl Default for ContainSettings {
 struct Translator {
     engine: Engine,
     checks: BTreeMap<String, GatewayCheck>,
-    /// The largest response a proxy accepts (`--xds-max-response-bytes`).
+    /// The largest response a proxy accepts (`--xds-max-response-bytes`), and a proxyless gRPC client
+    /// (`--xds-max-grpc-response-bytes`).
     max_response_bytes: usize,
+    max_grpc_response_bytes: usize,
 }
 
 /// What one model's translation produced, for the async side to publish.
@@ -191,6 +193,7 @@ impl Stage {
             engine: Engine::new(self.opts.clone()),
             checks: BTreeMap::new(),
             max_response_bytes: self.sinks.server.limits.max_response_bytes,
+            max_grpc_response_bytes: self.sinks.server.limits.max_grpc_response_bytes,
         });
         let input = model.clone();
         let step = tokio::task::spawn_blocking(move || {

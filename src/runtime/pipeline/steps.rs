@@ -2,6 +2,7 @@
 //! errors, publishing, and what the admin view shows of the source and of quarantined objects.
 
 // The pipeline's own types and imports: this is pipeline/mod.rs's step half, split off.
+use super::refusals::Receivers;
 use super::*;
 
 pub(super) fn quarantine_json(q: &Quarantined) -> serde_json::Value {
@@ -51,7 +52,16 @@ pub(super) fn translate(t: &mut Translator, model: &Model) -> Step {
             Ok(()) => Vec::new(),
             Err(errors) => errors.iter().map(ToString::to_string).collect(),
         };
-        errors.extend(refusals::oversize(&check.sizes(), gw, t.max_response_bytes));
+        errors.extend(refusals::oversize(
+            &check.sizes(),
+            gw,
+            Receivers::Envoy,
+            t.max_response_bytes,
+        ));
+        if let Some(grpc) = gw.grpc.as_deref() {
+            let limit = t.max_grpc_response_bytes;
+            errors.extend(refusals::oversize(&check.grpc_sizes(), grpc, Receivers::Grpc, limit));
+        }
         if !errors.is_empty() {
             check_errors.insert(name, errors);
         }

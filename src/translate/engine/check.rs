@@ -26,6 +26,8 @@ pub struct GatewayCheck {
     checked: GatewayOut,
     checker: Checker<VhostKey>,
     sizes: ResponseSizes,
+    /// The same for the proxyless gRPC half, which gRPC clients are served (they accept less).
+    grpc_sizes: ResponseSizes,
 }
 
 /// Bytes a response carrying every resource of a type would take, per type, and how many resources
@@ -54,6 +56,24 @@ const TYPE_URL: usize = 70;
 /// What `res`, named `name`, adds to a response.
 pub fn weight(name: &str, res: &Res) -> usize {
     res.encoded_len() + name.len() + res.version.len() + TYPE_URL + FRAMING
+}
+
+impl ResponseSizes {
+    /// Follows the change from `prev` to `next`, visiting only what differs.
+    fn track(&mut self, prev: &GatewayOut, next: &GatewayOut) {
+        let types = [
+            (&mut self.clusters, &prev.clusters, &next.clusters),
+            (&mut self.endpoints, &prev.endpoints, &next.endpoints),
+            (&mut self.secrets, &prev.secrets, &next.secrets),
+            (&mut self.listeners, &prev.listeners, &next.listeners),
+            (&mut self.routes, &prev.routes, &next.routes),
+        ];
+        for (size, prev, next) in types {
+            for (name, old, new) in changed(prev, next) {
+                size.apply(name, old, new);
+            }
+        }
+    }
 }
 
 impl TypeSize {
@@ -119,8 +139,17 @@ impl GatewayCheck {
                 }
             }
         }
+        let empty = GatewayOut::default();
+        let (prev_grpc, next_grpc) = (prev.grpc.as_deref(), next.grpc.as_deref());
+        self.grpc_sizes
+            .track(prev_grpc.unwrap_or(&empty), next_grpc.unwrap_or(&empty));
         let errors = self.checker.errors();
         if errors.is_empty() { Ok(()) } else { Err(errors) }
+    }
+
+    /// What each type's whole response weighs in the gRPC half last checked.
+    pub fn grpc_sizes(&self) -> ResponseSizes {
+        self.grpc_sizes
     }
 
     /// What each type's whole response weighs in the output last checked.

@@ -60,6 +60,8 @@ pub struct XdsLimits {
     /// Largest response a proxy accepts: a Gateway with a larger one is refused at translation
     /// (`runtime::refusals`), never sent.
     pub max_response_bytes: usize,
+    /// Largest response the Gateway's proxyless gRPC clients accept, the same way.
+    pub max_grpc_response_bytes: usize,
     /// Largest `node` (encoded) a stream may announce.
     pub max_node_bytes: usize,
     /// Most resource names one request may list (subscribe, unsubscribe and initial versions), at least:
@@ -86,6 +88,7 @@ impl Default for XdsLimits {
         XdsLimits {
             max_request_bytes: 32 * 1024 * 1024,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_grpc_response_bytes: DEFAULT_MAX_GRPC_RESPONSE_BYTES,
             max_node_bytes: 64 * 1024,
             max_resource_names: 100_000,
             max_streams_per_connection: 8,
@@ -99,9 +102,12 @@ impl Default for XdsLimits {
 
 /// What Envoy accepts: its xDS gRPC client has no message limit unless the bootstrap sets
 /// `max_receive_message_length` (`pier bootstrap` does not), and protobuf cannot parse a message of
-/// 2 GiB or more. gRPC's own clients accept 4 MiB unless told otherwise: run pier with
-/// `--xds-max-response-bytes 4194304` for them.
+/// 2 GiB or more.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = (i32::MAX as usize) - 1024;
+
+/// What gRPC's own clients accept: their default `max_receive_message_length`, which governs the xDS
+/// channel too (a client configured otherwise can be matched with `--xds-max-grpc-response-bytes`).
+pub const DEFAULT_MAX_GRPC_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why a connection or stream was refused (the `reason` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
