@@ -171,26 +171,6 @@ impl AsyncWrite for PeerStream {
         }
     }
 
-    /// Vectored, so that h2 writes a frame's header and its payload in one call: without it every DATA
-    /// frame took two writes, and on a fan-out each write is a trip through the kernel's network stack.
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match &mut self.get_mut().io {
-            Io::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match &self.io {
-            Io::Plain(s) => s.is_write_vectored(),
-            Io::Tls(s) => s.is_write_vectored(),
-        }
-    }
-
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match &mut self.get_mut().io {
             Io::Plain(s) => Pin::new(s).poll_flush(cx),
