@@ -6,9 +6,11 @@
 //! has carried — the first full state-of-the-world push of a large Gateway (a 10,000-virtual-host
 //! route configuration is megabytes) — so every connected proxy pinned that much memory while idle
 //! (measured: 128 KiB per idle stream at 100 routes, all of it that buffer; see docs/performance.md).
-//! Here each response is encoded into an allocation of its exact size, which the transport frees once
-//! it is written. Requests are read by [`requests`](super::requests), whose size bound follows what
-//! is served.
+//! Here a delta response is encoded into an allocation of its exact size, which the transport frees
+//! once it is written; a state-of-the-world response is its stream's nonce in a few bytes of its own
+//! followed by a body shared with every stream sent the same one (`cache::bodies`), freed once the
+//! last of them has its answer. Framing it ourselves is also what lets that body go out uncopied.
+//! Requests are read by [`requests`](super::requests), whose size bound follows what is served.
 //!
 //! The gRPC surface is what the generated service gives: `application/grpc` responses, status in
 //! trailers, `Unimplemented` for another method or a compressed request (pier offers no compression).
