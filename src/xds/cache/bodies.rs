@@ -54,18 +54,21 @@ pub fn names_key(names: &BTreeSet<String>) -> u64 {
     KEY.get_or_init(RandomState::new).hash_one(names)
 }
 
-/// A view's shareable bodies, by subscription (`None`: every resource).
+/// A view's shareable bodies, by type URL and subscription (`None`: every resource). A view holds one
+/// type, but the type is in the key all the same: a body must never go out under another type.
 #[derive(Default)]
-pub struct Bodies(Mutex<Vec<(Option<u64>, Weak<Body>)>>);
+pub struct Bodies(Mutex<Vec<(Key, Weak<Body>)>>);
+
+type Key = (&'static str, Option<u64>);
 
 impl Bodies {
     /// The body of `selection` of `entries` at `version`: shared if a stream still holds it, else
     /// encoded (under the lock, so the streams of a fan-out wait for one encoding rather than each
     /// making its own).
-    pub fn get(&self, version: &str, type_url: &str, entries: &Entries, selection: Selection<'_>) -> Arc<Body> {
+    pub fn get(&self, version: &str, type_url: &'static str, entries: &Entries, selection: Selection<'_>) -> Arc<Body> {
         let key = match selection {
-            Selection::All => None,
-            Selection::Named(_, key) => Some(key),
+            Selection::All => (type_url, None),
+            Selection::Named(_, key) => (type_url, Some(key)),
         };
         let mut shared = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(body) = shared.iter().find(|(k, _)| *k == key).and_then(|(_, w)| w.upgrade()) {
@@ -201,6 +204,9 @@ mod tests {
         drop(held);
         assert!(weak.upgrade().is_none(), "nothing is kept once no stream holds it");
         assert_ne!(names_key(&one), names_key(&other));
+        let held = bodies.get("v", URL, &entries, Selection::All);
+        let other_type = bodies.get("v", "type.googleapis.com/other", &entries, Selection::All);
+        assert!(!Arc::ptr_eq(&held, &other_type), "never shared across types");
     }
 
     #[test]
