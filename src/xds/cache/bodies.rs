@@ -33,12 +33,6 @@ pub struct Body {
     pub resources: usize,
 }
 
-impl AsRef<[u8]> for Body {
-    fn as_ref(&self) -> &[u8] {
-        &self.bytes
-    }
-}
-
 /// Which resources of a view a stream is sent.
 #[derive(Debug, Clone, Copy)]
 pub enum Selection<'a> {
