@@ -9,18 +9,19 @@
 //! so a stream frames its own nonce ahead of the shared bytes (`xds::grpc`) and the proxy decodes the
 //! same message.
 //!
-//! Memory: the view keeps only weak references. A stream holds its body until the proxy ACKs or NACKs
+//! Memory: the view keeps only weak references (`memo`). A stream holds its body until the proxy ACKs or NACKs
 //! it (`sotw`), so a body lives while a fan-out is in flight and is freed once the fleet has answered;
 //! an idle fleet holds no encoded copy of anything.
 
 use std::collections::BTreeSet;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 
 use envoy_types::pb::google::protobuf::Any;
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len, message};
 
 use super::Entries;
+use super::memo::WeakMemo;
 
 /// Distinct subscriptions of one view whose bodies are kept shareable; beyond that a body is encoded
 /// for its stream alone (a fleet whose proxies all ask differently gains nothing from sharing).
@@ -50,59 +51,39 @@ pub fn names_key(names: &BTreeSet<String>) -> u64 {
 
 /// A view's shareable bodies, by type URL and subscription (`None`: every resource). A view holds one
 /// type, but the type is in the key all the same: a body must never go out under another type.
-#[derive(Default)]
-pub struct Bodies(Mutex<Vec<(Key, Weak<Body>)>>);
+pub type Bodies = WeakMemo<Key, Body, MAX_SHARED>;
 
 type Key = (&'static str, Option<u64>);
 
 impl Bodies {
-    /// The body of `selection` of `entries` at `version`: shared if a stream still holds it, else
-    /// encoded (under the lock, so the streams of a fan-out wait for one encoding rather than each
-    /// making its own).
-    pub fn get(&self, version: &str, type_url: &'static str, entries: &Entries, selection: Selection<'_>) -> Arc<Body> {
+    /// The body of `selection` of `entries` at `version`, shared with every stream sent the same one
+    /// while any of them holds it.
+    pub fn body(
+        &self,
+        version: &str,
+        type_url: &'static str,
+        entries: &Entries,
+        selection: Selection<'_>,
+    ) -> Arc<Body> {
         let key = match selection {
             Selection::All => (type_url, None),
             Selection::Named(_, key) => (type_url, Some(key)),
         };
-        let mut shared = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(body) = shared.iter().find(|(k, _)| *k == key).and_then(|(_, w)| w.upgrade()) {
-            return body;
-        }
-        let resources: Vec<&Any> = match selection {
-            Selection::All => entries.values().map(|e| e.resource()).collect(),
-            Selection::Named(names, _) => names
-                .iter()
-                .filter_map(|n| entries.get(n))
-                .map(|e| e.resource())
-                .collect(),
-        };
-        let body = Arc::new(encode(version, type_url, &resources));
-        shared.retain(|(k, w)| *k != key && w.strong_count() > 0);
-        if shared.len() < MAX_SHARED {
-            shared.push((key, Arc::downgrade(&body)));
-        }
-        body
-    }
-}
-
-impl Clone for Bodies {
-    /// A copied view starts with nothing encoded (bodies belong to the view they were encoded from).
-    fn clone(&self) -> Self {
-        Bodies::default()
-    }
-}
-
-impl PartialEq for Bodies {
-    /// Bodies are derived from the view's own content: they never make two views differ.
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl std::fmt::Debug for Bodies {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.0.lock().map_or(0, |v| v.len());
-        write!(f, "Bodies({n})")
+        self.get(
+            |k| *k == key,
+            || key,
+            || {
+                let resources: Vec<&Any> = match selection {
+                    Selection::All => entries.values().map(|e| e.resource()).collect(),
+                    Selection::Named(names, _) => names
+                        .iter()
+                        .filter_map(|n| entries.get(n))
+                        .map(|e| e.resource())
+                        .collect(),
+                };
+                Arc::new(encode(version, type_url, &resources))
+            },
+        )
     }
 }
 
@@ -169,7 +150,7 @@ mod tests {
             (Selection::All, vec!["a", "b", "c"]),
             (Selection::Named(&names, names_key(&names)), vec!["a", "c"]),
         ] {
-            let body = Bodies::default().get("v1", URL, &entries, selection);
+            let body = Bodies::default().body("v1", URL, &entries, selection);
             let expected = DiscoveryResponse {
                 version_info: "v1".into(),
                 resources: want.iter().map(|n| entries[*n].resource().clone()).collect(),
@@ -187,19 +168,19 @@ mod tests {
         let bodies = Bodies::default();
         let one = BTreeSet::from(["a".to_string()]);
         let other = BTreeSet::from(["b".to_string()]);
-        let held = bodies.get("v", URL, &entries, Selection::All);
-        assert!(Arc::ptr_eq(&held, &bodies.get("v", URL, &entries, Selection::All)));
-        let named = bodies.get("v", URL, &entries, Selection::Named(&one, names_key(&one)));
+        let held = bodies.body("v", URL, &entries, Selection::All);
+        assert!(Arc::ptr_eq(&held, &bodies.body("v", URL, &entries, Selection::All)));
+        let named = bodies.body("v", URL, &entries, Selection::Named(&one, names_key(&one)));
         assert!(!Arc::ptr_eq(&held, &named));
-        let b = bodies.get("v", URL, &entries, Selection::Named(&other, names_key(&other)));
+        let b = bodies.body("v", URL, &entries, Selection::Named(&other, names_key(&other)));
         assert_eq!((named.resources, b.resources), (1, 1));
         assert_ne!(named.bytes, b.bytes, "another subscription is another body");
         let weak = Arc::downgrade(&held);
         drop(held);
         assert!(weak.upgrade().is_none(), "nothing is kept once no stream holds it");
         assert_ne!(names_key(&one), names_key(&other));
-        let held = bodies.get("v", URL, &entries, Selection::All);
-        let other_type = bodies.get("v", "type.googleapis.com/other", &entries, Selection::All);
+        let held = bodies.body("v", URL, &entries, Selection::All);
+        let other_type = bodies.body("v", "type.googleapis.com/other", &entries, Selection::All);
         assert!(!Arc::ptr_eq(&held, &other_type), "never shared across types");
     }
 
@@ -210,10 +191,10 @@ mod tests {
         let held: Vec<_> = (0..MAX_SHARED + 5)
             .map(|i| {
                 let names = BTreeSet::from([format!("n{i}")]);
-                bodies.get("v", URL, &entries, Selection::Named(&names, names_key(&names)))
+                bodies.body("v", URL, &entries, Selection::Named(&names, names_key(&names)))
             })
             .collect();
-        assert_eq!(bodies.0.lock().unwrap().len(), MAX_SHARED);
+        assert_eq!(bodies.len(), MAX_SHARED);
         assert_eq!(held.len(), MAX_SHARED + 5);
     }
 }

@@ -8,11 +8,13 @@
 //! in a 10,000-stream fan-out, docs/performance.md), and, when a resource was removed, a view of its
 //! own per stream, which no other stream could share a response body with (`bodies`).
 //!
-//! Entries hold weak references only: a merge lives while a stream serves it. A `Weak` keeps its
-//! allocation, so a key's address cannot be reused by another snapshot while the entry exists.
+//! Entries hold weak references only (`memo`): a merge lives while a stream serves it. A key's `Weak`
+//! keeps its snapshot's allocation, so its address cannot be reused by another snapshot while the
+//! entry exists.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
+use super::memo::WeakMemo;
 use super::{Snapshot, View};
 use crate::xds::XdsType;
 
@@ -20,13 +22,13 @@ use crate::xds::XdsType;
 /// times; a handful of generations in flight at once is the most a fleet shows).
 const MAX_MERGES: usize = 16;
 
-struct Merge {
+/// Which merge: the type and the older snapshots, by address (newest first).
+pub struct MergeKey {
     ty: XdsType,
     older: Vec<Weak<Snapshot>>,
-    view: Weak<View>,
 }
 
-impl Merge {
+impl MergeKey {
     fn is(&self, ty: XdsType, older: &[&Arc<Snapshot>]) -> bool {
         self.ty == ty
             && self.older.len() == older.len()
@@ -38,49 +40,17 @@ impl Merge {
     }
 }
 
-/// A snapshot's merges with older snapshots, by type and older snapshots (newest first).
-#[derive(Default)]
-pub struct Merges(Mutex<Vec<Merge>>);
+/// A snapshot's merges with older snapshots.
+pub type Merges = WeakMemo<MergeKey, View, MAX_MERGES>;
 
 impl Merges {
-    /// The merge of `ty` over `older`: shared if a stream still serves it, else `compute`d (under the
-    /// lock, so a fan-out's streams wait for one computation rather than each making its own).
-    pub fn get(&self, ty: XdsType, older: &[&Arc<Snapshot>], compute: impl FnOnce() -> Arc<View>) -> Arc<View> {
-        let mut merges = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(view) = merges.iter().find(|m| m.is(ty, older)).and_then(|m| m.view.upgrade()) {
-            return view;
-        }
-        let view = compute();
-        merges.retain(|m| !m.is(ty, older) && m.view.strong_count() > 0);
-        if merges.len() < MAX_MERGES {
-            merges.push(Merge {
-                ty,
-                older: older.iter().map(|s| Arc::downgrade(s)).collect(),
-                view: Arc::downgrade(&view),
-            });
-        }
-        view
-    }
-}
-
-impl Clone for Merges {
-    /// A copied snapshot starts with no merges (they were computed over the original's views).
-    fn clone(&self) -> Self {
-        Merges::default()
-    }
-}
-
-impl PartialEq for Merges {
-    /// Merges are derived from snapshots' content: they never make two snapshots differ.
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl std::fmt::Debug for Merges {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.0.lock().map_or(0, |v| v.len());
-        write!(f, "Merges({n})")
+    /// The merge of `ty` over `older`, shared with every stream that serves it while any does.
+    pub fn merge(&self, ty: XdsType, older: &[&Arc<Snapshot>], compute: impl FnOnce() -> Arc<View>) -> Arc<View> {
+        let key = || MergeKey {
+            ty,
+            older: older.iter().map(|s| Arc::downgrade(s)).collect(),
+        };
+        self.get(|k| k.is(ty, older), key, compute)
     }
 }
 
@@ -110,7 +80,7 @@ mod tests {
         let merges = Merges::default();
         let mut computed = 0;
         let mut get = |older: &[&Arc<Snapshot>]| {
-            merges.get(XdsType::Cluster, older, || {
+            merges.merge(XdsType::Cluster, older, || {
                 computed += 1;
                 Arc::new(View::empty())
             })
@@ -131,10 +101,10 @@ mod tests {
         let merges = Merges::default();
         let held: Vec<_> = older
             .iter()
-            .map(|s| merges.get(XdsType::Cluster, &[s], || Arc::new(View::empty())))
+            .map(|s| merges.merge(XdsType::Cluster, &[s], || Arc::new(View::empty())))
             .collect();
-        assert_eq!(merges.0.lock().unwrap().len(), MAX_MERGES);
-        let endpoints = merges.get(XdsType::Endpoint, &[&older[0]], || Arc::new(View::empty()));
+        assert_eq!(merges.len(), MAX_MERGES);
+        let endpoints = merges.merge(XdsType::Endpoint, &[&older[0]], || Arc::new(View::empty()));
         assert!(!Arc::ptr_eq(&endpoints, &held[0]));
     }
 }

@@ -75,7 +75,7 @@ impl View {
     /// The response body carrying `selection` of this view's resources (of type `ty`), shared with
     /// every stream sent the same one while any of them holds it.
     pub(crate) fn body(&self, ty: XdsType, selection: Selection<'_>) -> Arc<Body> {
-        self.bodies.get(&self.version, ty.type_url(), &self.entries, selection)
+        self.bodies.body(&self.version, ty.type_url(), &self.entries, selection)
     }
 
     pub fn empty() -> View {
@@ -184,7 +184,7 @@ impl Snapshot {
         older: &[&Arc<Snapshot>],
         compute: impl FnOnce() -> Arc<View>,
     ) -> Arc<View> {
-        self.merges.get(ty, older, compute)
+        self.merges.merge(ty, older, compute)
     }
 
     pub fn version(&self, ty: XdsType) -> &str {
@@ -385,6 +385,7 @@ impl SnapshotCache {
 
 pub mod bodies;
 pub mod guards;
+mod memo;
 mod merges;
 #[cfg(test)]
 mod tests;
