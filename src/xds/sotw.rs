@@ -11,6 +11,14 @@
 //! - Clusters and listeners are full state; wildcard by `"*"` or by a client that never named a
 //!   resource of that type (legacy). Endpoints, routes and secrets carry the requested names only; a
 //!   name requested before it exists is sent when it appears (the view's version changes).
+//! - Endpoints, routes and secrets are sent as a change costs: once a proxy has acknowledged a response
+//!   of the type, the next carries only the resources it does not hold as they are — changed since that
+//!   response, or newly asked for. The protocol allows it for these types (an absent resource is kept,
+//!   not deleted; Envoy, gRPC C-core and tonic-xds all keep it), and a load assignment's version covers
+//!   its cluster's, so a re-warming cluster still gets its endpoints. A response that would carry
+//!   nothing is not sent, and the type counts as acknowledged at the new version: the proxy holds that
+//!   version's resources for its names already. Why: a cluster added used to resend every load
+//!   assignment to every proxy of the fleet (docs/performance.md, fan-out).
 //! - The first request of a type gets the full current state, except a pure-wildcard cluster or
 //!   listener request whose `version_info` already equals the current version (a proxy reconnecting
 //!   after a pier restart with unchanged input): that proxy holds exactly this full state, so pier
@@ -29,7 +37,7 @@ use envoy_types::pb::envoy::service::discovery::v3::DiscoveryRequest;
 
 use super::XdsType;
 use super::cache::View;
-use super::cache::bodies::{Body, Selection, names_key};
+use super::cache::bodies::{Body, Held, Selection, names_key};
 use super::clients::{Mode, TypeSync};
 use super::plan::{Plan, Progress};
 use super::stream::{Event, Machine, type_sync};
@@ -42,7 +50,8 @@ struct TypeState {
     wildcard: bool,
     /// A non-empty `resource_names` was sent once: the legacy (empty list) wildcard no longer applies.
     named_ever: bool,
-    names: BTreeSet<String>,
+    /// Shared with `held` and `sent` while they answer the same names.
+    names: Arc<BTreeSet<String>>,
     /// [`names_key`] of `names`: which streams' responses this one's can share.
     names_key: u64,
     /// First request or changed subscription: answer even if the version did not change.
@@ -57,6 +66,30 @@ struct TypeState {
     /// The body of the response awaiting an (N)ACK: holding it keeps it shareable for the rest of the
     /// fleet while the change is in flight (`cache::bodies`).
     in_flight: Option<Arc<Body>>,
+    /// Endpoints, routes and secrets asked for by name: what the proxy holds, once it has acknowledged a
+    /// response of the type (or been spared one that would carry nothing new), and what the response
+    /// in flight would make it hold.
+    held: Option<Holding>,
+    sent: Option<Holding>,
+}
+
+/// A named type's resources as a proxy holds them: `view`'s, for `names`.
+#[derive(Debug, Clone)]
+struct Holding {
+    view: Arc<View>,
+    names: Arc<BTreeSet<String>>,
+    names_key: u64,
+}
+
+impl Holding {
+    fn held(&self) -> Held<'_> {
+        Held {
+            view_version: &self.view.version,
+            entries: &self.view.entries,
+            names: &self.names,
+            names_key: self.names_key,
+        }
+    }
 }
 
 /// A SotW response as it goes on the wire: the stream's own nonce and a body it may share with other
@@ -139,11 +172,22 @@ impl Machine for Sotw {
             match &st.last_nonce {
                 Some(last) if *last != req.response_nonce => {
                     tracing::debug!(type_url = %req.type_url, nonce = %req.response_nonce, "ignoring a request with a stale nonce");
+                    let asked: BTreeSet<&str> = req.resource_names.iter().map(String::as_str).collect();
+                    if !asked.iter().copied().eq(st.names.iter().map(String::as_str)) {
+                        // The proxy changed what it asks for while a response was in flight, and that
+                        // change is not seen here: it may have dropped what it held (a route
+                        // configuration unsubscribed and asked for again), so the next response
+                        // carries everything it asks for, and follows the ACK of this one.
+                        st.held = None;
+                        st.sent = None;
+                        st.need_response = true;
+                    }
                     return;
                 }
                 Some(_) if st.awaiting_ack => {
                     st.awaiting_ack = false;
                     st.in_flight = None;
+                    let sent = st.sent.take();
                     let version = st.sent_version.clone().unwrap_or_default();
                     match &req.error_detail {
                         Some(error) => {
@@ -157,6 +201,7 @@ impl Machine for Sotw {
                         None => {
                             st.acked_version = Some(version.clone());
                             st.nacked_version = None;
+                            st.held = sent;
                             events.push(Event::Acked { ty, version });
                         }
                     }
@@ -175,12 +220,12 @@ impl Machine for Sotw {
         if first && wildcard && names.is_empty() && ty.is_full_state() && !req.version_info.is_empty() {
             st.held_version = Some(req.version_info.clone());
         }
-        if first || wildcard != st.wildcard || names != st.names {
+        if first || wildcard != st.wildcard || names != *st.names {
             st.need_response = true;
             st.names_key = names_key(&names);
+            st.names = Arc::new(names);
         }
         st.wildcard = wildcard;
-        st.names = names;
     }
 
     fn plan(&self) -> &Plan {
@@ -233,12 +278,31 @@ impl Sotw {
             });
             return None;
         }
-        let selection = if st.wildcard {
-            Selection::All
-        } else {
-            Selection::Named(&st.names, st.names_key)
+        let named = !st.wildcard && !ty.is_full_state();
+        let selection = match &st.held {
+            _ if st.wildcard => Selection::All,
+            Some(held) if named => Selection::Since(&st.names, st.names_key, held.held()),
+            _ => Selection::Named(&st.names, st.names_key),
         };
         let body = view.body(ty, selection);
+        let holding = named.then(|| Holding {
+            view: view.clone(),
+            names: st.names.clone(),
+            names_key: st.names_key,
+        });
+        if body.resources == 0 && matches!(selection, Selection::Since(..)) {
+            // The proxy holds this view's resources for its names already: a response would carry
+            // nothing (for these types an absent resource is kept, not deleted), so none is sent.
+            st.need_response = false;
+            st.sent_version = Some(view.version.clone());
+            st.acked_version = Some(view.version.clone());
+            st.held = holding;
+            events.push(Event::Acked {
+                ty,
+                version: view.version.clone(),
+            });
+            return None;
+        }
         self.nonces += 1;
         let nonce = self.nonces.to_string();
         st.last_nonce = Some(nonce.clone());
@@ -246,6 +310,7 @@ impl Sotw {
         st.need_response = false;
         st.sent_version = Some(view.version.clone());
         st.in_flight = Some(body.clone());
+        st.sent = holding;
         events.push(Event::Sent {
             ty,
             version: view.version.clone(),

@@ -22,6 +22,7 @@ use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, k
 
 use super::Entries;
 use super::memo::WeakMemo;
+use crate::snapshot::Res;
 
 /// Distinct subscriptions of one view whose bodies are kept shareable; beyond that a body is encoded
 /// for its stream alone (a fleet whose proxies all ask differently gains nothing from sharing).
@@ -40,6 +41,31 @@ pub enum Selection<'a> {
     All,
     /// The names a stream asked for, and their [`names_key`].
     Named(&'a BTreeSet<String>, u64),
+    /// The names a stream asked for, less those its proxy already holds as they are: what it holds is
+    /// `held`'s resources for `held`'s names (`sotw`, endpoints, routes and secrets).
+    Since(&'a BTreeSet<String>, u64, Held<'a>),
+}
+
+/// What a proxy holds of a named type: the view of its last acknowledged response, the names that
+/// response answered, and their [`names_key`].
+#[derive(Debug, Clone, Copy)]
+pub struct Held<'a> {
+    pub view_version: &'a str,
+    pub entries: &'a Entries,
+    pub names: &'a BTreeSet<String>,
+    pub names_key: u64,
+}
+
+impl Held<'_> {
+    /// Whether the proxy already holds `name` as `entry` is: it asked for it then, and it had the same
+    /// content (a fingerprint covers the name, and a load assignment's its cluster's too).
+    fn holds(&self, name: &str, entry: &Res) -> bool {
+        self.names.contains(name)
+            && self
+                .entries
+                .get(name)
+                .is_some_and(|held| held.fingerprint == entry.fingerprint)
+    }
 }
 
 /// A subscription's identity: the keyed hash of its names. The key is random per process, so no
@@ -53,7 +79,20 @@ pub fn names_key(names: &BTreeSet<String>) -> u64 {
 /// type, but the type is in the key all the same: a body must never go out under another type.
 pub type Bodies = WeakMemo<Key, Body, MAX_SHARED>;
 
-type Key = (&'static str, Option<u64>);
+/// A body's identity: its type URL, its subscription (`None`: every resource), and for a
+/// [`Selection::Since`] the held view's version and names.
+#[derive(Debug, PartialEq)]
+pub struct Key {
+    type_url: &'static str,
+    names: Option<u64>,
+    since: Option<(String, u64)>,
+}
+
+impl Key {
+    fn is(&self, type_url: &str, names: Option<u64>, since: Option<(&str, u64)>) -> bool {
+        self.type_url == type_url && self.names == names && self.since.as_ref().map(|(v, k)| (v.as_str(), *k)) == since
+    }
+}
 
 impl Bodies {
     /// The body of `selection` of `entries` at `version`, shared with every stream sent the same one
@@ -65,19 +104,29 @@ impl Bodies {
         entries: &Entries,
         selection: Selection<'_>,
     ) -> Arc<Body> {
-        let key = match selection {
-            Selection::All => (type_url, None),
-            Selection::Named(_, key) => (type_url, Some(key)),
+        let (names, since) = match selection {
+            Selection::All => (None, None),
+            Selection::Named(_, key) => (Some(key), None),
+            Selection::Since(_, key, held) => (Some(key), Some((held.view_version, held.names_key))),
         };
         self.get(
-            |k| *k == key,
-            || key,
+            |k| k.is(type_url, names, since),
+            || Key {
+                type_url,
+                names,
+                since: since.map(|(v, k)| (v.to_string(), k)),
+            },
             || {
                 let resources: Vec<&Any> = match selection {
                     Selection::All => entries.values().map(|e| e.resource()).collect(),
                     Selection::Named(names, _) => names
                         .iter()
                         .filter_map(|n| entries.get(n))
+                        .map(|e| e.resource())
+                        .collect(),
+                    Selection::Since(names, _, held) => names
+                        .iter()
+                        .filter_map(|n| entries.get(n).filter(|e| !held.holds(n, e)))
                         .map(|e| e.resource())
                         .collect(),
                 };
@@ -123,7 +172,6 @@ pub fn text_len(tag: u32, value: &str) -> usize {
 mod tests {
     use super::*;
     use crate::envoy::pb::cluster;
-    use crate::snapshot::Res;
     use envoy_types::pb::envoy::service::discovery::v3::DiscoveryResponse;
     use prost::Message;
 
@@ -196,5 +244,46 @@ mod tests {
             .collect();
         assert_eq!(bodies.len(), MAX_SHARED);
         assert_eq!(held.len(), MAX_SHARED + 5);
+    }
+
+    #[test]
+    fn since_sends_only_what_the_proxy_does_not_hold_as_it_is() {
+        let held_entries = entries(&["a", "b", "c"]);
+        let mut now = held_entries.clone();
+        let changed = cluster::Cluster {
+            name: "b".into(),
+            alt_stat_name: "changed".into(),
+            ..Default::default()
+        };
+        now.insert("b".into(), Arc::new(Res::message(&changed)));
+        now.insert("d".into(), entries(&["d"])["d"].clone());
+        let held_names = BTreeSet::from(["a".to_string(), "b".to_string()]);
+        let held = Held {
+            view_version: "v1",
+            entries: &held_entries,
+            names: &held_names,
+            names_key: names_key(&held_names),
+        };
+        let names: BTreeSet<String> = ["a", "b", "c", "d", "zz"].map(String::from).into();
+        let since = Selection::Since(&names, names_key(&names), held);
+        let bodies = Bodies::default();
+        let body = bodies.body("v2", URL, &now, since);
+        // a: held as it is; b: changed; c: not asked for then; d: new; zz: does not exist.
+        let expected = DiscoveryResponse {
+            version_info: "v2".into(),
+            resources: ["b", "c", "d"].map(|n| now[n].resource().clone()).to_vec(),
+            type_url: URL.into(),
+            ..Default::default()
+        };
+        assert_eq!(body.bytes, expected.encode_to_vec());
+        assert!(Arc::ptr_eq(&body, &bodies.body("v2", URL, &now, since)));
+        let all = bodies.body("v2", URL, &now, Selection::Named(&names, names_key(&names)));
+        assert_eq!(all.resources, 4, "a whole subscription is another body");
+        let other = Held {
+            view_version: "v0",
+            ..held
+        };
+        let older = bodies.body("v2", URL, &now, Selection::Since(&names, names_key(&names), other));
+        assert!(!Arc::ptr_eq(&body, &older), "what another view holds is another body");
     }
 }
