@@ -173,7 +173,8 @@ impl Machine for Sotw {
                 Some(last) if *last != req.response_nonce => {
                     tracing::debug!(type_url = %req.type_url, nonce = %req.response_nonce, "ignoring a request with a stale nonce");
                     let asked: BTreeSet<&str> = req.resource_names.iter().map(String::as_str).collect();
-                    if !asked.iter().copied().eq(st.names.iter().map(String::as_str)) {
+                    let named = !ty.is_full_state() && !st.wildcard && !asked.contains("*");
+                    if named && !asked.iter().copied().eq(st.names.iter().map(String::as_str)) {
                         // The proxy changed what it asks for while a response was in flight, and that
                         // change is not seen here: it may have dropped what it held (a route
                         // configuration unsubscribed and asked for again), so the next response
@@ -296,6 +297,7 @@ impl Sotw {
             st.need_response = false;
             st.sent_version = Some(view.version.clone());
             st.acked_version = Some(view.version.clone());
+            st.nacked_version = None;
             st.held = holding;
             events.push(Event::Acked {
                 ty,

@@ -57,8 +57,10 @@ async fn stale_nonces_are_ignored_and_versions_are_per_type() {
     assert_eq!(p.recv_type(Endpoint).await.1, vec![cluster("b")]);
     // Stale: NACKs carrying the previous nonces, and a hint repeating the subscription.
     let eds_names = vec![cluster("a"), cluster("b")];
-    for (ty, old, names) in [(Cluster, &old_cds, vec![]), (Endpoint, &old_eds, eds_names)] {
-        // As Envoy does, each repeats the names it asks for.
+    let star = strings(&["*"]);
+    for (ty, old, names) in [(Cluster, &old_cds, star), (Endpoint, &old_eds, eds_names)] {
+        // Each repeats the names asked for, as Envoy does (a stale `*` changes no wildcard, and owes
+        // no response).
         p.send(DiscoveryRequest {
             type_url: ty.type_url().to_string(),
             resource_names: names,
