@@ -69,27 +69,8 @@ struct TypeState {
     /// Endpoints, routes and secrets asked for by name: what the proxy holds, once it has acknowledged a
     /// response of the type (or been spared one that would carry nothing new), and what the response
     /// in flight would make it hold.
-    held: Option<Holding>,
-    sent: Option<Holding>,
-}
-
-/// A named type's resources as a proxy holds them: `view`'s, for `names`.
-#[derive(Debug, Clone)]
-struct Holding {
-    view: Arc<View>,
-    names: Arc<BTreeSet<String>>,
-    names_key: u64,
-}
-
-impl Holding {
-    fn held(&self) -> Held<'_> {
-        Held {
-            view_version: &self.view.version,
-            entries: &self.view.entries,
-            names: &self.names,
-            names_key: self.names_key,
-        }
-    }
+    held: Option<Held>,
+    sent: Option<Held>,
 }
 
 /// A SotW response as it goes on the wire: the stream's own nonce and a body it may share with other
@@ -282,11 +263,11 @@ impl Sotw {
         let named = !st.wildcard && !ty.is_full_state();
         let selection = match &st.held {
             _ if st.wildcard => Selection::All,
-            Some(held) if named => Selection::Since(&st.names, st.names_key, held.held()),
+            Some(held) if named => Selection::Since(&st.names, st.names_key, held),
             _ => Selection::Named(&st.names, st.names_key),
         };
         let body = view.body(ty, selection);
-        let holding = named.then(|| Holding {
+        let holding = named.then(|| Held {
             view: view.clone(),
             names: st.names.clone(),
             names_key: st.names_key,

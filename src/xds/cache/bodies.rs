@@ -20,8 +20,8 @@ use std::sync::{Arc, OnceLock};
 use envoy_types::pb::google::protobuf::Any;
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len, message};
 
-use super::Entries;
 use super::memo::WeakMemo;
+use super::{Entries, View};
 use crate::snapshot::Res;
 
 /// Distinct subscriptions of one view whose bodies are kept shareable; beyond that a body is encoded
@@ -43,25 +43,26 @@ pub enum Selection<'a> {
     Named(&'a BTreeSet<String>, u64),
     /// The names a stream asked for, less those its proxy already holds as they are: what it holds is
     /// `held`'s resources for `held`'s names (`sotw`, endpoints, routes and secrets).
-    Since(&'a BTreeSet<String>, u64, Held<'a>),
+    Since(&'a BTreeSet<String>, u64, &'a Held),
 }
 
 /// What a proxy holds of a named type: the view of its last acknowledged response, the names that
-/// response answered, and their [`names_key`].
-#[derive(Debug, Clone, Copy)]
-pub struct Held<'a> {
-    pub view_version: &'a str,
-    pub entries: &'a Entries,
-    pub names: &'a BTreeSet<String>,
+/// response answered, and their [`names_key`]. The `Arc`s are the snapshot's view and the stream's own
+/// names, so holding one copies nothing.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub view: Arc<View>,
+    pub names: Arc<BTreeSet<String>>,
     pub names_key: u64,
 }
 
-impl Held<'_> {
+impl Held {
     /// Whether the proxy already holds `name` as `entry` is: it asked for it then, and it had the same
     /// content (a fingerprint covers the name, and a load assignment's its cluster's too).
     fn holds(&self, name: &str, entry: &Res) -> bool {
         self.names.contains(name)
             && self
+                .view
                 .entries
                 .get(name)
                 .is_some_and(|held| held.fingerprint == entry.fingerprint)
@@ -107,7 +108,7 @@ impl Bodies {
         let (names, since) = match selection {
             Selection::All => (None, None),
             Selection::Named(_, key) => (Some(key), None),
-            Selection::Since(_, key, held) => (Some(key), Some((held.view_version, held.names_key))),
+            Selection::Since(_, key, held) => (Some(key), Some((held.view.version.as_str(), held.names_key))),
         };
         self.get(
             |k| k.is(type_url, names, since),
@@ -259,13 +260,12 @@ mod tests {
         now.insert("d".into(), entries(&["d"])["d"].clone());
         let held_names = BTreeSet::from(["a".to_string(), "b".to_string()]);
         let held = Held {
-            view_version: "v1",
-            entries: &held_entries,
-            names: &held_names,
+            view: Arc::new(View::new(held_entries)),
             names_key: names_key(&held_names),
+            names: Arc::new(held_names),
         };
         let names: BTreeSet<String> = ["a", "b", "c", "d", "zz"].map(String::from).into();
-        let since = Selection::Since(&names, names_key(&names), held);
+        let since = Selection::Since(&names, names_key(&names), &held);
         let bodies = Bodies::default();
         let body = bodies.body("v2", URL, &now, since);
         // a: held as it is; b: changed; c: not asked for then; d: new; zz: does not exist.
@@ -279,11 +279,12 @@ mod tests {
         assert!(Arc::ptr_eq(&body, &bodies.body("v2", URL, &now, since)));
         let all = bodies.body("v2", URL, &now, Selection::Named(&names, names_key(&names)));
         assert_eq!(all.resources, 4, "a whole subscription is another body");
+        // The same names held at another view (one without c).
         let other = Held {
-            view_version: "v0",
-            ..held
+            view: Arc::new(View::new(entries(&["a", "b"]))),
+            ..held.clone()
         };
-        let older = bodies.body("v2", URL, &now, Selection::Since(&names, names_key(&names), other));
+        let older = bodies.body("v2", URL, &now, Selection::Since(&names, names_key(&names), &other));
         assert!(!Arc::ptr_eq(&body, &older), "what another view holds is another body");
     }
 }
