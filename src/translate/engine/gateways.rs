@@ -9,7 +9,7 @@ use super::status::Subject;
 use super::{Dirty, Engine, RouteId, Update};
 use crate::gateway::backends::{Backends, Ctx};
 use crate::gateway::routes::{self, Claims};
-use crate::gateway::spec::RouteSpec;
+use crate::gateway::spec::RouteOrder;
 use crate::gateway::{classes, gateway_base};
 use crate::model::ObjectKey;
 use crate::model::objects::track;
@@ -162,7 +162,7 @@ impl Engine {
         let naming = self.naming.get(key);
         let (live, gone): (Vec<RouteId>, Vec<RouteId>) = ids
             .into_iter()
-            .partition(|id| naming.is_some_and(|n| n.contains(id)) && self.specs.contains_key(id));
+            .partition(|id| naming.is_some_and(|n| n.contains(id)) && self.routes.contains_key(id));
         let state = self.gateways.get_mut(key).expect("a known Gateway");
         for (kind, rkey) in gone {
             if let Some(old) = state.replace(kind, &rkey, None) {
@@ -171,22 +171,24 @@ impl Engine {
             self.deps.forget(&Unit::Route(key.clone(), kind, rkey.clone()));
             dirty.routes.insert((kind, rkey));
         }
-        let mut specs: Vec<&Arc<RouteSpec>> = live.iter().map(|id| &self.specs[id]).collect();
-        specs.sort_by(|a, b| a.order.cmp(&b.order));
+        let mut live: Vec<(&Arc<RouteOrder>, RouteId)> =
+            live.into_iter().map(|id| (&self.routes[&id].order, id)).collect();
+        live.sort();
         let ctx = Ctx {
             model: &self.model,
             opts: &self.opts,
         };
         let backends = Backends::new(ctx, &self.policies, &self.evaluations);
         let mut claimed = Claims::new();
-        for spec in specs {
+        for (_, id) in live {
+            let spec = super::read_spec(&self.model, &id).expect("a known route is in the model");
             let scope = routes::Scope {
                 model: &self.model,
                 gateway: key,
                 client_cert: state.base.client_cert.as_deref(),
                 controller: &self.opts.controller_name,
             };
-            let (result, reads) = track(|| routes::attach(&scope, &backends, spec, &state.base.listeners, &claimed));
+            let (result, reads) = track(|| routes::attach(&scope, &backends, &spec, &state.base.listeners, &claimed));
             self.deps
                 .set(Unit::Route(key.clone(), spec.kind, spec.key.clone()), reads);
             if claims {

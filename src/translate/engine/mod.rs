@@ -18,6 +18,11 @@
 //! clusters, load assignments, secrets and listeners that contribution touched, and packs each changed
 //! resource once with its content version.
 //!
+//! The memo keeps what a later update reads, not everything a build saw: of a route, its place, its
+//! generation and the Gateways it names (`Known`), and the result of its attachment; its spec is read
+//! from the model again when it attaches (a few KiB a route, most of it rules, that the results already
+//! say). Results kept for the engine's life carry no spare vector capacity.
+//!
 //! `salsa` was the alternative. It wants every input and intermediate value `Eq + Hash` and owned by
 //! its database, but the Gateway API and Kubernetes types come from generated crates that are neither,
 //! so the model would have to be mirrored into salsa inputs, and the translator's functions rewritten
@@ -63,6 +68,26 @@ use crate::options::Options;
 /// A route, as the engine names it.
 type RouteId = (RouteKind, ObjectKey);
 
+/// What the engine keeps of a route between updates: where it stands, its generation and the Gateways
+/// it names. The spec itself (a few KiB a route, most of it rules) is read again from the model when
+/// the route attaches and dropped after, since the result it gave is what later updates consult.
+#[derive(Debug)]
+struct Known {
+    order: Arc<spec::RouteOrder>,
+    generation: i64,
+    gateways: Box<[ObjectKey]>,
+}
+
+impl Known {
+    fn of(spec: &RouteSpec) -> Known {
+        Known {
+            order: spec.order.clone(),
+            generation: spec.generation(),
+            gateways: routes::named_gateways(spec).into_iter().collect(),
+        }
+    }
+}
+
 pub struct Engine {
     opts: Options,
     model: Model,
@@ -72,7 +97,7 @@ pub struct Engine {
     policy_targets: BTreeMap<(BackendKind, ObjectKey), BTreeSet<ObjectKey>>,
     evaluations: Evaluations,
     deps: DepIndex,
-    specs: BTreeMap<RouteId, Arc<RouteSpec>>,
+    routes: BTreeMap<RouteId, Known>,
     /// Gateway → the routes whose parentRefs name it.
     naming: BTreeMap<ObjectKey, BTreeSet<RouteId>>,
     gateways: BTreeMap<ObjectKey, GatewayState>,
@@ -110,7 +135,7 @@ impl Engine {
             policy_targets: BTreeMap::new(),
             evaluations: Evaluations::new(),
             deps: DepIndex::default(),
-            specs: BTreeMap::new(),
+            routes: BTreeMap::new(),
             naming: BTreeMap::new(),
             gateways: BTreeMap::new(),
             refs: RefCounts::default(),
@@ -275,12 +300,13 @@ impl Engine {
         ids.extend(changes.keys(Kind::GrpcRoute).map(|k| (RouteKind::Grpc, k.clone())));
         let mut per_gateway: BTreeMap<ObjectKey, BTreeSet<RouteId>> = BTreeMap::new();
         for id in ids {
-            let next = self.read_spec(&id).map(Arc::new);
-            let old = match &next {
-                Some(spec) => self.specs.insert(id.clone(), spec.clone()),
-                None => self.specs.remove(&id),
+            let next = read_spec(&self.model, &id).map(|spec| Known::of(&spec));
+            let next_gateways: Vec<ObjectKey> = next.iter().flat_map(|k| k.gateways.iter().cloned()).collect();
+            let old = match next {
+                Some(known) => self.routes.insert(id.clone(), known),
+                None => self.routes.remove(&id),
             };
-            for gw in old.iter().flat_map(|s| routes::named_gateways(s)) {
+            for gw in old.into_iter().flat_map(|k| k.gateways) {
                 if let Some(set) = self.naming.get_mut(&gw) {
                     set.remove(&id);
                     if set.is_empty() {
@@ -289,7 +315,7 @@ impl Engine {
                 }
                 per_gateway.entry(gw).or_default().insert(id.clone());
             }
-            for gw in next.iter().flat_map(|s| routes::named_gateways(s)) {
+            for gw in next_gateways {
                 self.naming.entry(gw.clone()).or_default().insert(id.clone());
                 per_gateway.entry(gw).or_default().insert(id.clone());
             }
@@ -297,20 +323,20 @@ impl Engine {
         }
         per_gateway
     }
+}
 
-    fn read_spec(&self, (kind, key): &RouteId) -> Option<RouteSpec> {
-        let m = &self.model;
-        match kind {
-            RouteKind::Http => {
-                let r = m.http_routes.get(key)?;
-                Some(spec::http::route(
-                    key,
-                    r,
-                    m.http_route_extras.get(key).map(|e| e.as_ref()),
-                ))
-            }
-            RouteKind::Grpc => Some(spec::grpc::route(key, m.grpc_routes.get(key)?)),
+/// The route's spec as `m` has it; every route the engine knows has one in its model.
+fn read_spec(m: &Model, (kind, key): &RouteId) -> Option<RouteSpec> {
+    match kind {
+        RouteKind::Http => {
+            let r = m.http_routes.get(key)?;
+            Some(spec::http::route(
+                key,
+                r,
+                m.http_route_extras.get(key).map(|e| e.as_ref()),
+            ))
         }
+        RouteKind::Grpc => Some(spec::grpc::route(key, m.grpc_routes.get(key)?)),
     }
 }
 

@@ -5,7 +5,6 @@ use super::{Dirty, Engine};
 use crate::gateway::MAX_ROUTE_PARENTS;
 use crate::gateway::backend_tls;
 use crate::gateway::backends;
-use crate::gateway::routes;
 use crate::gateway::spec::RouteKind;
 use crate::gateway::status::{ObjectStatus, StatusBody};
 use crate::model::ObjectKey;
@@ -48,13 +47,14 @@ impl Engine {
 
     /// A route's `status.parents`: its entries for every pier Gateway it names, in Gateway order.
     fn route_status(&self, kind: RouteKind, key: &ObjectKey) -> Option<ObjectStatus> {
-        let spec = self.specs.get(&(kind, key.clone()))?;
-        let mut parents: Vec<_> = routes::named_gateways(spec)
+        let known = self.routes.get(&(kind, key.clone()))?;
+        let mut parents: Vec<_> = known
+            .gateways
             .iter()
             .filter_map(|gw| self.gateways.get(gw))
             .filter_map(|state| Some((state, state.slot(kind, key)?)))
             .flat_map(|(state, slot)| {
-                let proxyless = state.proxyless_condition(slot, spec.generation());
+                let proxyless = state.proxyless_condition(slot, known.generation);
                 slot.result.parents.iter().cloned().map(move |mut p| {
                     if p.conditions.first().is_some_and(|c| c.is_true()) {
                         p.conditions.extend(proxyless.clone());
@@ -67,6 +67,8 @@ impl Engine {
             return None;
         }
         parents.truncate(MAX_ROUTE_PARENTS);
+        // Kept until the route changes: no room for more parents than it has.
+        parents.shrink_to_fit();
         Some(ObjectStatus::new(
             "gateway.networking.k8s.io/v1",
             kind.name(),

@@ -242,7 +242,7 @@ impl GatewayState {
         }
         for e in &r.entries {
             let touched = self.touched.hosts.entry(e.listener).or_default();
-            self.entries[e.listener].add(Arc::new(e.clone()), touched);
+            self.entries[e.listener].add(e.clone(), touched);
         }
     }
 
