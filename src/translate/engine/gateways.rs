@@ -160,9 +160,9 @@ impl Engine {
     /// kinds attach here), in which case `ids` must be every route that names the Gateway.
     fn attach(&mut self, key: &ObjectKey, ids: BTreeSet<RouteId>, claims: bool, dirty: &mut Dirty) {
         let naming = self.naming.get(key);
-        let (live, gone): (Vec<RouteId>, Vec<RouteId>) = ids
-            .into_iter()
-            .partition(|id| naming.is_some_and(|n| n.contains(id)) && self.routes.contains_key(id));
+        let (live, gone): (Vec<RouteId>, Vec<RouteId>) = ids.into_iter().partition(|id| {
+            naming.is_some_and(|n| n.contains(id)) && self.routes.contains_key(id) && super::in_model(&self.model, id)
+        });
         let state = self.gateways.get_mut(key).expect("a known Gateway");
         for (kind, rkey) in gone {
             if let Some(old) = state.replace(kind, &rkey, None) {
@@ -181,7 +181,7 @@ impl Engine {
         let backends = Backends::new(ctx, &self.policies, &self.evaluations);
         let mut claimed = Claims::new();
         for (_, id) in live {
-            let spec = super::read_spec(&self.model, &id).expect("a known route is in the model");
+            let spec = super::read_spec(&self.model, &id).expect("live routes are in the model");
             let scope = routes::Scope {
                 model: &self.model,
                 gateway: key,

@@ -325,7 +325,16 @@ impl Engine {
     }
 }
 
-/// The route's spec as `m` has it; every route the engine knows has one in its model.
+/// Does `m` have the route? Every route the engine knows is in its model; attaching checks anyway,
+/// since a route missing there must be detached, not panic the server.
+fn in_model(m: &Model, (kind, key): &RouteId) -> bool {
+    match kind {
+        RouteKind::Http => m.http_routes.contains_key(key),
+        RouteKind::Grpc => m.grpc_routes.contains_key(key),
+    }
+}
+
+/// The route's spec as `m` has it, if `m` has the route.
 fn read_spec(m: &Model, (kind, key): &RouteId) -> Option<RouteSpec> {
     match kind {
         RouteKind::Http => {
