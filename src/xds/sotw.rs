@@ -73,6 +73,24 @@ struct TypeState {
     sent: Option<Held>,
 }
 
+impl TypeState {
+    /// The proxy acknowledged `version`, and so holds `held`.
+    fn acked(&mut self, ty: XdsType, version: String, held: Option<Held>) -> Event {
+        self.acked_version = Some(version.clone());
+        self.nacked_version = None;
+        self.held = held;
+        Event::Acked { ty, version }
+    }
+
+    /// The proxy holds `version`'s resources for its names already: the type counts as sent and
+    /// acknowledged at it without a response.
+    fn spared(&mut self, ty: XdsType, version: &str, held: Option<Held>) -> Event {
+        self.need_response = false;
+        self.sent_version = Some(version.to_string());
+        self.acked(ty, version.to_string(), held)
+    }
+}
+
 /// A SotW response as it goes on the wire: the stream's own nonce and a body it may share with other
 /// streams (`xds::grpc` frames the two as one `DiscoveryResponse`).
 #[derive(Debug, Clone)]
@@ -180,12 +198,7 @@ impl Machine for Sotw {
                                 message: error.message.clone(),
                             });
                         }
-                        None => {
-                            st.acked_version = Some(version.clone());
-                            st.nacked_version = None;
-                            st.held = sent;
-                            events.push(Event::Acked { ty, version });
-                        }
+                        None => events.push(st.acked(ty, version, sent)),
                     }
                 }
                 // The latest nonce again (a subscription change after its ACK), or a nonce from an
@@ -251,13 +264,7 @@ impl Sotw {
             return None;
         }
         if st.held_version.take().as_ref() == Some(&view.version) && st.wildcard {
-            st.need_response = false;
-            st.sent_version = Some(view.version.clone());
-            st.acked_version = Some(view.version.clone());
-            events.push(Event::Acked {
-                ty,
-                version: view.version.clone(),
-            });
+            events.push(st.spared(ty, &view.version, None));
             return None;
         }
         let named = !st.wildcard && !ty.is_full_state();
@@ -275,15 +282,7 @@ impl Sotw {
         if body.resources == 0 && matches!(selection, Selection::Since(..)) {
             // The proxy holds this view's resources for its names already: a response would carry
             // nothing (for these types an absent resource is kept, not deleted), so none is sent.
-            st.need_response = false;
-            st.sent_version = Some(view.version.clone());
-            st.acked_version = Some(view.version.clone());
-            st.nacked_version = None;
-            st.held = holding;
-            events.push(Event::Acked {
-                ty,
-                version: view.version.clone(),
-            });
+            events.push(st.spared(ty, &view.version, holding));
             return None;
         }
         self.nonces += 1;

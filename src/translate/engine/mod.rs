@@ -300,9 +300,7 @@ impl Engine {
         ids.extend(changes.keys(Kind::GrpcRoute).map(|k| (RouteKind::Grpc, k.clone())));
         let mut per_gateway: BTreeMap<ObjectKey, BTreeSet<RouteId>> = BTreeMap::new();
         for id in ids {
-            let next = read_spec(&self.model, &id).map(|spec| Known::of(&spec));
-            let next_gateways: Vec<ObjectKey> = next.iter().flat_map(|k| k.gateways.iter().cloned()).collect();
-            let old = match next {
+            let old = match read_spec(&self.model, &id).map(|spec| Known::of(&spec)) {
                 Some(known) => self.routes.insert(id.clone(), known),
                 None => self.routes.remove(&id),
             };
@@ -315,9 +313,9 @@ impl Engine {
                 }
                 per_gateway.entry(gw).or_default().insert(id.clone());
             }
-            for gw in next_gateways {
+            for gw in self.routes.get(&id).into_iter().flat_map(|k| k.gateways.iter()) {
                 self.naming.entry(gw.clone()).or_default().insert(id.clone());
-                per_gateway.entry(gw).or_default().insert(id.clone());
+                per_gateway.entry(gw.clone()).or_default().insert(id.clone());
             }
             dirty.routes.insert(id);
         }
