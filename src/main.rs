@@ -158,26 +158,23 @@ fn translate(args: TranslateArgs) -> Result<()> {
             .map_err(anyhow::Error::msg)?;
     }
     let read = started.elapsed();
-    let translation = pier::translate(&loaded.model, &opts);
+    let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+    // The engine takes the model rather than a copy: nothing here reads it again.
+    let translation = pier::translate::translate_owned(loaded.model, &opts);
     let translated = started.elapsed();
-    let mut doc = translation.document(args.gateway.as_deref())?;
-    if !loaded.warnings.is_empty() {
-        // What the reader skipped or overrode (an object defined twice) is part of the answer, not only
-        // of the log: a script reading the document must see that the input was not taken as written.
-        let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
-        doc["warnings"] = serde_json::json!(warnings);
-    }
-    let rendered = started.elapsed();
-    print(&doc, args.output)?;
+    let doc = translation.render(args.gateway.as_deref(), &warnings)?;
+    let selected = started.elapsed();
+    write_document(&doc, args.output)?;
+    drop(doc);
     // Freeing a large configuration object by object takes longer than the process's exit; a one-shot
     // command does not need to.
     #[expect(clippy::mem_forget, reason = "the process exits next; nothing else is held")]
-    std::mem::forget((doc, translation, loaded));
+    std::mem::forget(translation);
     tracing::debug!(
         read_ms = read.as_millis(),
         translate_ms = (translated - read).as_millis(),
-        render_ms = (rendered - translated).as_millis(),
-        print_ms = (started.elapsed() - rendered).as_millis(),
+        select_ms = (selected - translated).as_millis(),
+        write_ms = (started.elapsed() - selected).as_millis(),
         "pier translate phases"
     );
     Ok(())
@@ -348,4 +345,18 @@ fn print(doc: &serde_json::Value, output: Output) -> Result<()> {
         .lock()
         .write_all(text.as_bytes())
         .context("writing output")
+}
+
+/// Writes a document to stdout as JSON or YAML as it is serialized, so a large one is never held
+/// whole as text; the bytes are those [`render`] would give.
+fn write_document(doc: &impl serde::Serialize, output: Output) -> Result<()> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match output {
+        Output::Json => {
+            serde_json::to_writer_pretty(&mut out, doc).context("writing output")?;
+            out.write_all(b"\n").context("writing output")?;
+        }
+        Output::Yaml => pier::model::yaml::to_yaml_writer(&mut out, doc).context("writing output")?,
+    }
+    out.flush().context("writing output")
 }

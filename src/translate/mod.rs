@@ -4,13 +4,16 @@
 //! every change — decoded into plain Envoy resources. Infallible and deterministic: a user mistake is a
 //! status condition, never an error, and the same model gives the same bytes.
 
+mod document;
 pub mod engine;
+
+pub use document::{Document, Selected};
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::envoy::{Resources, render};
+use crate::envoy::Resources;
 use crate::gateway::status::ObjectStatus;
 use crate::model::Model;
 use crate::options::Options;
@@ -27,7 +30,12 @@ pub struct Translation {
 }
 
 pub fn translate(model: &Model, opts: &Options) -> Translation {
-    engine::Engine::with(model.clone(), opts.clone()).translation()
+    translate_owned(model.clone(), opts)
+}
+
+/// [`translate`] of a model the caller no longer needs, so it is not held twice.
+pub fn translate_owned(model: Model, opts: &Options) -> Translation {
+    engine::Engine::with(model, opts.clone()).into_translation()
 }
 
 /// A small Gateway's resources (the `route-weights` golden input), for the ADS fuzz target and its
@@ -67,64 +75,58 @@ impl Translation {
     /// The resources of one Gateway, or of all of them merged by name when `gateway` is `None`. A merge
     /// never hides anything: resources that share a name must be identical.
     pub fn resources(&self, gateway: Option<&str>) -> Result<Resources, SelectError> {
+        self.select(gateway).map(|s| s.to_resources())
+    }
+
+    /// [`resources`](Self::resources), borrowed.
+    pub fn select(&self, gateway: Option<&str>) -> Result<Selected<'_>, SelectError> {
         match gateway {
             Some(g) => self
                 .gateways
                 .get(g)
-                .cloned()
+                .map(Selected::of)
                 .ok_or_else(|| SelectError::NoSuchGateway(g.to_string(), self.gateways.keys().cloned().collect())),
             None => merge(&self.gateways),
         }
     }
 
-    /// The `pier translate` document: `clusters`, `endpoints`, `listeners`, `routes`, `secrets`
-    /// (canonical proto3 JSON with proto field names), `proxyless` (the same five for gRPC clients, when
-    /// a Gateway serves them anything) and `status`.
+    /// The `pier translate` document as one value ([`render`](Self::render) without warnings).
     pub fn document(&self, gateway: Option<&str>) -> Result<Value, SelectError> {
-        let res = self.resources(gateway)?;
-        let mut doc = render::resources_to_json(&res);
-        let proxyless = match gateway {
-            Some(g) => self.proxyless.get(g).cloned(),
-            None => Some(merge(&self.proxyless)?).filter(|r| *r != Resources::default()),
-        };
-        if let Some(p) = proxyless {
-            doc["proxyless"] = render::resources_to_json(&p);
-        }
-        doc["status"] = serde_json::to_value(&self.statuses).expect("statuses serialize");
-        Ok(doc)
+        let doc = self.render(gateway, &[])?;
+        Ok(serde_json::to_value(&doc).expect("rendered resources and statuses are JSON"))
     }
 }
 
 /// Every Gateway's resources in one set, deduplicated by name; a name whose resources differ between
 /// Gateways is a conflict.
-fn merge(gateways: &BTreeMap<String, Resources>) -> Result<Resources, SelectError> {
+fn merge(gateways: &BTreeMap<String, Resources>) -> Result<Selected<'_>, SelectError> {
     /// Adds `from` (Gateway `gw`'s) to `into`, keyed by name, remembering which Gateway gave each.
-    fn add<T: Clone + PartialEq>(
+    fn add<'a, T: PartialEq>(
         kind: &'static str,
-        into: &mut BTreeMap<String, (T, String)>,
-        gw: &str,
-        from: &[T],
-        name: impl Fn(&T) -> &str,
+        into: &mut BTreeMap<&'a str, (&'a T, &'a str)>,
+        gw: &'a str,
+        from: &'a [T],
+        name: impl Fn(&'a T) -> &'a str,
     ) -> Result<(), SelectError> {
         for item in from {
             match into.get(name(item)) {
-                Some((seen, _)) if seen == item => {}
+                Some((seen, _)) if *seen == item => {}
                 Some((_, first)) => {
                     return Err(SelectError::Conflict {
                         kind,
                         name: name(item).to_string(),
-                        first: first.clone(),
+                        first: first.to_string(),
                         second: gw.to_string(),
                     });
                 }
                 None => {
-                    into.insert(name(item).to_string(), (item.clone(), gw.to_string()));
+                    into.insert(name(item), (item, gw));
                 }
             }
         }
         Ok(())
     }
-    fn values<T>(m: BTreeMap<String, (T, String)>) -> Vec<T> {
+    fn values<'a, T>(m: BTreeMap<&'a str, (&'a T, &'a str)>) -> Vec<&'a T> {
         m.into_values().map(|(v, _)| v).collect()
     }
     let (mut c, mut e, mut l, mut r, mut s) = Default::default();
@@ -135,7 +137,7 @@ fn merge(gateways: &BTreeMap<String, Resources>) -> Result<Resources, SelectErro
         add("route configuration", &mut r, gw, &res.routes, |x| &x.name)?;
         add("secret", &mut s, gw, &res.secrets, |x| &x.name)?;
     }
-    Ok(Resources {
+    Ok(Selected {
         clusters: values(c),
         endpoints: values(e),
         listeners: values(l),

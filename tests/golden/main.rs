@@ -27,6 +27,7 @@ mod cases;
 mod engine;
 mod engine_bundles;
 mod engine_pods;
+mod streamed;
 
 use cases::{Resolutions, cases, documents, options, resolutions};
 

@@ -198,9 +198,21 @@ pub fn values(source: &str, text: &str) -> Result<Vec<Option<Value>>, ParseError
 /// `value` as YAML, the one way pier writes it (`pier translate -o yaml`, `pier crds`, goldens): block
 /// collections, long strings kept on one line (folding them would make diffs of resource names noisy).
 pub fn to_yaml<T: serde::Serialize>(value: &T) -> Result<String, serde_saphyr::SerializeError> {
+    serde_saphyr::to_string_with_options(value, yaml_options())
+}
+
+/// [`to_yaml`] written out as it is serialized, for a document too large to hold twice.
+pub fn to_yaml_writer<W: std::io::Write, T: serde::Serialize>(
+    out: &mut W,
+    value: &T,
+) -> Result<(), serde_saphyr::SerializeError> {
+    serde_saphyr::to_io_writer_with_options(out, value, yaml_options())
+}
+
+fn yaml_options() -> serde_saphyr::SerializerOptions {
     let mut options = serde_saphyr::SerializerOptions::default();
     options.prefer_block_scalars = false;
-    serde_saphyr::to_string_with_options(value, options)
+    options
 }
 
 /// kubectl's `-o yaml` of several objects: `kind: List` with `items`. The apiVersion is not checked

@@ -192,21 +192,23 @@ impl Engine {
         &self.statuses
     }
 
+    /// [`translation`](Self::translation) of an engine that is done with: what only later updates
+    /// read (the model, the memo, the dependency index) is freed before the resources are decoded, so
+    /// the decoded output never sits beside them (`pier translate`'s peak).
+    pub fn into_translation(self) -> super::Translation {
+        let (gateways, statuses) = self.into_output();
+        decoded(&gateways, statuses.list())
+    }
+
+    /// A call of its own because what a destructuring leaves behind is freed only when the variable
+    /// goes out of scope: here, on return, before anything is decoded.
+    fn into_output(self) -> (BTreeMap<ObjectKey, GatewayState>, Statuses) {
+        (self.gateways, self.statuses)
+    }
+
     /// The engine's output as plain Envoy resources (decoded; for `translate()` and tests).
     pub fn translation(&self) -> super::Translation {
-        super::Translation {
-            gateways: self
-                .gateways
-                .iter()
-                .map(|(k, s)| (k.to_string(), snapshot::decode(&s.out)))
-                .collect(),
-            proxyless: self
-                .gateways
-                .iter()
-                .filter_map(|(k, s)| Some((k.to_string(), snapshot::decode(s.out.grpc.as_deref()?))))
-                .collect(),
-            statuses: self.statuses.list(),
-        }
+        decoded(&self.gateways, self.statuses.list())
     }
 
     fn ctx(&self) -> Ctx<'_> {
@@ -353,5 +355,22 @@ fn model_kind(kind: BackendKind) -> Kind {
         BackendKind::Backend => Kind::Backend,
         BackendKind::EgBackend => Kind::EgBackend,
         BackendKind::Service => Kind::Service,
+    }
+}
+
+fn decoded(
+    gateways: &BTreeMap<ObjectKey, GatewayState>,
+    statuses: Vec<crate::gateway::status::ObjectStatus>,
+) -> super::Translation {
+    super::Translation {
+        gateways: gateways
+            .iter()
+            .map(|(k, s)| (k.to_string(), snapshot::decode(&s.out)))
+            .collect(),
+        proxyless: gateways
+            .iter()
+            .filter_map(|(k, s)| Some((k.to_string(), snapshot::decode(s.out.grpc.as_deref()?))))
+            .collect(),
+        statuses,
     }
 }
