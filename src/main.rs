@@ -12,6 +12,10 @@ use pier::cli::{
 #[cfg(feature = "demo")]
 use pier::cli::{DemoArgs, UpstreamArgs};
 
+/// Why mimalloc and not the system allocator: `Cargo.toml`, and `docs/performance.md` for the figures.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The demo prints its own report on stdout; pier's info logs would only interleave with it.

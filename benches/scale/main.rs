@@ -44,6 +44,10 @@ use std::time::Duration;
 use pier::testkit::workload::Workload;
 use propagation::Mode;
 
+/// The allocator pier's binary ships with, so in-process figures (`engine-memory`) are pier's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     match args.first().map(String::as_str) {
