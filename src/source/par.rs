@@ -2,10 +2,11 @@
 //! parses on its own. Results come back in input order, so what callers build from them — and the first
 //! error they report — is what one thread would give.
 //!
-//! Used by the one-pass loader (`pier translate`, goldens), not by `pier serve`'s directory cache:
-//! objects parsed on a second thread live on in that thread's malloc arena, and at 10,000 routes the
-//! server's idle memory was 512 MiB with a parallel first read against 464 MiB without, to start 0.7 s
-//! sooner (2.7 against 3.4 s). A long-running process keeps the memory.
+//! Used by the one-pass loader (`pier translate`, goldens) and by `pier serve`'s directory cache for a
+//! full walk. The cache once read on one thread: under glibc's malloc, objects parsed on a second thread
+//! lived on in that thread's arena, and at 10,000 routes the server idled at 512 MiB against 464 MiB.
+//! Under mimalloc (the binary's allocator) the parallel read costs no memory (380 MiB either way) and
+//! the server is ready 0.9 s sooner (`docs/performance.md`).
 //!
 //! Plain `std::thread::scope` rather than rayon: one call site shape (map a slice, keep order), and no
 //! global pool living on in a long-running server for what happens at start-up and on a full re-read.

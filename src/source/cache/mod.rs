@@ -110,6 +110,24 @@ struct Delta {
     read: usize,
 }
 
+/// What reading one file again found.
+enum Reread {
+    Unchanged,
+    Parsed(u64, yaml::Parsed),
+    Skipped(String),
+}
+
+impl Delta {
+    fn record(&mut self, path: &Path, outcome: Reread) {
+        self.read += 1;
+        match outcome {
+            Reread::Unchanged => {}
+            Reread::Parsed(hash, parsed) => self.parsed.push((path.to_path_buf(), hash, parsed)),
+            Reread::Skipped(why) => self.skipped.push((path.to_path_buf(), why)),
+        }
+    }
+}
+
 impl DirCache {
     pub fn new(paths: Vec<PathBuf>) -> DirCache {
         DirCache {
@@ -154,8 +172,11 @@ impl DirCache {
         let mut delta = Delta::default();
         let listed: BTreeSet<&PathBuf> = list.iter().collect();
         delta.removed = self.files.keys().filter(|p| !listed.contains(p)).cloned().collect();
-        for path in &list {
-            self.reread(path, &mut delta, every_file)?;
+        // Read and parsed on every core, taken in order: the first error is the one a single thread
+        // would meet.
+        let outcomes = super::par::map(&list, |path| self.reread_one(path, every_file));
+        for (path, outcome) in list.iter().zip(outcomes) {
+            delta.record(path, outcome?);
         }
         let applied = self.apply(delta, Some(list), Some(dirs), every_file)?;
         if matches!(applied, Applied::Done(_)) {
@@ -239,22 +260,24 @@ impl DirCache {
 
     /// Reads one file; parses it if its bytes changed (or it was skipped last time, or `always`).
     fn reread(&self, path: &Path, delta: &mut Delta, always: bool) -> Result<(), LoadError> {
-        delta.read += 1;
+        delta.record(path, self.reread_one(path, always)?);
+        Ok(())
+    }
+
+    fn reread_one(&self, path: &Path, always: bool) -> Result<Reread, LoadError> {
         let bytes = match files::read_capped(path, self.max_file_bytes)? {
             Contents::Bytes(bytes) => bytes,
-            Contents::Skipped(why) => {
-                delta.skipped.push((path.to_path_buf(), why));
-                return Ok(());
-            }
+            Contents::Skipped(why) => return Ok(Reread::Skipped(why)),
         };
         let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
         let unchanged = |entry: &FileEntry| entry.hash == hash && entry.skipped.is_none();
         if !always && self.files.get(path).is_some_and(unchanged) {
-            return Ok(());
+            return Ok(Reread::Unchanged);
         }
-        let parsed = files::parse_bytes(path, bytes, self.max_file_bytes)?;
-        delta.parsed.push((path.to_path_buf(), hash, parsed));
-        Ok(())
+        Ok(Reread::Parsed(
+            hash,
+            files::parse_bytes(path, bytes, self.max_file_bytes)?,
+        ))
     }
 
     /// Marks a file skipped, keeping what it defined when it last read well.

@@ -180,8 +180,8 @@ fn reading_the_changed_names_finds_what_the_walk_finds() {
     }
 }
 
-/// Enough files for the loader to parse on several threads: it reports the error the cache's sequential
-/// read reports, and builds the same model.
+/// Enough files for the loader and the cache to parse on several threads: both report the error a
+/// sequential read would (the first in reading order), and build the same model.
 #[test]
 fn a_parallel_load_reports_what_the_cache_reports() {
     let dir = tempfile::tempdir().unwrap();
