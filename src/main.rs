@@ -163,17 +163,18 @@ fn translate(args: TranslateArgs) -> Result<()> {
     }
     let read = started.elapsed();
     let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
-    // The engine takes the model rather than a copy: nothing here reads it again.
-    let translation = pier::translate::translate_owned(loaded.model, &opts);
+    // The engine takes the model rather than a copy (nothing here reads it again), and the document is
+    // rendered from what it packed, as `pier serve` would send it.
+    let engine = pier::translate::engine::Engine::with(loaded.model, opts);
     let translated = started.elapsed();
-    let doc = translation.render(args.gateway.as_deref(), &warnings)?;
+    let doc = engine.document(args.gateway.as_deref(), &warnings)?;
     let selected = started.elapsed();
     write_document(&doc, args.output)?;
     drop(doc);
     // Freeing a large configuration object by object takes longer than the process's exit; a one-shot
     // command does not need to.
     #[expect(clippy::mem_forget, reason = "the process exits next; nothing else is held")]
-    std::mem::forget(translation);
+    std::mem::forget(engine);
     tracing::debug!(
         read_ms = read.as_millis(),
         translate_ms = (translated - read).as_millis(),

@@ -8,6 +8,7 @@
 
 use std::sync::OnceLock;
 
+use envoy_types::pb::google::protobuf::Any;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, SerializeOptions};
 use serde_json::Value;
 
@@ -49,10 +50,22 @@ fn descriptor(full_name: &str) -> Result<MessageDescriptor, JsonError> {
 /// If `M` is missing from the descriptor set: a build mistake (`build.rs` ROOTS), not an input problem,
 /// caught by any test that renders the type.
 pub fn to_json<M: prost::Message + prost::Name>(msg: &M) -> Value {
-    let name = M::full_name();
-    let desc = descriptor(&name).unwrap_or_else(|e| panic!("{e}"));
-    let dynamic = DynamicMessage::decode(desc, msg.encode_to_vec().as_slice())
-        .unwrap_or_else(|e| panic!("{name} does not match its own descriptor: {e}"));
+    encoded_to_json(&M::full_name(), &msg.encode_to_vec())
+}
+
+/// Canonical proto3 JSON of a packed message, straight from its bytes (what the engine serves).
+///
+/// # Panics
+/// As [`to_json`], for a type URL outside the descriptor set or bytes that are not its message: only
+/// ever pier's own packing.
+pub fn any_to_json(any: &Any) -> Value {
+    encoded_to_json(any.type_url.rsplit('/').next().unwrap_or_default(), &any.value)
+}
+
+fn encoded_to_json(name: &str, bytes: &[u8]) -> Value {
+    let desc = descriptor(name).unwrap_or_else(|e| panic!("{e}"));
+    let dynamic =
+        DynamicMessage::decode(desc, bytes).unwrap_or_else(|e| panic!("{name} does not match its own descriptor: {e}"));
     let mut json = dynamic
         .serialize_with_options(
             serde_json::value::Serializer,

@@ -2,19 +2,29 @@
 //!
 //! Building the whole document as one `serde_json::Value` and then as one YAML string held three copies
 //! of a large configuration at once: at 5,000 routes that was most of the command's peak memory. The
-//! document here is a [`Serialize`] that renders one resource at a time ([`render::to_json`]) straight
-//! into the output serializer, so only one resource's value is alive at any moment.
+//! document here is a [`Serialize`] that renders one resource at a time straight into the output
+//! serializer, so only one resource's value is alive at any moment.
+//!
+//! It renders either a [`Translation`]'s decoded resources or, for `pier translate`, the engine's own
+//! packed ones ([`Engine::document`]): decoding every resource into prost types only to encode it again
+//! for rendering was a tenth of the command, and the decoded copy sat beside the engine.
 //!
 //! The output is byte-identical to serializing [`Translation::document`]'s value, which is itself
 //! this type turned into a value, so the two cannot drift: the keys are written in the order a
-//! `serde_json::Map` sorts them, and every list with its exact length, as a `Value` would.
+//! `serde_json::Map` sorts them, and every list with its exact length, as a `Value` would. A golden
+//! test holds both sources to the document as it was built before it streamed.
+
+use std::collections::BTreeMap;
 
 use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::Value;
 
-use super::{SelectError, Translation};
+use super::engine::Engine;
+use super::{SelectError, Translation, merged};
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
 use crate::envoy::{Resources, render};
 use crate::gateway::status::ObjectStatus;
+use crate::snapshot::{GatewayOut, Res};
 
 /// One Gateway's resources, or every Gateway's merged by name, borrowed from a [`Translation`].
 #[derive(Debug, Default)]
@@ -37,14 +47,6 @@ impl<'a> Selected<'a> {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.clusters.is_empty()
-            && self.endpoints.is_empty()
-            && self.listeners.is_empty()
-            && self.routes.is_empty()
-            && self.secrets.is_empty()
-    }
-
     pub fn to_resources(&self) -> Resources {
         fn owned<T: Clone>(items: &[&T]) -> Vec<T> {
             items.iter().map(|x| (*x).clone()).collect()
@@ -57,10 +59,63 @@ impl<'a> Selected<'a> {
             secrets: owned(&self.secrets),
         }
     }
+
+    fn sections(&self) -> Sections<'a> {
+        fn items<'a, M: Item>(list: &[&'a M]) -> Vec<&'a dyn Item> {
+            list.iter().map(|m| *m as &dyn Item).collect()
+        }
+        Sections {
+            clusters: items(&self.clusters),
+            endpoints: items(&self.endpoints),
+            listeners: items(&self.listeners),
+            routes: items(&self.routes),
+            secrets: items(&self.secrets),
+        }
+    }
+}
+
+/// A resource the document writes, as canonical proto3 JSON.
+pub trait Item {
+    fn json(&self) -> Value;
+}
+
+impl<M: prost::Message + prost::Name> Item for M {
+    fn json(&self) -> Value {
+        render::to_json(self)
+    }
+}
+
+impl Item for Res {
+    fn json(&self) -> Value {
+        render::any_to_json(self.resource())
+    }
 }
 
 /// `{clusters, endpoints, listeners, routes, secrets}`, as [`render::resources_to_json`] writes them.
-impl Serialize for Selected<'_> {
+#[derive(Default)]
+struct Sections<'a> {
+    clusters: Vec<&'a dyn Item>,
+    endpoints: Vec<&'a dyn Item>,
+    listeners: Vec<&'a dyn Item>,
+    routes: Vec<&'a dyn Item>,
+    secrets: Vec<&'a dyn Item>,
+}
+
+impl Sections<'_> {
+    fn is_empty(&self) -> bool {
+        [
+            &self.clusters,
+            &self.endpoints,
+            &self.listeners,
+            &self.routes,
+            &self.secrets,
+        ]
+        .iter()
+        .all(|list| list.is_empty())
+    }
+}
+
+impl Serialize for Sections<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(5))?;
         map.serialize_entry("clusters", &Rendered(&self.clusters))?;
@@ -72,14 +127,14 @@ impl Serialize for Selected<'_> {
     }
 }
 
-/// Messages rendered as canonical proto3 JSON one at a time, as they are written.
-struct Rendered<'s, 'a, M>(&'s [&'a M]);
+/// Resources rendered one at a time, as they are written.
+struct Rendered<'s, 'a>(&'s [&'a dyn Item]);
 
-impl<M: prost::Message + prost::Name> Serialize for Rendered<'_, '_, M> {
+impl Serialize for Rendered<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for msg in self.0 {
-            seq.serialize_element(&render::to_json(*msg))?;
+        for item in self.0 {
+            seq.serialize_element(&item.json())?;
         }
         seq.end()
     }
@@ -87,9 +142,9 @@ impl<M: prost::Message + prost::Name> Serialize for Rendered<'_, '_, M> {
 
 /// Statuses go through a value each: a value's keys are sorted, which is the order the document has
 /// always printed a status's fields in (not their declaration order).
-struct Statuses<'a>(&'a [ObjectStatus]);
+struct Statuses<'s, 'a>(&'s [&'a ObjectStatus]);
 
-impl Serialize for Statuses<'_> {
+impl Serialize for Statuses<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
         for status in self.0 {
@@ -100,11 +155,10 @@ impl Serialize for Statuses<'_> {
 }
 
 /// The `pier translate` document; see [`Translation::render`].
-#[derive(Debug)]
 pub struct Document<'a> {
-    resources: Selected<'a>,
-    proxyless: Option<Selected<'a>>,
-    statuses: &'a [ObjectStatus],
+    resources: Sections<'a>,
+    proxyless: Option<Sections<'a>>,
+    statuses: Vec<&'a ObjectStatus>,
     warnings: &'a [String],
 }
 
@@ -121,7 +175,7 @@ impl Serialize for Document<'_> {
         }
         map.serialize_entry("routes", &Rendered(&r.routes))?;
         map.serialize_entry("secrets", &Rendered(&r.secrets))?;
-        map.serialize_entry("status", &Statuses(self.statuses))?;
+        map.serialize_entry("status", &Statuses(&self.statuses))?;
         if !self.warnings.is_empty() {
             map.serialize_entry("warnings", self.warnings)?;
         }
@@ -136,14 +190,64 @@ impl Translation {
     /// there are any (what the reader skipped or overrode: part of the answer, not only of the log).
     pub fn render<'a>(&'a self, gateway: Option<&str>, warnings: &'a [String]) -> Result<Document<'a>, SelectError> {
         let proxyless = match gateway {
-            Some(g) => self.proxyless.get(g).map(Selected::of),
-            None => Some(super::merge(&self.proxyless)?).filter(|p| !p.is_empty()),
+            Some(g) => self.proxyless.get(g).map(|p| Selected::of(p).sections()),
+            None => Some(super::merge(&self.proxyless)?.sections()).filter(|p| !p.is_empty()),
         };
         Ok(Document {
-            resources: self.select(gateway)?,
+            resources: self.select(gateway)?.sections(),
             proxyless,
-            statuses: &self.statuses,
+            statuses: self.statuses.iter().collect(),
             warnings,
         })
     }
+}
+
+impl Engine {
+    /// [`Translation::render`] of what the engine serves, rendered from its packed resources: the same
+    /// bytes, without decoding every resource first.
+    pub fn document<'a>(&'a self, gateway: Option<&str>, warnings: &'a [String]) -> Result<Document<'a>, SelectError> {
+        let outs: BTreeMap<String, &GatewayOut> = self.gateways().map(|(k, out)| (k.to_string(), out)).collect();
+        let chosen: Vec<(&str, &GatewayOut)> = match gateway {
+            Some(g) => {
+                let (name, out) = outs
+                    .get_key_value(g)
+                    .ok_or_else(|| SelectError::NoSuchGateway(g.to_string(), outs.keys().cloned().collect()))?;
+                vec![(name.as_str(), *out)]
+            }
+            None => outs.iter().map(|(k, out)| (k.as_str(), *out)).collect(),
+        };
+        let grpc: Vec<(&str, &GatewayOut)> = chosen
+            .iter()
+            .filter_map(|(k, out)| Some((*k, out.grpc.as_deref()?)))
+            .collect();
+        // As `Translation::render`: one Gateway shows the set it has, the merge only a non-empty one.
+        let proxyless = match gateway {
+            Some(_) => (!grpc.is_empty()).then(|| packed(&grpc)).transpose()?,
+            None => Some(packed(&grpc)?).filter(|p| !p.is_empty()),
+        };
+        Ok(Document {
+            resources: packed(&chosen)?,
+            proxyless,
+            statuses: self.statuses().map().values().map(AsRef::as_ref).collect(),
+            warnings,
+        })
+    }
+}
+
+/// The packed resources of the Gateways named, merged by name: equal versions are equal content.
+fn packed<'a>(gateways: &[(&str, &'a GatewayOut)]) -> Result<Sections<'a>, SelectError> {
+    type Of = fn(&GatewayOut) -> &imbl::OrdMap<String, std::sync::Arc<Res>>;
+    let one = |kind: &'static str, of: Of| -> Result<Vec<&'a dyn Item>, SelectError> {
+        let each = gateways
+            .iter()
+            .map(|(gw, out)| (*gw, of(out).iter().map(|(name, r)| (name.as_str(), r.as_ref()))));
+        Ok(merged(kind, each)?.into_iter().map(|r| r as &dyn Item).collect())
+    };
+    Ok(Sections {
+        clusters: one("cluster", |o| &o.clusters)?,
+        endpoints: one("ClusterLoadAssignment", |o| &o.endpoints)?,
+        listeners: one("listener", |o| &o.listeners)?,
+        routes: one("route configuration", |o| &o.routes)?,
+        secrets: one("secret", |o| &o.secrets)?,
+    })
 }

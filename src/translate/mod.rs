@@ -30,12 +30,7 @@ pub struct Translation {
 }
 
 pub fn translate(model: &Model, opts: &Options) -> Translation {
-    translate_owned(model.clone(), opts)
-}
-
-/// [`translate`] of a model the caller no longer needs, so it is not held twice.
-pub fn translate_owned(model: Model, opts: &Options) -> Translation {
-    engine::Engine::with(model, opts.clone()).into_translation()
+    engine::Engine::with(model.clone(), opts.clone()).into_translation()
 }
 
 /// A small Gateway's resources (the `route-weights` golden input), for the ADS fuzz target and its
@@ -100,50 +95,61 @@ impl Translation {
 /// Every Gateway's resources in one set, deduplicated by name; a name whose resources differ between
 /// Gateways is a conflict.
 fn merge(gateways: &BTreeMap<String, Resources>) -> Result<Selected<'_>, SelectError> {
-    /// Adds `from` (Gateway `gw`'s) to `into`, keyed by name, remembering which Gateway gave each.
-    fn add<'a, T: PartialEq>(
-        kind: &'static str,
-        into: &mut BTreeMap<&'a str, (&'a T, &'a str)>,
-        gw: &'a str,
-        from: &'a [T],
-        name: impl Fn(&'a T) -> &'a str,
-    ) -> Result<(), SelectError> {
-        for item in from {
-            match into.get(name(item)) {
+    let each = || gateways.iter().map(|(gw, res)| (gw.as_str(), res));
+    Ok(Selected {
+        clusters: merged(
+            "cluster",
+            each().map(|(gw, r)| (gw, r.clusters.iter().map(|x| (x.name.as_str(), x)))),
+        )?,
+        endpoints: merged(
+            "ClusterLoadAssignment",
+            each().map(|(gw, r)| (gw, r.endpoints.iter().map(|x| (x.cluster_name.as_str(), x)))),
+        )?,
+        listeners: merged(
+            "listener",
+            each().map(|(gw, r)| (gw, r.listeners.iter().map(|x| (x.name.as_str(), x)))),
+        )?,
+        routes: merged(
+            "route configuration",
+            each().map(|(gw, r)| (gw, r.routes.iter().map(|x| (x.name.as_str(), x)))),
+        )?,
+        secrets: merged(
+            "secret",
+            each().map(|(gw, r)| (gw, r.secrets.iter().map(|x| (x.name.as_str(), x)))),
+        )?,
+    })
+}
+
+/// One type's resources of every Gateway (`(gateway, [(name, resource)])`), deduplicated by name in
+/// name order, remembering which Gateway gave each: a name whose resources differ is a conflict, so a
+/// merge never hides anything.
+fn merged<'a, 'g, T: PartialEq + ?Sized + 'a, I>(
+    kind: &'static str,
+    gateways: impl IntoIterator<Item = (&'g str, I)>,
+) -> Result<Vec<&'a T>, SelectError>
+where
+    I: IntoIterator<Item = (&'a str, &'a T)>,
+{
+    let mut into: BTreeMap<&'a str, (&'a T, &'g str)> = BTreeMap::new();
+    for (gw, items) in gateways {
+        for (name, item) in items {
+            match into.get(name) {
                 Some((seen, _)) if *seen == item => {}
                 Some((_, first)) => {
                     return Err(SelectError::Conflict {
                         kind,
-                        name: name(item).to_string(),
+                        name: name.to_string(),
                         first: first.to_string(),
                         second: gw.to_string(),
                     });
                 }
                 None => {
-                    into.insert(name(item), (item, gw));
+                    into.insert(name, (item, gw));
                 }
             }
         }
-        Ok(())
     }
-    fn values<'a, T>(m: BTreeMap<&'a str, (&'a T, &'a str)>) -> Vec<&'a T> {
-        m.into_values().map(|(v, _)| v).collect()
-    }
-    let (mut c, mut e, mut l, mut r, mut s) = Default::default();
-    for (gw, res) in gateways {
-        add("cluster", &mut c, gw, &res.clusters, |x| &x.name)?;
-        add("ClusterLoadAssignment", &mut e, gw, &res.endpoints, |x| &x.cluster_name)?;
-        add("listener", &mut l, gw, &res.listeners, |x| &x.name)?;
-        add("route configuration", &mut r, gw, &res.routes, |x| &x.name)?;
-        add("secret", &mut s, gw, &res.secrets, |x| &x.name)?;
-    }
-    Ok(Selected {
-        clusters: values(c),
-        endpoints: values(e),
-        listeners: values(l),
-        routes: values(r),
-        secrets: values(s),
-    })
+    Ok(into.into_values().map(|(item, _)| item).collect())
 }
 
 #[cfg(test)]

@@ -32,10 +32,15 @@ mod streamed;
 use cases::{Resolutions, cases, documents, options, resolutions};
 
 fn translate(name: &str, text: &str, opts: &Options, resolved: &Resolutions) -> pier::Translation {
+    pier::translate(&model(name, text, resolved), opts)
+}
+
+/// A case's input as the model the translator takes.
+fn model(name: &str, text: &str, resolved: &Resolutions) -> pier::model::Model {
     let mut loaded = pier::model::load::parse_texts(&[(name.to_string(), text.to_string())])
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     cases::resolve(&mut loaded.model, resolved);
-    pier::translate(&loaded.model, opts)
+    loaded.model
 }
 
 /// The six expected files' contents, and `proxyless.yaml` where the case serves gRPC clients anything.

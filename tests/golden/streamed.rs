@@ -1,7 +1,8 @@
-//! `pier translate` writes its document as it renders it (`Translation::render`, one resource's value
-//! at a time). For every case, each Gateway alone and all merged, with and without warnings, the
-//! streamed YAML and JSON must be byte-identical to the document built the way it always was — one
-//! `serde_json::Value` of `render::resources_to_json`, `proxyless` and `status` — and printed whole.
+//! `pier translate` writes its document as it renders it, one resource's value at a time, from the
+//! engine's packed resources (`Engine::document`); tests and tools render a `Translation`'s decoded ones
+//! (`Translation::render`). For every case, each Gateway alone and all merged, with and without
+//! warnings, both must stream YAML and JSON byte-identical to the document built the way it always was
+//! — one `serde_json::Value` of `render::resources_to_json`, `proxyless` and `status` — printed whole.
 
 use serde_json::{Value, json};
 
@@ -30,6 +31,19 @@ fn whole(t: &pier::Translation, gateway: Option<&str>, warnings: &[String]) -> V
     doc
 }
 
+/// `doc` written as YAML and as JSON equals `reference` printed whole.
+fn same_bytes(doc: &impl serde::Serialize, reference: &Value) -> Result<(), &'static str> {
+    let mut yaml = Vec::new();
+    pier::model::yaml::to_yaml_writer(&mut yaml, doc).expect("yaml");
+    if String::from_utf8(yaml).expect("utf-8") != pier::model::yaml::to_yaml(reference).expect("yaml") {
+        return Err("YAML");
+    }
+    if serde_json::to_vec_pretty(doc).expect("json") != serde_json::to_vec_pretty(reference).expect("json") {
+        return Err("JSON");
+    }
+    Ok(())
+}
+
 #[test]
 fn streamed_document_is_byte_identical_to_the_whole_value() {
     let warned = ["a.yaml document 3: HTTPRoute default/x is defined twice; the later one is used".to_string()];
@@ -39,25 +53,34 @@ fn streamed_document_is_byte_identical_to_the_whole_value() {
     for case in all {
         let name = case.file_name().unwrap().to_string_lossy().to_string();
         let input = std::fs::read_to_string(case.join("input.yaml")).expect("read input");
-        let t = crate::translate(&name, &input, &options(&case), &resolutions(&case));
+        let opts = options(&case);
+        let model = crate::model(&name, &input, &resolutions(&case));
+        let t = pier::translate(&model, &opts);
+        let engine = pier::translate::engine::Engine::with(model, opts);
         let selections = std::iter::once(None).chain(t.gateways.keys().map(|g| Some(g.as_str())));
         for gateway in selections {
-            let Ok(_) = t.select(gateway) else { continue };
+            if t.select(gateway).is_err() {
+                // A merge conflict: the engine's document must refuse it as well.
+                assert!(
+                    engine.document(gateway, &[]).is_err(),
+                    "{name}: the engine merged a conflict"
+                );
+                continue;
+            }
             for warnings in [&[][..], &warned[..]] {
-                let doc = t.render(gateway, warnings).expect("renders");
                 let reference = whole(&t, gateway, warnings);
-                let mut yaml = Vec::new();
-                pier::model::yaml::to_yaml_writer(&mut yaml, &doc).expect("yaml");
-                let expected = pier::model::yaml::to_yaml(&reference).expect("yaml");
-                assert!(
-                    String::from_utf8(yaml).expect("utf-8") == expected,
-                    "{name} ({gateway:?}): streamed YAML differs from the whole document's"
-                );
-                assert!(
-                    serde_json::to_vec_pretty(&doc).expect("json")
-                        == serde_json::to_vec_pretty(&reference).expect("json"),
-                    "{name} ({gateway:?}): streamed JSON differs from the whole document's"
-                );
+                let decoded = t.render(gateway, warnings).expect("renders");
+                if let Err(what) = same_bytes(&decoded, &reference) {
+                    panic!(
+                        "{name} ({gateway:?}): the streamed {what} of the translation differs from the whole document's"
+                    );
+                }
+                let packed = engine.document(gateway, warnings).expect("renders");
+                if let Err(what) = same_bytes(&packed, &reference) {
+                    panic!(
+                        "{name} ({gateway:?}): the streamed {what} of the engine's packed resources differs from the whole document's"
+                    );
+                }
                 checked += 1;
             }
         }
