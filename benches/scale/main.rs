@@ -2,7 +2,8 @@
 //!
 //! - `workload DIR N`: writes the synthetic configuration of `pier::testkit::workload` with N routes into
 //!   DIR (one file per route), for `pier translate` / `pier serve` runs measured from outside.
-//! - `phases DIR`: times each phase of `pier translate DIR` (load, translate, document, JSON and YAML text).
+//! - `phases DIR`: times each phase of `pier translate DIR` (load, engine, the document streamed as JSON
+//!   and as YAML).
 //! - `translate-loop DIR TIMES`: translates DIR's model TIMES times (for a profiler).
 //! - `propagation SIZES SAMPLES [sotw|delta|floor|floor-split]... [one-vhost]`: new route → first 200 and endpoint moves through a
 //!   real Envoy with each number of routes in SIZES (comma-separated) present, pier over ADS and the
@@ -65,21 +66,21 @@ fn main() {
             let t = std::time::Instant::now();
             let loaded = pier::source::files::load_paths(&[dir]).expect("loads");
             let load = t.elapsed();
+            // What `pier translate` does: the engine from empty, then its packed document streamed.
             let t = std::time::Instant::now();
-            let tr = pier::translate(&loaded.model, &pier::Options::default());
+            let engine = pier::translate::engine::Engine::with(loaded.model, pier::Options::default());
             let translate = t.elapsed();
+            let doc = engine.document(None, &[]).expect("document");
             let t = std::time::Instant::now();
-            let doc = tr.document(None).expect("document");
-            let document = t.elapsed();
-            let t = std::time::Instant::now();
-            let json = serde_json::to_string(&doc).expect("json");
+            let mut json = std::io::sink();
+            serde_json::to_writer(&mut json, &doc).expect("json");
             let to_json = t.elapsed();
             let t = std::time::Instant::now();
-            let yaml = pier::model::yaml::to_yaml(&doc).expect("yaml");
+            let mut yaml = Vec::new();
+            pier::model::yaml::to_yaml_writer(&mut yaml, &doc).expect("yaml");
             let to_yaml = t.elapsed();
             println!(
-                "load {load:?} translate {translate:?} document {document:?} json-text {to_json:?} ({} B) yaml-text {to_yaml:?} ({} B)",
-                json.len(),
+                "load {load:?} engine {translate:?} json-streamed {to_json:?} yaml-streamed {to_yaml:?} ({} B)",
                 yaml.len()
             );
         }

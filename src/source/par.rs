@@ -5,8 +5,8 @@
 //! Used by the one-pass loader (`pier translate`, goldens) and by `pier serve`'s directory cache for a
 //! full walk. The cache once read on one thread: under glibc's malloc, objects parsed on a second thread
 //! lived on in that thread's arena, and at 10,000 routes the server idled at 512 MiB against 464 MiB.
-//! Under mimalloc (the binary's allocator) the parallel read costs no memory (380 MiB either way) and
-//! the server is ready 0.9 s sooner (`docs/performance.md`).
+//! Under mimalloc (the binary's allocator) the parallel read costs no memory (377–382 MiB either way)
+//! and the server is ready sooner: 1.34–2.21 s against 2.23–2.63 s (`docs/performance.md`).
 //!
 //! Plain `std::thread::scope` rather than rayon: one call site shape (map a slice, keep order), and no
 //! global pool living on in a long-running server for what happens at start-up and on a full re-read.
