@@ -95,28 +95,24 @@ impl Translation {
 /// Every Gateway's resources in one set, deduplicated by name; a name whose resources differ between
 /// Gateways is a conflict.
 fn merge(gateways: &BTreeMap<String, Resources>) -> Result<Selected<'_>, SelectError> {
-    let each = || gateways.iter().map(|(gw, res)| (gw.as_str(), res));
+    /// One type's list (`list`), each resource named by `name`.
+    fn one<'a, T: PartialEq>(
+        gateways: &'a BTreeMap<String, Resources>,
+        kind: &'static str,
+        list: fn(&Resources) -> &[T],
+        name: fn(&T) -> &str,
+    ) -> Result<Vec<&'a T>, SelectError> {
+        let each = gateways
+            .iter()
+            .map(|(gw, r)| (gw.as_str(), list(r).iter().map(|x| (name(x), x))));
+        merged(kind, each)
+    }
     Ok(Selected {
-        clusters: merged(
-            "cluster",
-            each().map(|(gw, r)| (gw, r.clusters.iter().map(|x| (x.name.as_str(), x)))),
-        )?,
-        endpoints: merged(
-            "ClusterLoadAssignment",
-            each().map(|(gw, r)| (gw, r.endpoints.iter().map(|x| (x.cluster_name.as_str(), x)))),
-        )?,
-        listeners: merged(
-            "listener",
-            each().map(|(gw, r)| (gw, r.listeners.iter().map(|x| (x.name.as_str(), x)))),
-        )?,
-        routes: merged(
-            "route configuration",
-            each().map(|(gw, r)| (gw, r.routes.iter().map(|x| (x.name.as_str(), x)))),
-        )?,
-        secrets: merged(
-            "secret",
-            each().map(|(gw, r)| (gw, r.secrets.iter().map(|x| (x.name.as_str(), x)))),
-        )?,
+        clusters: one(gateways, "cluster", |r| &r.clusters, |x| &x.name)?,
+        endpoints: one(gateways, "ClusterLoadAssignment", |r| &r.endpoints, |x| &x.cluster_name)?,
+        listeners: one(gateways, "listener", |r| &r.listeners, |x| &x.name)?,
+        routes: one(gateways, "route configuration", |r| &r.routes, |x| &x.name)?,
+        secrets: one(gateways, "secret", |r| &r.secrets, |x| &x.name)?,
     })
 }
 
