@@ -48,7 +48,8 @@ pub fn to_backend(
     let Some(tls) = &verdict.tls else {
         return Ok(Applied::FailClosed);
     };
-    let own = t.cluster.tls.take();
+    let cluster = std::sync::Arc::make_mut(&mut t.cluster);
+    let own = cluster.tls.take();
     let mut merged = tls.clone();
     // The policy decides whom to trust and which name to check (as it does on a Service port); the
     // Backend's own `spec.tls` keeps what the policy has no field for: its client certificate, TLS
@@ -65,11 +66,11 @@ pub fn to_backend(
     if merged.client_certificate.is_none() {
         t.gateway_client_cert = GatewayCert::Optional;
     }
-    if t.cluster.protocol == ir::UpstreamProtocol::H2c {
+    if cluster.protocol == ir::UpstreamProtocol::H2c {
         // h2c is cleartext by definition; with TLS it becomes h2 over ALPN.
-        t.cluster.protocol = ir::UpstreamProtocol::Http2;
+        cluster.protocol = ir::UpstreamProtocol::Http2;
     }
-    t.cluster.tls = Some(merged);
+    cluster.tls = Some(merged);
     t.secrets.extend(verdict.secrets.clone());
     Ok(Applied::Serve)
 }

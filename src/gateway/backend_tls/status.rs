@@ -20,7 +20,7 @@ pub fn status_of(
         .targets
         .iter()
         .filter_map(|t| refs.referenced_by.get(t))
-        .flatten()
+        .flat_map(|gws| gws.keys())
         .collect();
     if ancestors.is_empty() {
         return None;

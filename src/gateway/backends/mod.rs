@@ -10,7 +10,8 @@
 //!
 //! Must not touch: listeners, routes, or anything Envoy-specific beyond the IR.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::backend_tls::PolicyIndex;
 use super::conditions::{BackendProblem, BackendReason, Problem, RouteProblem, RouteReason};
@@ -171,7 +172,8 @@ impl PortChoice {
 /// A resolved backendRef: the cluster to send to and what it needs.
 #[derive(Debug, Clone)]
 pub struct Target {
-    pub cluster: ir::Cluster,
+    /// Shared with the Gateway's clusters in use, which keep it as long as a route reaches it.
+    pub cluster: Arc<ir::Cluster>,
     pub secrets: SecretSet,
     pub gateway_client_cert: GatewayCert,
     /// Things the route's status should mention (e.g. EndpointSlice addresses a guardrail dropped).

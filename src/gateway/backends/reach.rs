@@ -27,7 +27,8 @@ pub struct Reached {
 /// object and each Service, and the per-Gateway problems of Backends.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct References {
-    pub referenced_by: BTreeMap<(BackendKind, ObjectKey), BTreeSet<ObjectKey>>,
+    /// The Gateways referencing each; nearly always one, so a sorted vector rather than a tree node.
+    pub referenced_by: BTreeMap<(BackendKind, ObjectKey), litemap::LiteMap<ObjectKey, ()>>,
     pub parent_problems: BTreeMap<(BackendKind, ObjectKey, ObjectKey), BackendProblem>,
 }
 
@@ -134,7 +135,8 @@ fn apply_gateway_cert(
     gw: GatewaySide<'_>,
     reached: &mut Reached,
 ) -> Result<(), RouteProblem> {
-    let Some(tls) = t.cluster.tls.as_mut() else {
+    // The target was built for this route alone, so this never copies the cluster.
+    let Some(tls) = Arc::make_mut(&mut t.cluster).tls.as_mut() else {
         return Ok(());
     };
     match (t.gateway_client_cert, gw.client_cert) {
@@ -273,7 +275,7 @@ pub(in crate::gateway) fn target(
     let mut secrets = usable.secrets.clone();
     secrets.extend(c.secrets.clone());
     Target {
-        cluster: ir::Cluster {
+        cluster: Arc::new(ir::Cluster {
             name,
             origin: ir::Origin {
                 kind: kind_name(kind).to_string(),
@@ -287,7 +289,7 @@ pub(in crate::gateway) fn target(
             circuit_breaker: usable.circuit_breaker.clone(),
             outlier_detection: usable.outlier_detection.clone(),
             connect_timeout_ms,
-        },
+        }),
         secrets,
         gateway_client_cert: c.gateway_client_cert,
         notes: Vec::new(),
@@ -300,7 +302,7 @@ pub(in crate::gateway) fn target(
 /// An aggregate cluster that tries `members` in order (the first is `primary`'s own cluster).
 pub fn aggregate(primary: &Target, members: Vec<String>) -> Target {
     Target {
-        cluster: ir::Cluster {
+        cluster: Arc::new(ir::Cluster {
             name: names::failover_cluster(&members),
             origin: primary.cluster.origin.clone(),
             discovery: ir::Discovery::Aggregate { clusters: members },
@@ -309,7 +311,7 @@ pub fn aggregate(primary: &Target, members: Vec<String>) -> Target {
             circuit_breaker: None,
             outlier_detection: None,
             connect_timeout_ms: primary.cluster.connect_timeout_ms,
-        },
+        }),
         secrets: SecretSet::new(),
         gateway_client_cert: GatewayCert::No,
         notes: Vec::new(),

@@ -92,7 +92,7 @@ pub fn status_of(
     };
     let gateways = refs.referenced_by.get(&(kind, key.clone()))?;
     let parents = gateways
-        .iter()
+        .keys()
         .take(MAX_ROUTE_PARENTS)
         .map(|gw| BackendParentStatus {
             controller_name: controller.to_string(),

@@ -101,12 +101,13 @@ pub fn over_http2(mut t: Target) -> Target {
     match t.cluster.protocol {
         ir::UpstreamProtocol::Http2 | ir::UpstreamProtocol::H2c => t,
         ir::UpstreamProtocol::Http1 | ir::UpstreamProtocol::Auto => {
-            t.cluster.protocol = if t.cluster.tls.is_some() {
+            let cluster = std::sync::Arc::make_mut(&mut t.cluster);
+            cluster.protocol = if cluster.tls.is_some() {
                 ir::UpstreamProtocol::Http2
             } else {
                 ir::UpstreamProtocol::H2c
             };
-            t.cluster.name = names::http2_twin(&t.cluster.name);
+            cluster.name = names::http2_twin(&cluster.name);
             t
         }
     }

@@ -12,8 +12,6 @@ pub mod trust;
 
 pub use ca::{CaBundle, CaKinds, CaRef, resolve_ca_refs, system_ca};
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::Secret as K8sSecret;
 
 use super::conditions::{Problem, TlsProblem, TlsReason};
@@ -105,7 +103,7 @@ fn check_private_key(pem_text: &str) -> Result<(), String> {
 
 /// Secrets collected while building one Gateway's IR; identical names must carry identical content
 /// (names come from object identity, so they do).
-pub type SecretSet = BTreeMap<String, ir::Secret>;
+pub type SecretSet = litemap::LiteMap<String, ir::Secret>;
 
 /// An UpstreamTls with only trust and identity set; callers add client certificate and parameters.
 pub fn upstream_tls(sni: Option<String>, trust: ir::Trust, sans: Vec<ir::SanMatch>) -> ir::UpstreamTls {

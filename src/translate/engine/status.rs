@@ -84,7 +84,11 @@ impl RefCounts {
     pub fn add(&mut self, gw: &ObjectKey, reached: &Reached, touched: &mut BTreeSet<(BackendKind, ObjectKey)>) {
         for r in &reached.refs {
             self.holders.add(&(r.0, r.1.clone(), gw.clone()), ());
-            self.view.referenced_by.entry(r.clone()).or_default().insert(gw.clone());
+            self.view
+                .referenced_by
+                .entry(r.clone())
+                .or_default()
+                .insert(gw.clone(), ());
             touched.insert(r.clone());
         }
         for ((kind, key), p) in &reached.parent_problems {

@@ -42,11 +42,11 @@ pub struct Slot {
 
 /// The clusters in use, by name, with how many targets use each.
 #[derive(Debug, Default, Clone)]
-struct Clusters(Counted<String, ir::Cluster>);
+struct Clusters(Counted<String, Arc<ir::Cluster>>);
 
 impl ClusterLookup for Clusters {
     fn cluster(&self, name: &str) -> Option<&ir::Cluster> {
-        self.0.get(&name.to_string())
+        self.0.get(&name.to_string()).map(|c| &**c)
     }
 }
 

@@ -179,7 +179,12 @@ impl GatewayState {
         let p = &mut self.proxyless;
         let known: BTreeSet<String> = p.out.clusters.keys().cloned().collect();
         for name in known.union(&wanted) {
-            let current = self.clusters.0.get(name).filter(|_| wanted.contains(name));
+            let current = self
+                .clusters
+                .0
+                .get(name)
+                .map(|c| &**c)
+                .filter(|_| wanted.contains(name));
             if known.contains(name) && current.is_some() && !changed.contains(name) {
                 continue;
             }
