@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use super::few::Few;
 use crate::model::objects::Read;
 use crate::model::{Kind, Model, ModelKind, ObjectKey, Objects, slice_service};
 
@@ -30,7 +31,7 @@ pub enum Unit {
 /// index a tenth of the engine's memory.
 #[derive(Debug, Default)]
 pub struct DepIndex {
-    by_read: BTreeMap<Arc<Read>, BTreeSet<Arc<Unit>>>,
+    by_read: BTreeMap<Arc<Read>, Few<Arc<Unit>, ()>>,
     reads_of: BTreeMap<Arc<Unit>, Vec<Arc<Read>>>,
 }
 
@@ -50,7 +51,7 @@ impl DepIndex {
             })
             .collect();
         for r in &reads {
-            self.by_read.entry(r.clone()).or_default().insert(unit.clone());
+            self.by_read.entry(r.clone()).or_default().insert(unit.clone(), ());
         }
         self.reads_of.insert(unit, reads);
     }
@@ -71,7 +72,7 @@ impl DepIndex {
         let mut out = BTreeSet::new();
         for r in &changes.reads {
             if let Some(units) = self.by_read.get(r) {
-                out.extend(units.iter().map(|u| Unit::clone(u)));
+                out.extend(units.keys().map(|u| Unit::clone(u)));
             }
         }
         out

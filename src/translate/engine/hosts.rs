@@ -11,6 +11,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use super::few::Few;
 use crate::envoy::items::{ClusterLookup, Listening};
 use crate::gateway::order;
 use crate::gateway::routes::Entry;
@@ -25,13 +26,13 @@ pub type EntryId = (Arc<RouteOrder>, usize, usize);
 pub struct ListenerEntries {
     entries: BTreeMap<EntryId, Arc<Entry>>,
     /// Entries by each exact hostname they carry.
-    exact: BTreeMap<String, BTreeSet<EntryId>>,
+    exact: BTreeMap<String, Few<EntryId, ()>>,
     /// Entries with a wildcard (or `*`) hostname.
     wild: BTreeSet<EntryId>,
     /// How many entries carry each hostname: the listener's hosts.
     hosts: BTreeMap<String, usize>,
     /// Per host, the entries that serve it in its virtual host's order, with their encodings once built.
-    ranked: BTreeMap<String, BTreeMap<Ranked, Option<Arc<RouteOut>>>>,
+    ranked: BTreeMap<String, Few<Ranked, Option<Arc<RouteOut>>>>,
 }
 
 /// An entry in the order of the virtual host of `host` (one host per map, so the order is total: ties
@@ -75,7 +76,7 @@ impl ListenerEntries {
             if h.starts_with('*') {
                 self.wild.insert(id.clone());
             } else {
-                self.exact.entry(h.clone()).or_default().insert(id.clone());
+                self.exact.entry(h.clone()).or_default().insert(id.clone(), ());
             }
         }
         self.touch(&e, touched);

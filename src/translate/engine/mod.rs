@@ -40,6 +40,7 @@
 pub mod check;
 pub mod counted;
 mod deps;
+mod few;
 mod gateway;
 mod gateways;
 mod hosts;

@@ -1,0 +1,141 @@
+//! A sorted map that is nearly always one entry: a hostname's entries when every route has its own
+//! hostname, the units that read one object. A `BTreeMap` allocates an eleven-slot node for its first
+//! entry (a few hundred bytes for one key), and the engine keeps one such map per host and per read;
+//! this keeps a single entry inline and turns into a `BTreeMap` from the second, so a virtual host of
+//! thousands of routes still inserts in logarithmic time.
+
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
+use std::mem;
+
+#[derive(Debug, Clone, Default)]
+pub enum Few<K, V> {
+    #[default]
+    Empty,
+    One(K, V),
+    Many(BTreeMap<K, V>),
+}
+
+impl<K: Ord, V> Few<K, V> {
+    /// Inserts `value` at `key`, returning the value it replaces.
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        match self {
+            Few::Empty => {
+                *self = Few::One(key, value);
+                None
+            }
+            Few::One(k, v) if *k == key => Some(mem::replace(v, value)),
+            Few::One(..) => {
+                let Few::One(k, v) = mem::take(self) else {
+                    unreachable!()
+                };
+                *self = Few::Many(BTreeMap::from([(k, v), (key, value)]));
+                None
+            }
+            Few::Many(map) => map.insert(key, value),
+        }
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
+        match self {
+            Few::One(k, _) if Borrow::<Q>::borrow(&*k) == key => match mem::take(self) {
+                Few::One(_, v) => Some(v),
+                _ => unreachable!(),
+            },
+            Few::Many(map) => {
+                let out = map.remove(key);
+                if map.is_empty() {
+                    *self = Few::Empty;
+                }
+                out
+            }
+            _ => None,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Few::Empty)
+    }
+
+    /// The entries in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> + Clone {
+        let (one, many) = match self {
+            Few::Empty => (None, None),
+            Few::One(k, v) => (Some((k, v)), None),
+            Few::Many(map) => (None, Some(map.iter())),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+
+    /// The entries in key order, values mutable.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&K, &mut V)> {
+        let (one, many) = match self {
+            Few::Empty => (None, None),
+            Few::One(k, v) => (Some((&*k, v)), None),
+            Few::Many(map) => (None, Some(map.iter_mut())),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &K> + Clone {
+        self.iter().map(|(k, _)| k)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &V> + Clone {
+        self.iter().map(|(_, v)| v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every sequence of inserts and removes over a few keys leaves the same entries, in the same
+    /// order, as a `BTreeMap` given the same sequence, with the same values returned on the way.
+    #[test]
+    fn one_entry_is_held_inline() {
+        let mut few = Few::default();
+        few.insert("a", 1);
+        assert!(matches!(few, Few::One("a", 1)));
+        assert_eq!(few.insert("a", 2), Some(1));
+        assert!(matches!(few, Few::One("a", 2)));
+    }
+
+    #[test]
+    fn behaves_as_a_btreemap() {
+        let mut seed = 0x9e37_79b9_u32;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        };
+        for _ in 0..200 {
+            let (mut few, mut tree) = (Few::default(), BTreeMap::new());
+            for step in 0..40 {
+                let key = next() % 5;
+                if next() % 3 == 0 {
+                    assert_eq!(few.remove(&key), tree.remove(&key));
+                } else {
+                    assert_eq!(few.insert(key, step), tree.insert(key, step));
+                }
+                assert_eq!(few.iter().collect::<Vec<_>>(), tree.iter().collect::<Vec<_>>());
+                assert_eq!(few.is_empty(), tree.is_empty());
+                if tree.len() > 1 {
+                    assert!(matches!(few, Few::Many(_)));
+                }
+            }
+            for (_, v) in few.iter_mut() {
+                *v += 1;
+            }
+            for v in tree.values_mut() {
+                *v += 1;
+            }
+            assert_eq!(few.values().collect::<Vec<_>>(), tree.values().collect::<Vec<_>>());
+        }
+    }
+}
