@@ -10,6 +10,7 @@ use std::net::IpAddr;
 
 #[cfg(any(test, feature = "testkit"))]
 pub mod build;
+pub mod few;
 mod filters;
 pub mod names;
 pub use filters::*;

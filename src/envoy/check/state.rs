@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use super::CheckError;
 use super::facts::{ClusterFacts, ListenerFacts, RouteFacts, SecretKind, VhostFacts};
+use crate::ir::few::Few;
 
 /// Who errors belong to. `K` orders a route configuration's virtual hosts.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -100,7 +101,8 @@ pub struct Checker<K: Ord + Clone> {
     dfp_stale: bool,
     errors: BTreeMap<Owner<K>, Vec<CheckError>>,
     reads: BTreeMap<Owner<K>, Vec<Dep>>,
-    readers: BTreeMap<Dep, BTreeSet<Owner<K>>>,
+    /// Nearly always one owner per name (a route reaches its own cluster), so held inline.
+    readers: BTreeMap<Dep, Few<Owner<K>, ()>>,
     dirty: BTreeSet<Owner<K>>,
 }
 
@@ -293,7 +295,7 @@ impl<K: Ord + Clone> Checker<K> {
             }
             let (errors, reads) = super::rules::check_owner(self, &owner);
             for dep in &reads {
-                self.readers.entry(dep.clone()).or_default().insert(owner.clone());
+                self.readers.entry(dep.clone()).or_default().insert(owner.clone(), ());
             }
             if !reads.is_empty() {
                 self.reads.insert(owner.clone(), reads);
@@ -310,7 +312,7 @@ impl<K: Ord + Clone> Checker<K> {
     /// Marks the owners that read `dep` for checking.
     fn touch(&mut self, dep: Dep) {
         if let Some(owners) = self.readers.get(&dep) {
-            self.dirty.extend(owners.iter().cloned());
+            self.dirty.extend(owners.keys().cloned());
         }
     }
 

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::few::Few;
+use crate::ir::few::Few;
 use crate::model::objects::Read;
 use crate::model::{Kind, Model, ModelKind, ObjectKey, Objects, slice_service};
 

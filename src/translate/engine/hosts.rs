@@ -11,12 +11,12 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::few::Few;
 use crate::envoy::items::{ClusterLookup, Listening};
 use crate::gateway::order;
 use crate::gateway::routes::Entry;
 use crate::gateway::spec::RouteOrder;
 use crate::gateway::vhosts;
+use crate::ir::few::Few;
 use crate::snapshot::{RouteOut, VhostOut};
 
 /// An entry's identity on its listener: the route's place, the rule and the match.

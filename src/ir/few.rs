@@ -2,7 +2,8 @@
 //! hostname, the units that read one object. A `BTreeMap` allocates an eleven-slot node for its first
 //! entry (a few hundred bytes for one key), and the engine keeps one such map per host and per read;
 //! this keeps a single entry inline and turns into a `BTreeMap` from the second, so a virtual host of
-//! thousands of routes still inserts in logarithmic time.
+//! thousands of routes still inserts in logarithmic time. The integrity check keeps such maps too (the
+//! owners that read one cluster), so it lives in `ir`, the layer every core module may use.
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
