@@ -1,9 +1,10 @@
 //! A sorted map that is nearly always one entry: a hostname's entries when every route has its own
-//! hostname, the units that read one object. A `BTreeMap` allocates an eleven-slot node for its first
-//! entry (a few hundred bytes for one key), and the engine keeps one such map per host and per read;
-//! this keeps a single entry inline and turns into a `BTreeMap` from the second, so a virtual host of
-//! thousands of routes still inserts in logarithmic time. The integrity check keeps such maps too (the
-//! owners that read one cluster), so it lives in `ir`, the layer every core module may use.
+//! hostname, the units that read one object, the integrity check's owners that read one cluster. A
+//! `BTreeMap` allocates an eleven-slot node for its first entry (a few hundred bytes for one key), and
+//! the engine and the check keep one such map per host and per name; this keeps a single entry inline
+//! and turns into a `BTreeMap` from the second, so a virtual host of thousands of routes still inserts
+//! in logarithmic time. A map that shrinks back to one entry stays a `BTreeMap` (rare, never wrong).
+//! It lives in `ir`, the layer both `envoy::check` and `translate` may use.
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
@@ -95,8 +96,6 @@ impl<K: Ord, V> Few<K, V> {
 mod tests {
     use super::*;
 
-    /// Every sequence of inserts and removes over a few keys leaves the same entries, in the same
-    /// order, as a `BTreeMap` given the same sequence, with the same values returned on the way.
     #[test]
     fn one_entry_is_held_inline() {
         let mut few = Few::default();
@@ -106,6 +105,8 @@ mod tests {
         assert!(matches!(few, Few::One("a", 2)));
     }
 
+    /// Every sequence of inserts and removes over a few keys leaves the same entries, in the same
+    /// order, as a `BTreeMap` given the same sequence, with the same values returned on the way.
     #[test]
     fn behaves_as_a_btreemap() {
         let mut seed = 0x9e37_79b9_u32;

@@ -23,7 +23,8 @@
 //! from the model again when it attaches (a few KiB a route, most of it rules, that the results already
 //! say). Results kept for the engine's life carry no spare vector capacity; maps that are nearly always
 //! one entry (a hostname's routes when each route has its own, the units that read one object) hold it
-//! inline ([`Few`](crate::ir::few::Few)), and a route's cluster is one `Arc` its Gateway's clusters in use share.
+//! inline ([`Few`](crate::ir::few::Few)), and a route's cluster is one `Arc` shared with its Gateway's
+//! clusters in use.
 //!
 //! `salsa` was the alternative. It wants every input and intermediate value `Eq + Hash` and owned by
 //! its database, but the Gateway API and Kubernetes types come from generated crates that are neither,
