@@ -24,11 +24,11 @@ pub(in crate::envoy) fn http_filter(cache: dfp_common::DnsCacheConfig) -> hcm::H
 pub(in crate::envoy) fn reached<'a>(
     reached: impl IntoIterator<Item = &'a str>,
     clusters: &dyn ClusterLookup,
-) -> Option<dfp_common::DnsCacheConfig> {
+) -> Option<Box<dfp_common::DnsCacheConfig>> {
     reached
         .into_iter()
         .find_map(|name| match &clusters.cluster(name)?.discovery {
-            ir::Discovery::DynamicForwardProxy { dns, .. } => Some(dns_cache_config(dns)),
+            ir::Discovery::DynamicForwardProxy { dns, .. } => Some(Box::new(dns_cache_config(dns))),
             _ => None,
         })
 }

@@ -32,7 +32,9 @@ pub enum Unit {
 #[derive(Debug, Default)]
 pub struct DepIndex {
     by_read: BTreeMap<Arc<Read>, Few<Arc<Unit>, ()>>,
-    reads_of: BTreeMap<Arc<Unit>, Vec<Arc<Read>>>,
+    /// Boxed slices: a `Vec` collected in place from the recorded `Read`s (each several times an
+    /// `Arc`'s size) kept their whole allocation; `into_boxed_slice` gives it back.
+    reads_of: BTreeMap<Arc<Unit>, Box<[Arc<Read>]>>,
 }
 
 impl DepIndex {
@@ -42,7 +44,7 @@ impl DepIndex {
         reads.sort();
         reads.dedup();
         let unit = Arc::new(unit);
-        let reads: Vec<Arc<Read>> = reads
+        let reads: Box<[Arc<Read>]> = reads
             .into_iter()
             .map(|r| {
                 self.by_read
@@ -57,7 +59,7 @@ impl DepIndex {
     }
 
     pub fn forget(&mut self, unit: &Unit) {
-        for r in self.reads_of.remove(unit).into_iter().flatten() {
+        for r in self.reads_of.remove(unit).into_iter().flat_map(Vec::from) {
             if let Some(units) = self.by_read.get_mut(&r) {
                 units.remove(unit);
                 if units.is_empty() {

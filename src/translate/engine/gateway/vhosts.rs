@@ -48,7 +48,7 @@ impl Vhosts {
         step(&mut self.session, used.session);
         match (&used.dfp, add) {
             (Some(cache), true) => {
-                self.dfp.insert(domain.clone(), cache.clone());
+                self.dfp.insert(domain.clone(), cache.as_ref().clone());
             }
             (Some(_), false) => {
                 self.dfp.remove(domain);
@@ -77,7 +77,7 @@ impl Vhosts {
             cors: self.cors > 0,
             authority_guard: self.guard > 0,
             session: self.session > 0,
-            dfp: self.dfp.values().next().cloned(),
+            dfp: self.dfp.values().next().cloned().map(Box::new),
         }
     }
 }
