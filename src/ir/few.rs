@@ -1,10 +1,11 @@
 //! A sorted map that is nearly always one entry: a hostname's entries when every route has its own
-//! hostname, the units that read one object, the integrity check's owners that read one cluster. A
-//! `BTreeMap` allocates an eleven-slot node for its first entry (a few hundred bytes for one key), and
-//! the engine and the check keep one such map per host and per name; this keeps a single entry inline
-//! and turns into a `BTreeMap` from the second, so a virtual host of thousands of routes still inserts
-//! in logarithmic time. A map that shrinks back to one entry stays a `BTreeMap` (rare, never wrong).
-//! It lives in `ir`, the layer both `envoy::check` and `translate` may use.
+//! hostname, the units that read one object, the integrity check's owners that read one cluster and
+//! virtual hosts that carry one domain. A `BTreeMap` allocates an eleven-slot node for its first entry
+//! (a few hundred bytes for one key), and the engine and the check keep one such map per host and per
+//! name; this keeps a single entry inline and turns into a `BTreeMap` from the second, so a virtual host
+//! of thousands of routes still inserts in logarithmic time. A map that shrinks back to one entry stays
+//! a `BTreeMap` (rare, never wrong). It lives in `ir`, the layer both `envoy::check` and `translate` may
+//! use.
 
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
@@ -38,6 +39,40 @@ impl<K: Ord, V> Few<K, V> {
         }
     }
 
+    /// The value at `key`, inserting `make()` there first if there is none.
+    pub fn get_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
+        if let Few::One(k, _) = self
+            && *k != key
+        {
+            let Few::One(k, v) = mem::take(self) else {
+                unreachable!()
+            };
+            *self = Few::Many(BTreeMap::from([(k, v)]));
+        }
+        if let Few::Empty = self {
+            *self = Few::One(key, make());
+            let Few::One(_, v) = self else { unreachable!() };
+            return v;
+        }
+        match self {
+            Few::One(_, v) => v,
+            Few::Many(map) => map.entry(key).or_insert_with(make),
+            Few::Empty => unreachable!("filled above"),
+        }
+    }
+
+    /// The value at `key`.
+    pub fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+    {
+        match self {
+            Few::One(k, v) if Borrow::<Q>::borrow(k) == key => Some(v),
+            Few::Many(map) => map.get(key),
+            _ => None,
+        }
+    }
+
     /// Removes `key`, returning its value.
     pub fn remove<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<V>
     where
@@ -56,6 +91,24 @@ impl<K: Ord, V> Few<K, V> {
                 out
             }
             _ => None,
+        }
+    }
+
+    /// Keeps only the entries `keep` says to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
+        match self {
+            Few::Empty => {}
+            Few::One(k, v) => {
+                if !keep(k, v) {
+                    *self = Few::Empty;
+                }
+            }
+            Few::Many(map) => {
+                map.retain(|k, v| keep(k, v));
+                if map.is_empty() {
+                    *self = Few::Empty;
+                }
+            }
         }
     }
 
@@ -120,13 +173,21 @@ mod tests {
             let (mut few, mut tree) = (Few::default(), BTreeMap::new());
             for step in 0..40 {
                 let key = next() % 5;
-                if next() % 3 == 0 {
+                let op = next() % 7;
+                if op < 2 {
                     assert_eq!(few.remove(&key), tree.remove(&key));
+                } else if op == 6 {
+                    few.retain(|k, _| *k != key);
+                    tree.retain(|k, _| *k != key);
+                } else if op == 2 {
+                    *few.get_or_insert_with(key, || step) += 100;
+                    *tree.entry(key).or_insert(step) += 100;
                 } else {
                     assert_eq!(few.insert(key, step), tree.insert(key, step));
                 }
                 assert_eq!(few.iter().collect::<Vec<_>>(), tree.iter().collect::<Vec<_>>());
                 assert_eq!(few.is_empty(), tree.is_empty());
+                assert_eq!(few.get(&key), tree.get(&key));
                 if tree.len() > 1 {
                     assert!(matches!(few, Few::Many(_)));
                 }

@@ -66,8 +66,8 @@ fn changed_routes(old: Option<&VhostFacts>, new: Option<&VhostFacts>) -> (Vec<Ar
 pub(super) struct RouteConfigState<K> {
     pub vhosts: BTreeMap<K, Arc<VhostFacts>>,
     /// Domain (lower-cased) → the virtual hosts carrying it, each with its name and the domain as written
-    /// (once per time it carries it).
-    pub domains: BTreeMap<String, BTreeMap<K, (String, Vec<String>)>>,
+    /// (once per time it carries it). Nearly always one virtual host, so held inline.
+    pub domains: BTreeMap<String, Few<K, (String, Vec<String>)>>,
     /// Cluster → how many route actions reach it.
     pub reached: BTreeMap<String, usize>,
 }
@@ -238,9 +238,7 @@ impl<K: Ord + Clone> Checker<K> {
             for d in &new.domains {
                 let lower = d.to_ascii_lowercase();
                 let carriers = rc.domains.entry(lower.clone()).or_default();
-                let (_, written) = carriers
-                    .entry(key.clone())
-                    .or_insert_with(|| (new.name.clone(), Vec::new()));
+                let (_, written) = carriers.get_or_insert_with(key.clone(), || (new.name.clone(), Vec::new()));
                 written.push(d.clone());
                 domains_touched.insert(lower);
             }

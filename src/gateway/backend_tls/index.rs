@@ -14,6 +14,7 @@ use crate::api::consts::{
 use crate::api::validation::BackendTlsPolicy;
 use crate::gateway::backends::{Ctx, article};
 use crate::gateway::conditions::Problem;
+use crate::ir::few::Few;
 use crate::ir::names::BackendKind;
 use crate::model::{Kind, ObjectKey};
 
@@ -74,6 +75,9 @@ pub fn verdict(ctx: Ctx<'_>, key: &ObjectKey) -> Option<(PolicyVerdict, Rank, Ve
             )),
         }
     }
+    // The index keeps them as a set.
+    contends.sort();
+    contends.dedup();
     Some((verdict, rank(key, policy), contends))
 }
 
@@ -192,7 +196,7 @@ pub(super) fn update<'k>(
     for (key, next) in verdicts {
         for t in index.contends.remove(key).into_iter().flatten() {
             if let Some(set) = index.contenders.get_mut(&t) {
-                set.retain(|r| &r.key != key);
+                set.retain(|r, _| &r.key != key);
             }
             targets.insert(t);
         }
@@ -212,10 +216,10 @@ pub(super) fn update<'k>(
                 set.insert((key.clone(), section.clone()));
             }
             for t in &contends {
-                index.contenders.entry(t.clone()).or_default().insert(rank.clone());
+                index.contenders.entry(t.clone()).or_default().insert(rank.clone(), ());
                 targets.insert(t.clone());
             }
-            index.contends.insert(key.clone(), contends.into_iter().collect());
+            index.contends.insert(key.clone(), contends.into_boxed_slice());
             index.verdicts.insert(key.clone(), verdict);
         }
         before.push((key.clone(), old));
@@ -224,8 +228,8 @@ pub(super) fn update<'k>(
     for t in &targets {
         let old = index.winners.get(t).cloned();
         let set = index.contenders.get(t);
-        let next = set.and_then(|s| s.first()).map(|r| r.key.clone());
-        involved.extend(set.into_iter().flatten().map(|r| r.key.clone()));
+        let next = set.and_then(|s| s.keys().next()).map(|r| r.key.clone());
+        involved.extend(set.into_iter().flat_map(Few::keys).map(|r| r.key.clone()));
         if old != next {
             changes.services.insert(t.1.clone());
         }

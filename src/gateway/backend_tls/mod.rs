@@ -24,6 +24,7 @@ use super::conditions::{
 use super::tls::{self, SecretSet};
 use crate::api::validation::BackendTlsPolicy;
 use crate::ir;
+use crate::ir::few::Few;
 use crate::ir::names::BackendKind;
 use crate::model::ObjectKey;
 
@@ -68,9 +69,10 @@ pub struct PolicyIndex {
     /// Winning policy per target.
     winners: BTreeMap<Target, ObjectKey>,
     /// The policies on each target (existing Services only), in precedence order.
-    contenders: BTreeMap<Target, BTreeSet<Rank>>,
-    /// The targets each policy contends for.
-    contends: BTreeMap<ObjectKey, BTreeSet<Target>>,
+    /// Nearly always one policy a target, so held inline.
+    contenders: BTreeMap<Target, Few<Rank, ()>>,
+    /// The targets each policy contends for, sorted and without repeats (`index::verdict`).
+    contends: BTreeMap<ObjectKey, Box<[Target]>>,
     /// Per target, the policies whose `sectionName` on it names nothing, with that section.
     missing: BTreeMap<(BackendKind, ObjectKey), BTreeSet<(ObjectKey, String)>>,
 }
