@@ -32,6 +32,8 @@ pub mod consts {
     pub const EG_GROUP: &str = "gateway.envoyproxy.io";
     pub const CORE_GROUP: &str = "";
     pub const CERTIFICATES_GROUP: &str = "certificates.k8s.io";
+    /// The `apiVersion` of the standard kinds pier writes status to.
+    pub const GATEWAY_V1: &str = "gateway.networking.k8s.io/v1";
 
     pub const KIND_XBACKEND: &str = "XBackend";
     pub const KIND_BACKEND: &str = "Backend";

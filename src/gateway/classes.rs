@@ -43,7 +43,7 @@ pub fn process(model: &Model, opts: &Options) -> (BTreeSet<String>, Vec<ObjectSt
             )
         };
         statuses.push(ObjectStatus::new(
-            "gateway.networking.k8s.io/v1",
+            crate::api::consts::GATEWAY_V1,
             crate::api::consts::KIND_GATEWAY_CLASS,
             key,
             StatusBody::GatewayClass {

@@ -129,7 +129,7 @@ pub fn status(key: &ObjectKey, gw: &Gateway, listeners: &[ListenerInfo], refs: G
         None => Condition::fail(Type::Programmed, Reason::Invalid, "no listener can be programmed", g),
     };
     ObjectStatus::new(
-        "gateway.networking.k8s.io/v1",
+        crate::api::consts::GATEWAY_V1,
         KIND_GATEWAY,
         key,
         StatusBody::Gateway {

@@ -101,6 +101,9 @@ impl RouteResult {
     /// 1,000 routes that spare room was 6 KiB a route (DHAT, `engine-memory 1000`).
     fn compact(&mut self) {
         self.parents.shrink_to_fit();
+        for p in self.parents.iter_mut() {
+            p.conditions.shrink_to_fit();
+        }
         self.entries.shrink_to_fit();
         self.targets.shrink_to_fit();
         self.attached.shrink_to_fit();

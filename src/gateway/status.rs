@@ -17,8 +17,9 @@ use crate::model::ObjectKey;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectStatus {
-    pub api_version: String,
-    pub kind: String,
+    /// Static: every status pier writes is of a kind it knows, and the engine keeps one per object.
+    pub api_version: &'static str,
+    pub kind: &'static str,
     pub metadata: StatusMeta,
     pub status: StatusBody,
 }
@@ -125,10 +126,10 @@ impl ParentRef {
 }
 
 impl ObjectStatus {
-    pub fn new(api_version: &str, kind: &str, key: &ObjectKey, status: StatusBody) -> Self {
+    pub fn new(api_version: &'static str, kind: &'static str, key: &ObjectKey, status: StatusBody) -> Self {
         Self {
-            api_version: api_version.to_string(),
-            kind: kind.to_string(),
+            api_version,
+            kind,
             metadata: StatusMeta {
                 namespace: (!key.namespace.is_empty()).then(|| key.namespace.clone()),
                 name: key.name.clone(),
@@ -137,9 +138,51 @@ impl ObjectStatus {
         }
     }
 
+    /// Drops spare vector room. The engine keeps every status until its object changes, and a vector
+    /// built by pushing holds room for four entries where most statuses have one parent and two
+    /// conditions.
+    pub fn compact(&mut self) {
+        match &mut self.status {
+            StatusBody::GatewayClass {
+                conditions,
+                supported_features,
+            } => {
+                conditions.shrink_to_fit();
+                supported_features.shrink_to_fit();
+            }
+            StatusBody::Gateway { conditions, listeners } => {
+                conditions.shrink_to_fit();
+                listeners.shrink_to_fit();
+                for l in listeners {
+                    l.conditions.shrink_to_fit();
+                    l.supported_kinds.shrink_to_fit();
+                }
+            }
+            StatusBody::Route { parents } => {
+                parents.shrink_to_fit();
+                for p in parents.iter_mut() {
+                    p.conditions.shrink_to_fit();
+                }
+            }
+            StatusBody::Policy { ancestors } => {
+                ancestors.shrink_to_fit();
+                for a in ancestors.iter_mut() {
+                    a.conditions.shrink_to_fit();
+                }
+            }
+            StatusBody::Backend { ancestors } => {
+                ancestors.shrink_to_fit();
+                for a in ancestors.iter_mut() {
+                    a.conditions.shrink_to_fit();
+                }
+            }
+            StatusBody::EgBackend { conditions } => conditions.shrink_to_fit(),
+        }
+    }
+
     /// Output order: by kind, then namespace/name.
-    pub fn sort_key(&self) -> (String, String, StatusMeta) {
-        (self.kind.clone(), self.api_version.clone(), self.metadata.clone())
+    pub fn sort_key(&self) -> (&'static str, &'static str, StatusMeta) {
+        (self.kind, self.api_version, self.metadata.clone())
     }
 
     /// The status as JSON, the form the writers merge and store.

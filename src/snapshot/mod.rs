@@ -18,7 +18,7 @@ pub use res::{Facts, GatewayOut, Guard, Res, decode, pack, put, share};
 pub use vhost::{Domain, RouteOut, VhostMap, VhostOut, vhost_fingerprint};
 
 /// A status's place in the output: [`ObjectStatus::sort_key`].
-pub type StatusKey = (String, String, StatusMeta);
+pub type StatusKey = (&'static str, &'static str, StatusMeta);
 
 /// Every status in output order, as a persistent map: handing the whole set to the admin view and the
 /// status writer after each update costs nothing, whatever its size.

@@ -236,7 +236,12 @@ fn desired<'a>(
     let mut out = BTreeMap::new();
     for s in statuses {
         let ns = s.metadata.namespace.clone().unwrap_or_default();
-        let key = (s.api_version.clone(), s.kind.clone(), ns, s.metadata.name.clone());
+        let key = (
+            s.api_version.to_string(),
+            s.kind.to_string(),
+            ns,
+            s.metadata.name.clone(),
+        );
         let status = if s.kind == crate::api::consts::KIND_GATEWAY {
             let gateway = format!("{}/{}", key.2, key.3);
             merge::with_rejections(s.status_json(), &rejections.of_gateway(&gateway))

@@ -36,8 +36,8 @@ pub fn status_of(
         })
         .collect();
     Some(ObjectStatus::new(
-        "gateway.networking.k8s.io/v1",
-        "BackendTLSPolicy",
+        crate::api::consts::GATEWAY_V1,
+        crate::api::consts::KIND_BACKEND_TLS_POLICY,
         key,
         StatusBody::Policy { ancestors },
     ))

@@ -66,6 +66,16 @@ pub fn conditions_of(ev: &Evaluated, extra: Option<&BackendProblem>) -> Vec<Back
     out
 }
 
+/// The `apiVersion` and kind a Backend's status is written as; a Service has none of pier's.
+pub fn status_identity(kind: BackendKind) -> Option<(&'static str, &'static str)> {
+    match kind {
+        BackendKind::XBackend => Some(("gateway.networking.x-k8s.io/v1alpha1", "XBackend")),
+        BackendKind::Backend => Some(("gateway.networking.k8s.io/v1alpha1", "Backend")),
+        BackendKind::EgBackend => Some(("gateway.envoyproxy.io/v1alpha1", "Backend")),
+        BackendKind::Service => None,
+    }
+}
+
 /// The `status` of one evaluated Backend, if it has one (an unused XBackend or Backend has none).
 pub fn status_of(
     kind: BackendKind,
@@ -74,22 +84,13 @@ pub fn status_of(
     refs: &References,
     controller: &str,
 ) -> Option<ObjectStatus> {
-    let (api, kind_name) = match kind {
-        BackendKind::XBackend => ("gateway.networking.x-k8s.io/v1alpha1", "XBackend"),
-        BackendKind::Backend => ("gateway.networking.k8s.io/v1alpha1", "Backend"),
-        BackendKind::EgBackend => {
-            let mut conditions = conditions_of(ev, None);
-            conditions.retain(|c| matches!(c.type_, BackendType::Accepted | BackendType::Resolved));
-            let body = StatusBody::EgBackend { conditions };
-            return Some(ObjectStatus::new(
-                "gateway.envoyproxy.io/v1alpha1",
-                "Backend",
-                key,
-                body,
-            ));
-        }
-        BackendKind::Service => return None,
-    };
+    let (api, kind_name) = status_identity(kind)?;
+    if kind == BackendKind::EgBackend {
+        let mut conditions = conditions_of(ev, None);
+        conditions.retain(|c| matches!(c.type_, BackendType::Accepted | BackendType::Resolved));
+        let body = StatusBody::EgBackend { conditions };
+        return Some(ObjectStatus::new(api, kind_name, key, body));
+    }
     let gateways = refs.referenced_by.get(&(kind, key.clone()))?;
     let parents = gateways
         .keys()

@@ -1,14 +1,14 @@
 //! The statuses the engine keeps current, and who references which Backend (counted, so one route can
 //! let go of what it reached without the others being redone).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::counted::Counted;
 use crate::gateway::backends::{Reached, References};
 use crate::gateway::conditions::BackendProblem;
 use crate::gateway::spec::RouteKind;
-use crate::gateway::status::ObjectStatus;
+use crate::gateway::status::{ObjectStatus, StatusMeta};
 use crate::ir::names::BackendKind;
 use crate::model::ObjectKey;
 use crate::snapshot::{StatusKey, StatusSet};
@@ -23,39 +23,63 @@ pub enum Subject {
     Policy(ObjectKey),
 }
 
-/// Every status, in output order, and where each subject's is.
+impl Subject {
+    /// Where the subject's status sits in the output ([`ObjectStatus::sort_key`]), derived rather
+    /// than kept beside every status; `None` for a subject pier writes no status for (a Service).
+    fn status_key(&self) -> Option<StatusKey> {
+        use crate::api::consts::{GATEWAY_V1, KIND_BACKEND_TLS_POLICY, KIND_GATEWAY, KIND_GATEWAY_CLASS};
+        let (api, kind, key) = match self {
+            Subject::Class(key) => (GATEWAY_V1, KIND_GATEWAY_CLASS, key),
+            Subject::Gateway(key) => (GATEWAY_V1, KIND_GATEWAY, key),
+            Subject::Route(kind, key) => (GATEWAY_V1, kind.name(), key),
+            Subject::Backend(kind, key) => {
+                let (api, kind) = crate::gateway::backends::verdict::status_identity(*kind)?;
+                (api, kind, key)
+            }
+            Subject::Policy(key) => (GATEWAY_V1, KIND_BACKEND_TLS_POLICY, key),
+        };
+        let meta = StatusMeta {
+            namespace: (!key.namespace.is_empty()).then(|| key.namespace.clone()),
+            name: key.name.clone(),
+        };
+        Some((kind, api, meta))
+    }
+}
+
+/// Every status, in output order. A subject's place is derived from it ([`Subject::status_key`]):
+/// keeping a subject-to-place index beside the map held each object's identity twice more.
 #[derive(Debug, Default, Clone)]
 pub struct Statuses {
     map: StatusSet,
-    keys: BTreeMap<Subject, StatusKey>,
 }
 
 impl Statuses {
     /// Sets (or with `None` removes) the status of `subject`; true if that changed anything.
     pub fn set(&mut self, subject: Subject, status: Option<ObjectStatus>) -> bool {
+        let Some(key) = subject.status_key() else {
+            return false;
+        };
         match status {
             Some(s) => {
-                let key = s.sort_key();
+                debug_assert_eq!(s.sort_key(), key, "a status is written where its subject says");
                 if self.map.get(&key).is_some_and(|old| **old == s) {
                     return false;
                 }
-                self.map.insert(key.clone(), Arc::new(s));
-                self.keys.insert(subject, key);
+                let mut s = s;
+                s.compact();
+                self.map.insert(key, Arc::new(s));
                 true
             }
-            None => match self.keys.remove(&subject) {
-                Some(key) => self.map.remove(&key).is_some(),
-                None => false,
-            },
+            None => self.map.remove(&key).is_some(),
         }
     }
 
     /// The subjects that are GatewayClasses (their statuses are recomputed together).
     pub fn classes(&self) -> Vec<Subject> {
-        self.keys
+        self.map
             .keys()
-            .filter(|s| matches!(s, Subject::Class(_)))
-            .cloned()
+            .filter(|(kind, _, _)| *kind == crate::api::consts::KIND_GATEWAY_CLASS)
+            .map(|(_, _, meta)| Subject::Class(ObjectKey::cluster(meta.name.clone())))
             .collect()
     }
 

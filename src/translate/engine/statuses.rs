@@ -67,10 +67,8 @@ impl Engine {
             return None;
         }
         parents.truncate(MAX_ROUTE_PARENTS);
-        // Kept until the route changes: no room for more parents than it has.
-        parents.shrink_to_fit();
         Some(ObjectStatus::new(
-            "gateway.networking.k8s.io/v1",
+            crate::api::consts::GATEWAY_V1,
             kind.name(),
             key,
             StatusBody::Route { parents },
