@@ -107,6 +107,8 @@ impl RouteResult {
         self.entries.shrink_to_fit();
         self.targets.shrink_to_fit();
         self.attached.shrink_to_fit();
+        self.reached.refs.shrink_to_fit();
+        self.reached.parent_problems.shrink_to_fit();
     }
 }
 

@@ -27,8 +27,9 @@ pub struct Reached {
 /// object and each Service, and the per-Gateway problems of Backends.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct References {
-    /// The Gateways referencing each; nearly always one, so a sorted vector rather than a tree node.
-    pub referenced_by: BTreeMap<(BackendKind, ObjectKey), litemap::LiteMap<ObjectKey, ()>>,
+    /// The Gateways referencing each, with how many of the routes attached there reach it; nearly
+    /// always one Gateway, so a sorted vector rather than a tree node.
+    pub referenced_by: BTreeMap<(BackendKind, ObjectKey), litemap::LiteMap<ObjectKey, usize>>,
     pub parent_problems: BTreeMap<(BackendKind, ObjectKey, ObjectKey), BackendProblem>,
 }
 

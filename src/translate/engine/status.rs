@@ -95,10 +95,10 @@ impl Statuses {
 
 /// Which Gateways reference each Backend (and each Service), with per-Gateway Backend problems, as
 /// counts over the routes that reached them; [`RefCounts::view`] is the `References` the status
-/// functions read.
+/// functions read, and it holds the reference counts itself (a second map keyed by Backend and Gateway
+/// held each pair's identity again).
 #[derive(Debug, Default)]
 pub struct RefCounts {
-    holders: Counted<(BackendKind, ObjectKey, ObjectKey), ()>,
     problems: Counted<(BackendKind, ObjectKey, ObjectKey), BackendProblem>,
     pub view: References,
 }
@@ -107,12 +107,13 @@ impl RefCounts {
     /// A route attached to `gw` reached `reached`; what it touched goes to `touched`.
     pub fn add(&mut self, gw: &ObjectKey, reached: &Reached, touched: &mut BTreeSet<(BackendKind, ObjectKey)>) {
         for r in &reached.refs {
-            self.holders.add(&(r.0, r.1.clone(), gw.clone()), ());
-            self.view
-                .referenced_by
-                .entry(r.clone())
-                .or_default()
-                .insert(gw.clone(), ());
+            let gws = self.view.referenced_by.entry(r.clone()).or_default();
+            match gws.get_mut(gw) {
+                Some(n) => *n += 1,
+                None => {
+                    gws.insert(gw.clone(), 1);
+                }
+            }
             touched.insert(r.clone());
         }
         for ((kind, key), p) in &reached.parent_problems {
@@ -126,12 +127,15 @@ impl RefCounts {
     /// A route attached to `gw` no longer reaches `reached`.
     pub fn remove(&mut self, gw: &ObjectKey, reached: &Reached, touched: &mut BTreeSet<(BackendKind, ObjectKey)>) {
         for r in &reached.refs {
-            if self.holders.remove(&(r.0, r.1.clone(), gw.clone()))
-                && let Some(gws) = self.view.referenced_by.get_mut(r)
+            if let Some(gws) = self.view.referenced_by.get_mut(r)
+                && let Some(n) = gws.get_mut(gw)
             {
-                gws.remove(gw);
-                if gws.is_empty() {
-                    self.view.referenced_by.remove(r);
+                *n -= 1;
+                if *n == 0 {
+                    gws.remove(gw);
+                    if gws.is_empty() {
+                        self.view.referenced_by.remove(r);
+                    }
                 }
             }
             touched.insert(r.clone());
