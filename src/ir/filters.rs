@@ -1,6 +1,64 @@
 //! What an HTTPRoute rule adds around its action: header changes, rewrites and redirects, mirrors, CORS,
 //! timeouts, retries, the rule name, and a backendRef's own header changes. Re-exported by `ir`.
 
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+
+/// A route's [`RouteFilters`], boxed only when it has any. Most routes have none, and the empty set
+/// inline made every route entry the engine keeps 500 bytes larger. Reads see the empty set through
+/// `Deref`; a write through `DerefMut` makes it real.
+#[derive(Clone, Default)]
+pub struct Filters(Option<Box<RouteFilters>>);
+
+static NO_FILTERS: RouteFilters = RouteFilters {
+    request_headers: HeaderModifier::NONE,
+    response_headers: HeaderModifier::NONE,
+    rewrite: None,
+    mirrors: Vec::new(),
+    cors: None,
+    timeouts: Timeouts {
+        request_ms: None,
+        backend_request_ms: None,
+    },
+    retry: None,
+    rule_name: None,
+    session: None,
+};
+
+impl Deref for Filters {
+    type Target = RouteFilters;
+    fn deref(&self) -> &RouteFilters {
+        self.0.as_deref().unwrap_or(&NO_FILTERS)
+    }
+}
+
+impl DerefMut for Filters {
+    fn deref_mut(&mut self) -> &mut RouteFilters {
+        self.0.get_or_insert_with(Default::default)
+    }
+}
+
+impl From<RouteFilters> for Filters {
+    fn from(f: RouteFilters) -> Self {
+        Filters((f != NO_FILTERS).then(|| Box::new(f)))
+    }
+}
+
+/// Equal when the filters are, boxed or not.
+impl PartialEq for Filters {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Filters {}
+
+impl fmt::Debug for Filters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
 /// What a rule adds around its action: its filters, timeouts, retry policy and name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RouteFilters {
@@ -112,6 +170,12 @@ pub struct HeaderModifier {
 }
 
 impl HeaderModifier {
+    const NONE: HeaderModifier = HeaderModifier {
+        add: Vec::new(),
+        set: Vec::new(),
+        remove: Vec::new(),
+    };
+
     pub fn is_empty(&self) -> bool {
         self.add.is_empty() && self.set.is_empty() && self.remove.is_empty()
     }

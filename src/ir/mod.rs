@@ -109,7 +109,7 @@ pub struct Route {
     /// `grpc-status: 14` (UNAVAILABLE) — the gRPC answer Gateway API asks for where HTTPRoute gets 500.
     pub grpc: bool,
     /// Filters, timeouts, retries and the rule name (HTTPRoute rule fields besides matches and backendRefs).
-    pub filters: RouteFilters,
+    pub filters: Filters,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

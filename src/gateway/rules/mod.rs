@@ -263,7 +263,7 @@ fn entries(
         let mut entry = route_for_match(name, m, action.clone());
         entry.grpc = route.kind == RouteKind::Grpc;
         let (route_filters, redirect) = filters.for_match(&entry.path, mirrors);
-        entry.filters = route_filters;
+        entry.filters = route_filters.into();
         if let Some(redirect) = redirect {
             entry.action = ir::RouteAction::Redirect(redirect);
         }
