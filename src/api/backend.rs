@@ -21,7 +21,8 @@ pub struct Backend {
 #[serde(untagged)]
 pub enum BackendShape {
     Gep(XBackendSpec),
-    Draft(DraftBackendSpec),
+    /// Boxed: the draft shape is nearly four times the GEP-4488 one, which most Backends are.
+    Draft(Box<DraftBackendSpec>),
 }
 
 impl Backend {

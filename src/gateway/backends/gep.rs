@@ -71,7 +71,7 @@ fn usable(
             .as_ref()
             .and_then(|s| s.session_persistence.as_deref()),
     )?;
-    validation_rules(*protocol, tls.as_ref(), v17)?;
+    validation_rules(*protocol, tls.as_deref(), v17)?;
     let tls = tls.as_ref().filter(|t| t.mode != BackendTlsMode::None);
     let mcp = *protocol == Some(BackendProtocol::Mcp);
     let (protocol, tcp) = protocol_of(*protocol, tls.is_some());

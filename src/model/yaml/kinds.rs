@@ -226,7 +226,7 @@ fn backend(mut value: Value, at: &Location) -> Result<Backend, ParseError> {
             });
         }
         Some(spec) if spec.get("destination").is_some() => {
-            BackendShape::Draft(typed::<DraftBackendSpec>(spec, at, "spec")?)
+            BackendShape::Draft(Box::new(typed::<DraftBackendSpec>(spec, at, "spec")?))
         }
         Some(spec) => BackendShape::Gep(typed::<XBackendSpec>(spec, at, "spec")?),
     };
