@@ -163,9 +163,10 @@ fn translate(args: TranslateArgs) -> Result<()> {
     }
     let read = started.elapsed();
     let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
-    // The engine takes the model rather than a copy (nothing here reads it again), and the document is
-    // rendered from what it packed, as `pier serve` would send it.
-    let engine = pier::translate::engine::Engine::with(loaded.model, opts);
+    // The engine takes the model rather than a copy (nothing here reads it again) and keeps no
+    // dependency index (no update follows), and the document is rendered from what it packed, as
+    // `pier serve` would send it.
+    let engine = pier::translate::engine::Engine::once(loaded.model, opts);
     let translated = started.elapsed();
     let doc = engine.document(args.gateway.as_deref(), &warnings)?;
     let selected = started.elapsed();

@@ -26,6 +26,7 @@ const OUTPUTS: [&str; 6] = ["clusters", "endpoints", "listeners", "routes", "sec
 mod cases;
 mod engine;
 mod engine_bundles;
+mod engine_once;
 mod engine_pods;
 mod streamed;
 

@@ -1,8 +1,10 @@
 //! `pier translate` writes its document as it renders it, one resource's value at a time, from the
-//! engine's packed resources (`Engine::document`); tests and tools render a `Translation`'s decoded ones
-//! (`Translation::render`). For every case, each Gateway alone and all merged, with and without
-//! warnings, both must stream YAML and JSON byte-identical to the document built the way it always was
-//! — one `serde_json::Value` of `render::resources_to_json`, `proxyless` and `status` — printed whole.
+//! packed resources of an engine that records no dependency index (`Engine::once`, then
+//! `Engine::document`); `translate()` runs the full engine, and tests and tools render a
+//! `Translation`'s decoded resources (`Translation::render`). For every case, each Gateway alone and all
+//! merged, with and without warnings, both must stream YAML and JSON byte-identical to the document
+//! built the way it always was — one `serde_json::Value` of `render::resources_to_json`, `proxyless`
+//! and `status` — printed whole.
 
 use serde_json::{Value, json};
 
@@ -56,7 +58,7 @@ fn streamed_document_is_byte_identical_to_the_whole_value() {
         let opts = options(&case);
         let model = crate::model(&name, &input, &resolutions(&case));
         let t = pier::translate(&model, &opts);
-        let engine = pier::translate::engine::Engine::with(model, opts);
+        let engine = pier::translate::engine::Engine::once(model, opts);
         let selections = std::iter::once(None).chain(t.gateways.keys().map(|g| Some(g.as_str())));
         for gateway in selections {
             if t.select(gateway).is_err() {

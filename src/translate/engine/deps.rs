@@ -35,11 +35,29 @@ pub struct DepIndex {
     /// Boxed slices: a `Vec` collected in place from the recorded `Read`s (each several times an
     /// `Arc`'s size) kept their whole allocation; `into_boxed_slice` gives it back.
     reads_of: BTreeMap<Arc<Unit>, Box<[Arc<Read>]>>,
+    /// Records nothing: the engine of a one-shot translation, which no update follows.
+    off: bool,
 }
 
 impl DepIndex {
+    /// An index that records nothing, so hits nothing: for an engine that translates once (before any
+    /// unit is recorded, every hit is empty anyway).
+    pub fn off() -> DepIndex {
+        DepIndex {
+            off: true,
+            ..DepIndex::default()
+        }
+    }
+
+    pub fn is_off(&self) -> bool {
+        self.off
+    }
+
     /// Records that `unit` (redone) read `reads`, forgetting what it read before.
     pub fn set(&mut self, unit: Unit, mut reads: Vec<Read>) {
+        if self.off {
+            return;
+        }
         self.forget(&unit);
         reads.sort();
         reads.dedup();

@@ -1,7 +1,8 @@
 //! The incremental translator: [`Engine::update`] takes the next model and redoes only the work whose
 //! inputs changed, keeping every Gateway's Envoy resources packed and versioned ([`GatewayOut`])
 //! and every status current. It is the only orchestration of the translator: [`translate`](super::translate)
-//! (`pier translate`, the goldens, the fuzz targets) is this engine run once from the empty model, and a
+//! (the goldens, the fuzz targets) is this engine run once from the empty model (`pier translate` runs it
+//! as [`Engine::once`], without the dependency index only later updates read), and a
 //! property test (`tests/golden/engine.rs`) holds every update equal to a rebuild, resources, statuses and
 //! versions alike, after every step of random edit sequences.
 //!
@@ -46,6 +47,7 @@ mod deps;
 mod gateway;
 mod gateways;
 mod hosts;
+mod once;
 mod status;
 mod statuses;
 
@@ -155,6 +157,9 @@ impl Engine {
 
     /// Moves to `model`, redoing what its differences from the current model touch.
     pub fn update(&mut self, model: Model) -> Update {
+        if self.deps.is_off() && self.has_model() {
+            return self.rebuild(model);
+        }
         let mut changes = Changes::between(&self.model, &model);
         self.model = model;
         let mut update = Update::default();

@@ -1,0 +1,37 @@
+//! The one-shot engine `pier translate` runs (`Engine::once`: no dependency index) translates every
+//! case as the full engine does, and, updated all the same, rebuilds rather than missing what changed.
+
+use std::collections::BTreeSet;
+
+use pier::translate::engine::Engine;
+
+use crate::cases::{cases, options, resolutions};
+
+#[test]
+fn a_one_shot_engine_equals_the_full_one_and_rebuilds_when_updated() {
+    let mut previous: Option<pier::model::Model> = None;
+    let mut failures = Vec::new();
+    for case in cases() {
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        let input = std::fs::read_to_string(case.join("input.yaml")).expect("read input");
+        let opts = options(&case);
+        let model = crate::model(&name, &input, &resolutions(&case));
+        let once = Engine::once(model.clone(), opts.clone());
+        if let Some(diff) = crate::engine::difference(&once, &model, &opts) {
+            failures.push(format!("{name} (once):\n{diff}"));
+        }
+        if let Some(before) = previous.replace(model.clone()) {
+            let mut engine = Engine::once(before, opts.clone());
+            let had: BTreeSet<_> = engine.gateways().map(|(k, _)| k.clone()).collect();
+            let update = engine.update(model.clone());
+            if let Some(diff) = crate::engine::difference(&engine, &model, &opts) {
+                failures.push(format!("{name} (once, then updated):\n{diff}"));
+            }
+            let has: BTreeSet<_> = engine.gateways().map(|(k, _)| k.clone()).collect();
+            if !had.union(&has).all(|g| update.gateways.contains(g)) || !update.statuses {
+                failures.push(format!("{name}: the rebuild reported {update:?}, not every Gateway"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
