@@ -157,9 +157,14 @@ impl Engine {
 
     /// Moves to `model`, redoing what its differences from the current model touch.
     pub fn update(&mut self, model: Model) -> Update {
-        if self.deps.is_off() && self.has_model() {
+        if self.deps.is_off() {
             return self.rebuild(model);
         }
+        self.apply(model)
+    }
+
+    /// [`update`](Self::update) itself, for an engine whose dependency index answers.
+    fn apply(&mut self, model: Model) -> Update {
         let mut changes = Changes::between(&self.model, &model);
         self.model = model;
         let mut update = Update::default();

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::deps::{Changes, DepIndex};
+use super::deps::DepIndex;
 use super::{Engine, Update};
 use crate::model::{Model, ObjectKey};
 use crate::options::Options;
@@ -14,7 +14,8 @@ impl Engine {
     pub fn once(model: Model, opts: Options) -> Engine {
         let mut engine = Engine::new(opts);
         engine.deps = DepIndex::off();
-        engine.update(model);
+        // From the empty model, nothing recorded is needed: every unit is done anew.
+        engine.apply(model);
         engine
     }
 
@@ -28,11 +29,5 @@ impl Engine {
             gateways,
             statuses: true,
         }
-    }
-
-    /// Whether the engine has taken a non-empty model (against the empty model, the comparison costs
-    /// nothing, so a one-shot engine's first update pays nothing for it).
-    pub(super) fn has_model(&self) -> bool {
-        !Changes::between(&Model::default(), &self.model).is_empty()
     }
 }
