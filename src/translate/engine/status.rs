@@ -107,7 +107,12 @@ impl RefCounts {
     /// A route attached to `gw` reached `reached`; what it touched goes to `touched`.
     pub fn add(&mut self, gw: &ObjectKey, reached: &Reached, touched: &mut BTreeSet<(BackendKind, ObjectKey)>) {
         for r in &reached.refs {
-            let gws = self.view.referenced_by.entry(r.clone()).or_default();
+            // Nearly always one Gateway: room for one, not the four a first push would make.
+            let gws = self
+                .view
+                .referenced_by
+                .entry(r.clone())
+                .or_insert_with(|| litemap::LiteMap::with_capacity(1));
             match gws.get_mut(gw) {
                 Some(n) => *n += 1,
                 None => {
