@@ -12,6 +12,7 @@
 //! whole application's manifests still loads.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -35,12 +36,14 @@ mod tests;
 /// Where a document came from: a display name (usually a file path) and its 0-based index in that file.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DocRef {
-    pub source: String,
+    /// Shared by every document of a file and every map that says where an object came from (the
+    /// directory cache keeps each object's origin twice).
+    pub source: Arc<str>,
     pub index: usize,
 }
 
 impl DocRef {
-    pub fn new(source: impl Into<String>, index: usize) -> Self {
+    pub fn new(source: impl Into<Arc<str>>, index: usize) -> Self {
         Self {
             source: source.into(),
             index,
@@ -66,7 +69,7 @@ pub struct Warning {
 impl Warning {
     pub fn document(doc: &DocRef, message: String) -> Self {
         Self {
-            source: doc.source.clone(),
+            source: doc.source.to_string(),
             index: Some(doc.index),
             message,
         }
@@ -169,9 +172,10 @@ pub fn parse(source: &str, text: &str) -> Result<Parsed, ParseError> {
 /// [`parse`] with a file's limits and syntax.
 pub fn parse_with(source: &str, text: &str, opts: ParseOptions) -> Result<Parsed, ParseError> {
     let mut parsed = Parsed::default();
+    let shared: Arc<str> = source.into();
     for (index, value) in read::documents(source, text, opts)?.into_iter().enumerate() {
         let Some(value) = value else { continue };
-        let doc = DocRef::new(source, index);
+        let doc = DocRef::new(shared.clone(), index);
         if is_list(&value) {
             parse_list(&doc, value, &mut parsed)?;
         } else if let Some(object) = parse_object(&doc, None, value, &mut parsed.warnings)? {
