@@ -15,22 +15,22 @@ struct Reads<'a, K: Ord + Clone> {
 
 impl<K: Ord + Clone> Reads<'_, K> {
     fn cluster_exists(&mut self, name: &str) -> bool {
-        self.deps.insert(Dep::Cluster(name.to_string()));
+        self.deps.insert(Dep::Cluster(name.into()));
         self.c.clusters.contains_key(name)
     }
 
     fn secret(&mut self, name: &str) -> Option<SecretKind> {
-        self.deps.insert(Dep::Secret(name.to_string()));
+        self.deps.insert(Dep::Secret(name.into()));
         self.c.secrets.get(name).copied()
     }
 
     /// Whether a route to `cluster` needs the authority guard: it is a DFP cluster or an aggregate
     /// with a DFP member (both decided by those clusters' own facts, so those are what is read).
     fn reaches_dfp(&mut self, cluster: &str) -> bool {
-        self.deps.insert(Dep::Cluster(cluster.to_string()));
+        self.deps.insert(Dep::Cluster(cluster.into()));
         if let Some(members) = self.c.clusters.get(cluster).and_then(|f| f.aggregate.as_ref()) {
             for m in members {
-                self.deps.insert(Dep::Cluster(m.clone()));
+                self.deps.insert(Dep::Cluster(m.as_str().into()));
             }
         }
         self.c.dfp_reach.contains(cluster)
@@ -76,8 +76,8 @@ pub(super) fn check_owner<K: Ord + Clone>(c: &Checker<K>, owner: &Owner<K>) -> (
     match owner {
         Owner::Cluster(name) => cluster(&mut r, name, &mut errors),
         Owner::LoadAssignment(name) => {
-            if c.load_assignments.contains(name) && !c.eds.contains_key(name) {
-                errors.push(CheckError::OrphanLoadAssignment(name.clone()));
+            if c.load_assignments.contains(&**name) && !c.eds.contains_key(&**name) {
+                errors.push(CheckError::OrphanLoadAssignment(name.to_string()));
             }
         }
         Owner::Route(rc, key, name) => route(&mut r, rc, key, name, &mut errors),
@@ -104,7 +104,7 @@ fn cluster<K: Ord + Clone>(r: &mut Reads<'_, K>, name: &str, errors: &mut Vec<Ch
         }
     }
     if let Some(service) = &f.eds_service {
-        r.deps.insert(Dep::LoadAssignment(service.clone()));
+        r.deps.insert(Dep::LoadAssignment(service.as_str().into()));
         if !r.c.load_assignments.contains(service) {
             errors.push(CheckError::MissingLoadAssignment {
                 cluster: f.name.clone(),
@@ -214,7 +214,7 @@ fn chain_owner(l: &facts::ListenerFacts, fc: &ChainFacts) -> String {
 /// routes reach: the DFP filter (with their DNS cache) exactly where routes reach a DFP cluster, the
 /// RBAC filter before it exactly where routes reach one directly or through an aggregate.
 fn manager<K: Ord + Clone>(r: &mut Reads<'_, K>, owner: String, m: &ManagerFacts, errors: &mut Vec<CheckError>) {
-    r.deps.insert(Dep::RouteConfig(m.route_config.clone()));
+    r.deps.insert(Dep::RouteConfig(m.route_config.as_str().into()));
     let Some(rc) = r.c.route_configs.get(&m.route_config) else {
         errors.push(CheckError::MissingRouteConfig {
             owner,
@@ -222,7 +222,7 @@ fn manager<K: Ord + Clone>(r: &mut Reads<'_, K>, owner: String, m: &ManagerFacts
         });
         return;
     };
-    r.deps.insert(Dep::Reached(m.route_config.clone()));
+    r.deps.insert(Dep::Reached(m.route_config.as_str().into()));
     r.deps.insert(Dep::Dfp);
     let reached = |c: &&String| rc.reached.contains_key(c.as_str());
     let guarding = match (m.rbac, m.dfp) {

@@ -17,24 +17,28 @@ use crate::ir::few::Few;
 /// Who errors belong to. `K` orders a route configuration's virtual hosts.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Owner<K> {
-    Cluster(String),
-    LoadAssignment(String),
+    Cluster(Name),
+    LoadAssignment(Name),
     /// The routes named so of a virtual host (one, unless a builder repeated a name).
-    Route(String, K, String),
+    Route(Name, K, Name),
     /// A domain (lower-cased) of a route configuration, carried by one or more virtual hosts.
-    Domain(String, String),
-    Listener(String),
+    Domain(Name, Name),
+    Listener(Name),
 }
+
+/// A resource name in an owner or a read. Each owner and read is held twice (an owner's reads, a
+/// read's owners), so names are shared rather than copied.
+pub(super) type Name = Arc<str>;
 
 /// A name an owner's check read.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Dep {
-    Cluster(String),
-    LoadAssignment(String),
-    Secret(String),
-    RouteConfig(String),
+    Cluster(Name),
+    LoadAssignment(Name),
+    Secret(Name),
+    RouteConfig(Name),
     /// The set of clusters a route configuration's routes reach.
-    Reached(String),
+    Reached(Name),
     /// Which clusters are dynamic forward proxies (or reach one), and their DNS caches.
     Dfp,
 }
@@ -148,7 +152,7 @@ impl<K: Ord + Clone> Checker<K> {
                 self.eds.entry(s.clone()).or_default().insert(name.to_string());
             }
             for s in [was, now].into_iter().flatten() {
-                self.dirty.insert(Owner::LoadAssignment(s));
+                self.dirty.insert(Owner::LoadAssignment(s.into()));
             }
         }
         let special = |f: &Option<Arc<ClusterFacts>>| {
@@ -163,8 +167,8 @@ impl<K: Ord + Clone> Checker<K> {
                 self.special.remove(name);
             }
         }
-        self.dirty.insert(Owner::Cluster(name.to_string()));
-        self.touch(Dep::Cluster(name.to_string()));
+        self.dirty.insert(Owner::Cluster(name.into()));
+        self.touch(Dep::Cluster(name.into()));
     }
 
     pub fn set_load_assignment(&mut self, name: &str, present: bool) {
@@ -173,8 +177,8 @@ impl<K: Ord + Clone> Checker<K> {
         } else {
             self.load_assignments.remove(name);
         }
-        self.dirty.insert(Owner::LoadAssignment(name.to_string()));
-        self.touch(Dep::LoadAssignment(name.to_string()));
+        self.dirty.insert(Owner::LoadAssignment(name.into()));
+        self.touch(Dep::LoadAssignment(name.into()));
     }
 
     pub fn set_secret(&mut self, name: &str, kind: Option<SecretKind>) {
@@ -182,7 +186,7 @@ impl<K: Ord + Clone> Checker<K> {
             Some(k) => self.secrets.insert(name.to_string(), k),
             None => self.secrets.remove(name),
         };
-        self.touch(Dep::Secret(name.to_string()));
+        self.touch(Dep::Secret(name.into()));
     }
 
     pub fn set_listener(&mut self, name: &str, facts: Option<Arc<ListenerFacts>>) {
@@ -190,7 +194,7 @@ impl<K: Ord + Clone> Checker<K> {
             Some(f) => self.listeners.insert(name.to_string(), f),
             None => self.listeners.remove(name),
         };
-        self.dirty.insert(Owner::Listener(name.to_string()));
+        self.dirty.insert(Owner::Listener(name.into()));
     }
 
     /// A route configuration appears (empty) or goes away with its virtual hosts.
@@ -208,7 +212,7 @@ impl<K: Ord + Clone> Checker<K> {
             }
             self.route_configs.remove(name);
         }
-        self.touch(Dep::RouteConfig(name.to_string()));
+        self.touch(Dep::RouteConfig(name.into()));
     }
 
     /// A virtual host of a route configuration (which must be present) changes. Its routes are checked
@@ -263,15 +267,16 @@ impl<K: Ord + Clone> Checker<K> {
                 reached_changed |= *n == 1;
             }
         }
+        let rc: Name = rc_name.into();
         for d in domains_touched {
-            self.dirty.insert(Owner::Domain(rc_name.to_string(), d));
+            self.dirty.insert(Owner::Domain(rc.clone(), d.into()));
         }
         for route in gone.iter().chain(&came) {
             self.dirty
-                .insert(Owner::Route(rc_name.to_string(), key.clone(), route.name.clone()));
+                .insert(Owner::Route(rc.clone(), key.clone(), route.name.as_str().into()));
         }
         if reached_changed {
-            self.touch(Dep::Reached(rc_name.to_string()));
+            self.touch(Dep::Reached(rc_name.into()));
         }
     }
 
