@@ -57,16 +57,31 @@ fn message(q: &Quarantined, generation: i64) -> String {
 }
 
 fn mark(mut status: ObjectStatus, message: &str, generation: i64) -> ObjectStatus {
-    let route = || Condition::fail(RouteType::Accepted, RouteReason::RejectedByProxy, message, generation);
+    let message = message.to_string();
+    let route = || {
+        Condition::fail(
+            RouteType::Accepted,
+            RouteReason::RejectedByProxy,
+            message.clone(),
+            generation,
+        )
+    };
     let backend = || {
         Condition::fail(
             BackendType::Accepted,
             BackendReason::RejectedByProxy,
-            message,
+            message.clone(),
             generation,
         )
     };
-    let policy = || Condition::fail(PolicyType::Accepted, PolicyReason::RejectedByProxy, message, generation);
+    let policy = || {
+        Condition::fail(
+            PolicyType::Accepted,
+            PolicyReason::RejectedByProxy,
+            message.clone(),
+            generation,
+        )
+    };
     match &mut status.status {
         StatusBody::Route { parents } => parents.iter_mut().for_each(|p| replace(&mut p.conditions, route())),
         StatusBody::Backend { ancestors } => ancestors.iter_mut().for_each(|p| replace(&mut p.conditions, backend())),
@@ -112,7 +127,7 @@ fn new_route_status(q: &Quarantined, message: &str, generation: i64, controller:
                 conditions: vec![Condition::fail(
                     RouteType::Accepted,
                     RouteReason::RejectedByProxy,
-                    message,
+                    message.to_string(),
                     generation,
                 )],
             }

@@ -18,10 +18,10 @@ pub fn conditions_of(ev: &Evaluated, extra: Option<&BackendProblem>) -> Vec<Back
     let join = |ps: &[&BackendProblem]| ps.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ");
     let refs = of(BackendType::ResolvedRefs);
     let accepted = of(BackendType::Accepted);
-    let notes = if ev.notes.is_empty() {
-        String::new()
+    let accepted_message: std::borrow::Cow<'static, str> = if ev.notes.is_empty() {
+        "Backend accepted".into()
     } else {
-        format!(" ({})", ev.notes.join("; "))
+        format!("Backend accepted ({})", ev.notes.join("; ")).into()
     };
     let mut out = vec![match (accepted.first(), usable, refs.first()) {
         (Some(p), _, _) => Condition::fail(BackendType::Accepted, p.reason, join(&accepted), g),
@@ -31,12 +31,7 @@ pub fn conditions_of(ev: &Evaluated, extra: Option<&BackendProblem>) -> Vec<Back
             format!("references did not resolve: {}", join(&refs)),
             g,
         ),
-        _ => Condition::ok(
-            BackendType::Accepted,
-            BackendReason::Accepted,
-            format!("Backend accepted{notes}"),
-            g,
-        ),
+        _ => Condition::ok(BackendType::Accepted, BackendReason::Accepted, accepted_message, g),
     }];
     out.push(match refs.first() {
         Some(p) => Condition::fail(BackendType::ResolvedRefs, p.reason, join(&refs), g),

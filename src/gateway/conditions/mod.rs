@@ -12,6 +12,8 @@
 //! Conditions carry no timestamp: the translator is pure, and the status writer adds
 //! `lastTransitionTime` when a condition's status actually changes.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 mod kinds;
@@ -86,12 +88,13 @@ pub struct Condition<T, R> {
     pub type_: T,
     pub status: Status,
     pub reason: R,
-    pub message: String,
+    /// Nearly always a fixed sentence, which is then borrowed rather than copied into every status.
+    pub message: Cow<'static, str>,
     pub observed_generation: i64,
 }
 
 impl<T, R> Condition<T, R> {
-    pub fn new(type_: T, status: Status, reason: R, message: impl Into<String>, generation: i64) -> Self {
+    pub fn new(type_: T, status: Status, reason: R, message: impl Into<Cow<'static, str>>, generation: i64) -> Self {
         Self {
             type_,
             status,
@@ -100,10 +103,10 @@ impl<T, R> Condition<T, R> {
             observed_generation: generation,
         }
     }
-    pub fn ok(type_: T, reason: R, message: impl Into<String>, generation: i64) -> Self {
+    pub fn ok(type_: T, reason: R, message: impl Into<Cow<'static, str>>, generation: i64) -> Self {
         Self::new(type_, Status::True, reason, message, generation)
     }
-    pub fn fail(type_: T, reason: R, message: impl Into<String>, generation: i64) -> Self {
+    pub fn fail(type_: T, reason: R, message: impl Into<Cow<'static, str>>, generation: i64) -> Self {
         Self::new(type_, Status::False, reason, message, generation)
     }
     pub fn is_true(&self) -> bool {

@@ -300,6 +300,14 @@ fn resolved_refs(problems: Vec<RouteProblem>, mut notes: Vec<String>, g: i64) ->
         }
         return Condition::fail(RouteType::ResolvedRefs, first.reason, msgs.join("; ") + &ignored, g);
     }
+    if ignored.is_empty() {
+        return Condition::ok(
+            RouteType::ResolvedRefs,
+            RouteReason::ResolvedRefs,
+            "All references resolved",
+            g,
+        );
+    }
     let msg = format!("All references resolved{ignored}");
     Condition::ok(RouteType::ResolvedRefs, RouteReason::ResolvedRefs, msg, g)
 }
