@@ -34,6 +34,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("PIER_LOG").unwrap_or_else(|_| default_filter.into()),
         )
         .init();
+    pier::runtime::pages::disable_transparent_huge_pages();
     // kube and the TLS servers share rustls; pick its crypto provider once, before any is built.
     let _ = rustls::crypto::ring::default_provider().install_default();
     if let Command::Diff(args) = cli.command {

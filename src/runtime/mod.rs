@@ -13,6 +13,7 @@ mod cluster;
 mod contain;
 mod contain_status;
 mod metrics;
+pub mod pages;
 mod pipeline;
 mod refusals;
 mod resolve;
