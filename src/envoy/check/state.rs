@@ -276,7 +276,7 @@ impl<K: Ord + Clone> Checker<K> {
                 .insert(Owner::Route(rc.clone(), key.clone(), route.name.as_str().into()));
         }
         if reached_changed {
-            self.touch(Dep::Reached(rc_name.into()));
+            self.touch(Dep::Reached(rc));
         }
     }
 
