@@ -300,15 +300,11 @@ fn resolved_refs(problems: Vec<RouteProblem>, mut notes: Vec<String>, g: i64) ->
         }
         return Condition::fail(RouteType::ResolvedRefs, first.reason, msgs.join("; ") + &ignored, g);
     }
-    if ignored.is_empty() {
-        return Condition::ok(
-            RouteType::ResolvedRefs,
-            RouteReason::ResolvedRefs,
-            "All references resolved",
-            g,
-        );
-    }
-    let msg = format!("All references resolved{ignored}");
+    let msg: std::borrow::Cow<'static, str> = if ignored.is_empty() {
+        "All references resolved".into()
+    } else {
+        format!("All references resolved{ignored}").into()
+    };
     Condition::ok(RouteType::ResolvedRefs, RouteReason::ResolvedRefs, msg, g)
 }
 
