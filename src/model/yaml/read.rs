@@ -95,7 +95,11 @@ fn yaml_documents(text: &str, max_bytes: usize) -> Result<Vec<Option<Value>>, Do
     };
     for doc in split::documents(text) {
         let index = docs.len();
-        let value: Value = match serde_saphyr::from_str_with_options(&doc.text, yaml_options(&left)) {
+        let fast = super::fast::document(&doc.text, (left.nodes, left.scalar_bytes));
+        let value: Value = match fast.map_or_else(
+            || serde_saphyr::from_str_with_options(&doc.text, yaml_options(&left)),
+            Ok,
+        ) {
             Ok(value) => value,
             // Again in place, for the file's line numbers: the same text after blank lines fails the
             // same way.
@@ -134,6 +138,15 @@ fn yaml_options(left: &Cost) -> serde_saphyr::Options {
     }
 }
 
+/// [`yaml_options`] with a whole file's budget: for one scalar, or one document already read.
+pub(super) fn yaml_options_default() -> serde_saphyr::Options {
+    yaml_options(&Cost {
+        nodes: MAX_NODES_PER_DOCUMENT,
+        scalar_bytes: super::DEFAULT_MAX_BYTES,
+        depth: 0,
+    })
+}
+
 /// serde-saphyr's message, except for the budgets an attack trips, which are said in pier's words.
 fn yaml_message(e: &serde_saphyr::Error, left: &Cost, max_bytes: usize) -> String {
     let mut inner = e;
@@ -167,14 +180,14 @@ fn yaml_message(e: &serde_saphyr::Error, left: &Cost, max_bytes: usize) -> Strin
 
 /// What a document parsed into: values, bytes of strings (keys included), and deepest nesting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Cost {
-    nodes: usize,
-    scalar_bytes: usize,
-    depth: usize,
+pub(super) struct Cost {
+    pub nodes: usize,
+    pub scalar_bytes: usize,
+    pub depth: usize,
 }
 
 /// Walks without recursion: the value may be as deep as serde_json allows, more than the stack would.
-fn cost(value: &Value) -> Cost {
+pub(super) fn cost(value: &Value) -> Cost {
     let mut c = Cost::default();
     // Each value with the depth of the collection holding it; only collections nest, as the YAML
     // parser counts depth.
