@@ -64,3 +64,4 @@ mod support;
 mod upstream_cli;
 mod xds;
 mod xds_support;
+mod yaml_reader;

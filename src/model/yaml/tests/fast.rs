@@ -1,6 +1,7 @@
 //! The fast reader against serde-saphyr: every answer it gives is serde-saphyr's (checked inside
 //! `fast::document` in debug builds, which every test runs), and it leaves to serde-saphyr exactly
-//! what it cannot read the same way.
+//! what it cannot read the same way. `tests/it/yaml_reader.rs` reads every YAML file in the repository
+//! through it.
 
 use serde_json::{Value, json};
 
@@ -93,37 +94,6 @@ fn a_document_near_its_budget_is_serde_saphyrs_call() {
     assert!(fast::document(&text, (10_000, 10_000)).is_some());
     assert_eq!(fast::document(&text, (1_500, 10_000)), None, "values");
     assert_eq!(fast::document(&text, (10_000, 2)), None, "scalar bytes");
-}
-
-#[test]
-fn every_file_in_the_repository_reads_the_same_either_way() {
-    // documents() uses the fast reader where it can; in a debug build each of its answers is compared
-    // with serde-saphyr's, so reading every YAML file here is a differential test over real inputs.
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = 0;
-    for dir in ["testdata", "examples", "deploy", "compose"] {
-        for path in walk(&root.join(dir)) {
-            let text = std::fs::read_to_string(&path).expect("readable");
-            let _ = super::super::parse_with(&path.display().to_string(), &text, Default::default());
-            files += 1;
-        }
-    }
-    assert!(files > 100, "found {files} files");
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for path in entries.flatten().map(|e| e.path()) {
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
-            out.push(path);
-        }
-    }
-    out
 }
 
 /// YAML pieces: structure, every kind of scalar, and what the fast reader must leave alone.
