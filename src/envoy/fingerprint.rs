@@ -1,13 +1,14 @@
 //! Content versions without rendering: a 64-bit hash (xxh3) of a deterministic walk of a message.
 //!
 //! Envoy resources carry `map` fields, which prost holds in `HashMap`s, so their encoding is not
-//! deterministic and cannot be hashed as bytes. The walk visits fields in number order, lists in order
-//! and map entries sorted by key, and looks inside every `Any` (whose payload is itself an encoding with
-//! maps), using the descriptor pool of [`render`](super::render). Equal messages hash equal in every
-//! process, so versions are the same across restarts and replicas; it costs a fraction of rendering
-//! canonical JSON, and callers compute it only for resources that changed.
+//! deterministic and cannot be hashed as bytes alone. The walk reads the encoding with the descriptor
+//! pool of [`render`](super::render): fields as prost wrote them (in a fixed order), map entries hashed
+//! one by one and then in sorted order, and every `Any` payload (itself an encoding with maps) walked
+//! as its own type. Equal messages hash equal in every process, so versions are the same across
+//! restarts and replicas of one pier version; it costs a fraction of rendering canonical JSON, and
+//! callers compute it only for resources that changed.
 
-use prost_reflect::{DynamicMessage, MapKey, MessageDescriptor, ReflectMessage, Value};
+use prost_reflect::{Kind, MessageDescriptor};
 use xxhash_rust::xxh3::Xxh3;
 
 use super::render::pool;
@@ -29,10 +30,10 @@ pub fn of_bytes<M: prost::Name>(bytes: &[u8]) -> u64 {
 /// The fingerprint of an encoded message of type `desc`.
 pub fn of_encoded(desc: &MessageDescriptor, bytes: &[u8]) -> u64 {
     let mut h = Xxh3::new();
-    match DynamicMessage::decode(desc.clone(), bytes) {
-        Ok(m) => message(&m, &mut h),
-        // Not decodable (never for what pier builds): the bytes are all there is.
-        Err(_) => h.update(bytes),
+    if message(desc, bytes, &mut h).is_none() {
+        // Not a well-formed encoding (never for what pier builds): the bytes are all there is.
+        h = Xxh3::new();
+        h.update(bytes);
     }
     h.digest()
 }
@@ -51,78 +52,97 @@ pub fn combine(parts: impl IntoIterator<Item = u64>) -> u64 {
     h.digest()
 }
 
-fn message(m: &DynamicMessage, h: &mut Xxh3) {
-    if m.descriptor().full_name() == "google.protobuf.Any" {
-        return any(m, h);
+/// Walks the encoding itself, not a decoded copy: prost writes every field in a fixed order, so the
+/// bytes are canonical except for map entries (hashed one by one, then in sorted order) and `Any`
+/// payloads (walked as their own type). Decoding into a `DynamicMessage` first cost a quarter of
+/// the engine's first build at 10,000 routes.
+fn message(desc: &MessageDescriptor, mut bytes: &[u8], h: &mut Xxh3) -> Option<()> {
+    if desc.full_name() == "google.protobuf.Any" {
+        return any(bytes, h);
     }
-    for (field, value) in m.fields() {
-        h.update(&field.number().to_le_bytes());
-        self::value(value, h);
+    // Map fields' entry fingerprints, by field number, hashed after the other fields.
+    let mut maps: Vec<(u32, u64)> = Vec::new();
+    while !bytes.is_empty() {
+        let key = varint(&mut bytes)?;
+        let (number, wire) = (u32::try_from(key >> 3).ok()?, key & 7);
+        let raw = field_bytes(&mut bytes, wire)?;
+        let field = desc.get_field(number);
+        match (&field, wire) {
+            (Some(f), 2) if f.is_map() => {
+                let Kind::Message(entry) = f.kind() else { return None };
+                let mut eh = Xxh3::new();
+                message(&entry, raw, &mut eh)?;
+                maps.push((number, eh.digest()));
+                continue;
+            }
+            (Some(f), 2) if !f.is_packed() => {
+                if let Kind::Message(sub) = f.kind() {
+                    h.update(&key.to_le_bytes());
+                    message(&sub, raw, h)?;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        h.update(&key.to_le_bytes());
+        bytes_of(raw, h);
+    }
+    maps.sort_unstable();
+    for (number, entry) in maps {
+        h.update(&number.to_le_bytes());
+        h.update(&entry.to_le_bytes());
     }
     h.update(&[0xff]);
+    Some(())
 }
 
-/// An `Any`: its type URL, then its payload decoded and walked like any message.
-fn any(m: &DynamicMessage, h: &mut Xxh3) {
-    let text = |name: &str| m.get_field_by_name(name).and_then(|v| v.as_str().map(str::to_string));
-    let type_url = text("type_url").unwrap_or_default();
-    let payload = m
-        .get_field_by_name("value")
-        .and_then(|v| v.as_bytes().cloned())
-        .unwrap_or_default();
-    bytes(type_url.as_bytes(), h);
-    let name = type_url.rsplit('/').next().unwrap_or_default();
-    match pool().get_message_by_name(name) {
-        Some(desc) => h.update(&of_encoded(&desc, &payload).to_le_bytes()),
-        None => bytes(&payload, h),
+/// An `Any`: its type URL, then its payload walked as its own type when pier knows it.
+fn any(mut bytes: &[u8], h: &mut Xxh3) -> Option<()> {
+    let (mut type_url, mut payload): (&[u8], &[u8]) = (&[], &[]);
+    while !bytes.is_empty() {
+        let key = varint(&mut bytes)?;
+        let raw = field_bytes(&mut bytes, key & 7)?;
+        match key {
+            0x0a => type_url = raw,
+            0x12 => payload = raw,
+            _ => {}
+        }
     }
+    bytes_of(type_url, h);
+    let name = std::str::from_utf8(type_url)
+        .ok()?
+        .rsplit('/')
+        .next()
+        .unwrap_or_default();
+    match pool().get_message_by_name(name) {
+        Some(desc) => h.update(&of_encoded(&desc, payload).to_le_bytes()),
+        None => bytes_of(payload, h),
+    }
+    Some(())
 }
 
-fn bytes(b: &[u8], h: &mut Xxh3) {
+/// One field's value as it is on the wire: a varint's bytes, a fixed width, or a length-delimited
+/// body. Groups (wire types 3 and 4) are not in any message pier builds.
+fn field_bytes<'a>(bytes: &mut &'a [u8], wire: u64) -> Option<&'a [u8]> {
+    let len = match wire {
+        0 => bytes.iter().position(|b| b & 0x80 == 0)? + 1,
+        1 => 8,
+        2 => usize::try_from(varint(bytes)?).ok()?,
+        5 => 4,
+        _ => return None,
+    };
+    let (value, rest) = (bytes.get(..len)?, bytes.get(len..)?);
+    *bytes = rest;
+    Some(value)
+}
+
+fn varint(bytes: &mut &[u8]) -> Option<u64> {
+    prost::encoding::decode_varint(bytes).ok()
+}
+
+fn bytes_of(b: &[u8], h: &mut Xxh3) {
     h.update(&(b.len() as u64).to_le_bytes());
     h.update(b);
-}
-
-fn value(v: &Value, h: &mut Xxh3) {
-    match v {
-        Value::Bool(b) => h.update(&[1, u8::from(*b)]),
-        Value::I32(x) => h.update(&i64::from(*x).to_le_bytes()),
-        Value::I64(x) => h.update(&x.to_le_bytes()),
-        Value::U32(x) => h.update(&u64::from(*x).to_le_bytes()),
-        Value::U64(x) => h.update(&x.to_le_bytes()),
-        Value::F32(x) => h.update(&f64::from(*x).to_bits().to_le_bytes()),
-        Value::F64(x) => h.update(&x.to_bits().to_le_bytes()),
-        Value::String(s) => bytes(s.as_bytes(), h),
-        Value::Bytes(b) => bytes(b, h),
-        Value::EnumNumber(n) => h.update(&i64::from(*n).to_le_bytes()),
-        Value::Message(m) => message(m, h),
-        Value::List(items) => {
-            h.update(&(items.len() as u64).to_le_bytes());
-            for i in items {
-                value(i, h);
-            }
-        }
-        Value::Map(map) => {
-            let mut entries: Vec<(&MapKey, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            h.update(&(entries.len() as u64).to_le_bytes());
-            for (k, v) in entries {
-                key(k, h);
-                value(v, h);
-            }
-        }
-    }
-}
-
-fn key(k: &MapKey, h: &mut Xxh3) {
-    match k {
-        MapKey::Bool(b) => h.update(&[u8::from(*b)]),
-        MapKey::I32(x) => h.update(&i64::from(*x).to_le_bytes()),
-        MapKey::I64(x) => h.update(&x.to_le_bytes()),
-        MapKey::U32(x) => h.update(&u64::from(*x).to_le_bytes()),
-        MapKey::U64(x) => h.update(&x.to_le_bytes()),
-        MapKey::String(s) => bytes(s.as_bytes(), h),
-    }
 }
 
 #[cfg(test)]
@@ -160,6 +180,48 @@ mod tests {
         changed[7].1 = "other";
         assert_ne!(of(&metadata(&refs)), of(&metadata(&changed)));
         assert_eq!(version(of(&metadata(&refs))).len(), 16);
+    }
+
+    #[test]
+    fn maps_inside_any_inside_maps_hash_the_same_in_any_order() {
+        use crate::envoy::pb::cluster;
+        let many: Vec<(String, String)> = (0..20).map(|i| (format!("k{i}"), format!("v{i}"))).collect();
+        let refs: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let pack = |m: &core::Metadata| protobuf::Any {
+            type_url: "type.googleapis.com/envoy.config.core.v3.Metadata".into(),
+            value: prost::Message::encode_to_vec(m),
+        };
+        let cluster = |refs: &[(&str, &str)]| cluster::Cluster {
+            name: "c".into(),
+            metadata: Some(metadata(refs)),
+            typed_extension_protocol_options: (0..8).map(|i| (format!("x{i}"), pack(&metadata(refs)))).collect(),
+            ..Default::default()
+        };
+        let a = cluster(&refs);
+        // Decoded and encoded again, every map is a new HashMap with its own order.
+        let again: cluster::Cluster = prost::Message::decode(prost::Message::encode_to_vec(&a).as_slice()).unwrap();
+        assert_eq!(of(&a), of(&again));
+        let mut changed = refs.clone();
+        changed[3].1 = "other";
+        assert_ne!(of(&a), of(&cluster(&changed)));
+    }
+
+    #[test]
+    fn list_order_and_field_identity_show() {
+        let route = |names: &[&str]| crate::envoy::pb::route::RouteConfiguration {
+            name: "r".into(),
+            virtual_hosts: names
+                .iter()
+                .map(|n| crate::envoy::pb::route::VirtualHost {
+                    name: n.to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        assert_ne!(of(&route(&["a", "b"])), of(&route(&["b", "a"])));
+        assert_ne!(of(&route(&["ab"])), of(&route(&["a", "b"])));
+        assert_eq!(of(&route(&["a", "b"])), of(&route(&["a", "b"])));
     }
 
     #[test]
