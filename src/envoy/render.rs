@@ -62,7 +62,11 @@ pub fn any_to_json(any: &Any) -> Value {
     encoded_to_json(any.type_url.rsplit('/').next().unwrap_or_default(), &any.value)
 }
 
-fn encoded_to_json(name: &str, bytes: &[u8]) -> Value {
+/// Canonical proto3 JSON of an encoded message of type `name` (a full name).
+///
+/// # Panics
+/// As [`to_json`].
+pub fn encoded_to_json(name: &str, bytes: &[u8]) -> Value {
     let desc = descriptor(name).unwrap_or_else(|e| panic!("{e}"));
     let dynamic =
         DynamicMessage::decode(desc, bytes).unwrap_or_else(|e| panic!("{name} does not match its own descriptor: {e}"));

@@ -96,6 +96,13 @@ impl Res {
         self.parts.as_ref().map(|(_, vhosts)| vhosts)
     }
 
+    /// A route configuration the engine built, in its parts: the encoding of every field but its
+    /// virtual hosts, and each virtual host's own encoding, in order.
+    pub fn route_parts(&self) -> Option<(&[u8], impl Iterator<Item = &[u8]>)> {
+        let (header, vhosts) = self.parts.as_ref()?;
+        Some((header.as_slice(), vhosts.values().map(|v| v.message())))
+    }
+
     /// The check's facts of this cluster.
     pub fn cluster_facts(&self) -> Arc<ClusterFacts> {
         match self.facts(|any| Facts::Cluster(Arc::new(ClusterFacts::of(&unpack(any))))) {

@@ -70,6 +70,18 @@ impl PartialEq for VhostOut {
 }
 
 impl VhostOut {
+    /// The `VirtualHost` message itself, without the field key and length that frame it.
+    pub fn message(&self) -> &[u8] {
+        let mut rest = self.bytes.as_slice();
+        // Written by `framed`: a one-byte key, then the length as a varint.
+        let framing = prost::encoding::decode_key(&mut rest).and_then(|_| prost::encoding::decode_varint(&mut rest));
+        debug_assert!(
+            framing.is_ok_and(|len| len as usize == rest.len()),
+            "a framed virtual host"
+        );
+        rest
+    }
+
     /// A virtual host built whole (the few that are not a route's: shadowed hostnames, 421s).
     pub fn build(vh: &ir::VirtualHost, clusters: &dyn ClusterLookup, at: Listening) -> VhostOut {
         let routes: Vec<RouteOut> = vh.routes.iter().map(|r| RouteOut::build(r, clusters, at)).collect();
