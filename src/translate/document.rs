@@ -309,3 +309,36 @@ fn packed<'a>(gateways: &[(&str, &'a GatewayOut)]) -> Result<Sections<'a>, Selec
         secrets: one("secret", |o| &o.secrets)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn virtual_hosts_take_their_sorted_place_among_the_header_keys() {
+        let vhost = route::VirtualHost {
+            name: "v".into(),
+            domains: vec!["*".into()],
+            ..Default::default()
+        };
+        let bytes = prost::Message::encode_to_vec(&vhost);
+        let text = |header: Value, vhosts: Vec<&[u8]>| {
+            serde_json::to_string(&Rendering::RouteConfiguration { header, vhosts }).expect("renders")
+        };
+        let v = r#"[{"domains":["*"],"name":"v"}]"#;
+        let header = serde_json::json!({"a": 1, "zz": 2});
+        assert_eq!(
+            text(header.clone(), vec![&bytes]),
+            format!(r#"{{"a":1,"virtual_hosts":{v},"zz":2}}"#)
+        );
+        assert_eq!(
+            text(serde_json::json!({"a": 1}), vec![&bytes]),
+            format!(r#"{{"a":1,"virtual_hosts":{v}}}"#)
+        );
+        assert_eq!(
+            text(header, vec![]),
+            r#"{"a":1,"zz":2}"#,
+            "no virtual hosts: omitted, as proto3 JSON does"
+        );
+    }
+}
