@@ -17,6 +17,8 @@ use std::borrow::Cow;
 use granit_parser::{Event, Parser, ScalarStyle};
 use serde_json::{Map, Value};
 
+use super::read::{Cost, cost};
+
 /// Deeper than this is serde-saphyr's to judge (its limit is `MAX_DEPTH`, 64); Kubernetes objects
 /// nest a dozen levels.
 const MAX_FAST_DEPTH: usize = 32;
@@ -29,21 +31,24 @@ enum Frame {
     Map(Map<String, Value>, Option<String>),
 }
 
-/// The document `text` as serde-saphyr reads it, or `None` when serde-saphyr must read it.
-/// `budget` is what the file's budget has left, in values and in scalar bytes.
-pub(super) fn document(text: &str, budget: (usize, usize)) -> Option<Value> {
-    let value = build(text)?;
-    let nodes_left = budget.0.min(MAX_FAST_NODES) / 2;
-    let spent = super::read::cost(&value);
+/// The document `text` as serde-saphyr reads it, with what it cost the file's budget, or `None` when
+/// serde-saphyr must read it. `budget` is what the file's budget has left, in values and in scalar
+/// bytes.
+pub(super) fn document(text: &str, budget: (usize, usize)) -> Option<(Value, Cost)> {
     // Half the budget: serde-saphyr counts in its own way, and a document near a limit is its call.
     // Without aliases a document's scalars (numbers too, which serde-saphyr counts) are part of its
     // text, so its length bounds them.
-    if spent.nodes > nodes_left || text.len() > budget.1 / 2 {
+    if text.len() > budget.1 / 2 {
+        return None;
+    }
+    let value = build(text)?;
+    let spent = cost(&value);
+    if spent.nodes > budget.0.min(MAX_FAST_NODES) / 2 {
         return None;
     }
     #[cfg(debug_assertions)]
     agrees(text, &value);
-    Some(value)
+    Some((value, spent))
 }
 
 fn build(text: &str) -> Option<Value> {

@@ -95,12 +95,15 @@ fn yaml_documents(text: &str, max_bytes: usize) -> Result<Vec<Option<Value>>, Do
     };
     for doc in split::documents(text) {
         let index = docs.len();
-        let fast = super::fast::document(&doc.text, (left.nodes, left.scalar_bytes));
-        let value: Value = match fast.map_or_else(
-            || serde_saphyr::from_str_with_options(&doc.text, yaml_options(&left)),
-            Ok,
-        ) {
-            Ok(value) => value,
+        let read = match super::fast::document(&doc.text, (left.nodes, left.scalar_bytes)) {
+            Some(fast) => Ok(fast),
+            None => serde_saphyr::from_str_with_options(&doc.text, yaml_options(&left)).map(|v: Value| {
+                let spent = cost(&v);
+                (v, spent)
+            }),
+        };
+        let (value, spent) = match read {
+            Ok(read) => read,
             // Again in place, for the file's line numbers: the same text after blank lines fails the
             // same way.
             Err(e) => {
@@ -110,7 +113,6 @@ fn yaml_documents(text: &str, max_bytes: usize) -> Result<Vec<Option<Value>>, Do
                 return Err((index, yaml_message(&e, &left, max_bytes)));
             }
         };
-        let spent = cost(&value);
         left.nodes = left.nodes.saturating_sub(spent.nodes);
         left.scalar_bytes = left.scalar_bytes.saturating_sub(spent.scalar_bytes);
         docs.push((!value.is_null()).then_some(value));

@@ -10,7 +10,7 @@ use super::super::fast;
 const BUDGET: (usize, usize) = (1 << 20, 1 << 20);
 
 fn fast(text: &str) -> Option<Value> {
-    fast::document(text, BUDGET)
+    fast::document(text, BUDGET).map(|(value, _)| value)
 }
 
 fn slow(text: &str) -> Value {
