@@ -21,8 +21,9 @@ struct Moving {
     origins: imbl::OrdMap<Identity, DocRef>,
     /// Objects released by changed or removed files that no file read now defines again (yet).
     stale: BTreeMap<Identity, Kind>,
-    /// The definition before the one at hand, for the warning that names both.
-    previous: BTreeMap<Identity, DocRef>,
+    /// The definition before the one at hand, for the warning that names both. Hashed, like `last`:
+    /// both are only looked up, once per object of every file read.
+    previous: foldhash::HashMap<Identity, DocRef>,
     contested: BTreeSet<Identity>,
     changed: bool,
     warnings_moved: bool,
@@ -79,7 +80,7 @@ impl DirCache {
             model: self.model.clone(),
             origins: self.origins.clone(),
             stale: BTreeMap::new(),
-            previous: BTreeMap::new(),
+            previous: foldhash::HashMap::default(),
             contested: BTreeSet::new(),
             changed: false,
             warnings_moved: false,
@@ -133,7 +134,7 @@ impl Moving {
         &mut self,
         hash: u64,
         parsed: yaml::Parsed,
-        last: &BTreeMap<Identity, DocRef>,
+        last: &foldhash::HashMap<Identity, DocRef>,
         every_file: bool,
     ) -> Option<FileEntry> {
         let mut objects = Vec::with_capacity(parsed.objects.len());
@@ -179,8 +180,8 @@ impl Moving {
 }
 
 /// The last definition of each object among the files read now: the one in force.
-fn last_definitions(parsed: &[(PathBuf, u64, yaml::Parsed)]) -> BTreeMap<Identity, DocRef> {
-    let mut last: BTreeMap<Identity, &DocRef> = BTreeMap::new();
+fn last_definitions(parsed: &[(PathBuf, u64, yaml::Parsed)]) -> foldhash::HashMap<Identity, DocRef> {
+    let mut last: foldhash::HashMap<Identity, &DocRef> = foldhash::HashMap::default();
     for (_, _, p) in parsed {
         for (doc, obj) in &p.objects {
             last.insert((obj.kind_name(), obj.key()), doc);

@@ -29,12 +29,16 @@ pub enum Unit {
 /// Each read and each unit is stored once and shared (`Arc`) between the two maps: thousands of units
 /// read the same few objects (every route reads its Gateway), and owned copies of each key made this
 /// index a tenth of the engine's memory.
+///
+/// Hash maps, not B-trees: the index is only ever looked up, never walked in order (what `hit` returns
+/// is ordered by the units themselves), and at 10,000 routes the B-trees' string comparisons were a
+/// seventh of the first build.
 #[derive(Debug, Default)]
 pub struct DepIndex {
-    by_read: BTreeMap<Arc<Read>, Few<Arc<Unit>, ()>>,
+    by_read: foldhash::HashMap<Arc<Read>, Few<Arc<Unit>, ()>>,
     /// Boxed slices: a `Vec` collected in place from the recorded `Read`s (each several times an
     /// `Arc`'s size) kept their whole allocation; `into_boxed_slice` gives it back.
-    reads_of: BTreeMap<Arc<Unit>, Box<[Arc<Read>]>>,
+    reads_of: foldhash::HashMap<Arc<Unit>, Box<[Arc<Read>]>>,
     /// Records nothing: the engine of a one-shot translation, which no update follows.
     off: bool,
 }
