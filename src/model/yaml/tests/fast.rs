@@ -57,6 +57,29 @@ spec:
 }
 
 #[test]
+fn dotted_numerals_are_strings_as_serde_saphyr_reads_them() {
+    for t in [
+        "10.1.0.1",
+        "0.0.0.0",
+        "255.255.255.255",
+        "1.2.3",
+        "1..2",
+        "1.2.",
+        "01.02.03",
+        "1.2.3.4.5.6.7.8",
+    ] {
+        let text = format!("v: {t}\n");
+        assert_eq!(fast(&text), Some(slow(&text)), "{t}");
+        assert_eq!(fast(&text), Some(json!({"v": t})), "{t}");
+    }
+    // One dot is a float's, or not a number, by serde-saphyr's rules: still its call.
+    for t in ["1.5", "1.", "1.5e3", "1.2e3.4"] {
+        let text = format!("v: {t}\n");
+        assert_eq!(fast(&text), Some(slow(&text)), "{t}");
+    }
+}
+
+#[test]
 fn empty_documents_are_null() {
     for text in ["", "# only a comment\n", "   \n", "---\n", "--- # c\n...\n"] {
         assert_eq!(fast(text), Some(Value::Null), "{text:?}");
@@ -125,6 +148,8 @@ const PIECES: &[&str] = &[
     ".5",
     "1_0",
     "10.0.0.1",
+    "1.2.3",
+    "1..2",
     "10s",
     "-.inf",
     ".nan",
