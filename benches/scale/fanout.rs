@@ -68,8 +68,8 @@ pub async fn run(pier_bin: &Path, streams: usize, routes: usize, samples: usize,
         .await;
         cpu.push(serde_json::json!({
             "wall_ms": last.as_millis(),
-            "pier_cpu_ms": cpu_ms(pier.pid()) - pier_cpu,
-            "tool_cpu_ms": cpu_ms(std::process::id()) - tool_cpu,
+            "pier_cpu_ms": cpu_ms(pier.pid()).saturating_sub(pier_cpu),
+            "tool_cpu_ms": cpu_ms(std::process::id()).saturating_sub(tool_cpu),
         }));
         if k == 0 {
             first.clone_from(&each);
