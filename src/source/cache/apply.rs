@@ -181,11 +181,13 @@ impl Moving {
 
 /// The last definition of each object among the files read now: the one in force.
 fn last_definitions(parsed: &[(PathBuf, u64, yaml::Parsed)]) -> foldhash::HashMap<Identity, DocRef> {
-    let mut last: foldhash::HashMap<Identity, &DocRef> = foldhash::HashMap::default();
+    // A `DocRef` clone is a reference count: cloning each as it comes costs less than a second map
+    // built from borrowed ones, which would hash every identity again.
+    let mut last = foldhash::HashMap::default();
     for (_, _, p) in parsed {
         for (doc, obj) in &p.objects {
-            last.insert((obj.kind_name(), obj.key()), doc);
+            last.insert((obj.kind_name(), obj.key()), doc.clone());
         }
     }
-    last.into_iter().map(|(id, d)| (id, d.clone())).collect()
+    last
 }
