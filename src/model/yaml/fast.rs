@@ -10,7 +10,8 @@
 //! `1_000`, `.inf` and `10.0.0.1` mean what they always did.
 //!
 //! Built on granit-parser, the event parser serde-saphyr itself runs, so both see the same events.
-//! In debug builds (every test, the fuzz targets) each answer is checked against serde-saphyr's.
+//! In debug builds (every test, the fuzz targets) each answer is checked against serde-saphyr's,
+//! including those of `subset`, which reads the simplest documents before any parser runs.
 
 use std::borrow::Cow;
 
@@ -21,7 +22,7 @@ use super::read::{Cost, cost};
 
 /// Deeper than this is serde-saphyr's to judge (its limit is `MAX_DEPTH`, 64); Kubernetes objects
 /// nest a dozen levels.
-const MAX_FAST_DEPTH: usize = 32;
+pub(super) const MAX_FAST_DEPTH: usize = 32;
 /// Values and keys beyond which serde-saphyr's per-document and per-file budgets decide.
 const MAX_FAST_NODES: usize = 100_000;
 
@@ -52,6 +53,9 @@ pub(super) fn document(text: &str, budget: (usize, usize)) -> Option<(Value, Cos
 }
 
 fn build(text: &str) -> Option<Value> {
+    if let Some(value) = super::subset::build(text) {
+        return Some(value);
+    }
     let options = granit_parser::options! {
         simple_key_max_lookahead: serde_saphyr::Budget::default().simple_key_max_lookahead,
         emit_comments: false,
@@ -126,7 +130,7 @@ fn key_pending(stack: &[Frame]) -> bool {
 
 /// A key as text. Plain keys that could mean something else (null, a number, a merge) are left to
 /// serde-saphyr.
-fn map_key(text: Cow<'_, str>, style: ScalarStyle) -> Option<String> {
+pub(super) fn map_key(text: Cow<'_, str>, style: ScalarStyle) -> Option<String> {
     if style == ScalarStyle::Plain && (text == "<<" || is_null(&text) || numeral_like(&text)) {
         return None;
     }
@@ -146,7 +150,7 @@ fn numeral_like(s: &str) -> bool {
 }
 
 /// A plain scalar typed as serde-saphyr types it (strict booleans); other scalars are strings.
-fn scalar(text: Cow<'_, str>, style: ScalarStyle) -> Option<Value> {
+pub(super) fn scalar(text: Cow<'_, str>, style: ScalarStyle) -> Option<Value> {
     if style != ScalarStyle::Plain {
         return Some(Value::String(text.into_owned()));
     }

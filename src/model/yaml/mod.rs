@@ -1,8 +1,9 @@
 //! The one parser every entry point uses (directory source, golden tests, e2e, `pier translate`): text of
 //! multi-document YAML or JSON in, typed [`Object`]s out, each tagged with where it came from.
 //!
-//! Owns: splitting a file into documents (`split`), YAML→JSON with budgets (`read`, and `fast` for the
-//! common document, which defers to `read`'s serde-saphyr for everything it cannot read the same way), `kind: List` expansion,
+//! Owns: splitting a file into documents (`split`), YAML→JSON with budgets (`read`; `fast` for the
+//! common document and `subset` for the commonest, each deferring to the next and finally to `read`'s
+//! serde-saphyr for everything it cannot read the same way), `kind: List` expansion,
 //! dispatch on (apiVersion, kind) and the per-kind normalisation kubectl or the API server would apply
 //! (`kinds`), and error messages that name file, document, object and field. It does no I/O and does not
 //! build the [`Model`](super::Model) — duplicates are [`insert`](super::insert)'s business.
@@ -32,6 +33,7 @@ mod fast;
 mod kinds;
 mod read;
 mod split;
+mod subset;
 #[cfg(test)]
 mod tests;
 

@@ -120,7 +120,7 @@ fn a_document_near_its_budget_is_serde_saphyrs_call() {
 }
 
 /// YAML pieces: structure, every kind of scalar, and what the fast reader must leave alone.
-const PIECES: &[&str] = &[
+pub(super) const PIECES: &[&str] = &[
     "a",
     "b",
     "k8s.io/name",

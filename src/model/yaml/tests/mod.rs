@@ -220,3 +220,4 @@ const XBACKEND: &str = "apiVersion: gateway.networking.x-k8s.io/v1alpha1\nkind: 
 /// Errors, warnings, input formats and budgets: what a bad or unusual file is told.
 mod documents;
 mod fast;
+mod subset;
