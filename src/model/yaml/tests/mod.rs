@@ -221,3 +221,4 @@ const XBACKEND: &str = "apiVersion: gateway.networking.x-k8s.io/v1alpha1\nkind: 
 mod documents;
 mod fast;
 mod subset;
+mod subset_props;

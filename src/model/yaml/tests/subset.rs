@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::super::{split, subset};
 
-fn slow(text: &str) -> Result<Value, serde_saphyr::Error> {
+pub(super) fn slow(text: &str) -> Result<Value, serde_saphyr::Error> {
     serde_saphyr::from_str_with_options(text, super::super::read::yaml_options_default())
 }
 
@@ -19,7 +19,7 @@ fn reads(text: &str) -> Value {
 
 /// One route's file of the scale workload (`testkit::workload`, which this module may not use) and its
 /// Gateway, as written there.
-const WORKLOAD: &str = r#"apiVersion: gateway.networking.k8s.io/v1
+pub(super) const WORKLOAD: &str = r#"apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: {name: pier}
 spec: {controllerName: pier.dev/gateway-controller}
@@ -86,9 +86,8 @@ fn workload_documents_take_the_line_reader() {
     }
 }
 
-#[test]
-fn reads_kubectl_shaped_manifests() {
-    let manifest = r#"
+/// A manifest as `kubectl` and people write them, with every shape the reader takes.
+pub(super) const KUBECTL: &str = r#"
 # leading comment
 apiVersion: v1
 kind: Service
@@ -126,6 +125,10 @@ spec:
   url: http://a.example:8080/path
   neg: -1
 "#;
+
+#[test]
+fn reads_kubectl_shaped_manifests() {
+    let manifest = KUBECTL;
     let value = reads(manifest);
     assert_eq!(value["spec"]["ports"][1]["port"], serde_json::json!(443));
     assert_eq!(value["metadata"]["labels"]["app.kubernetes.io/part-of"], "shop's front");
@@ -197,201 +200,5 @@ fn keys_within_the_parsers_lookahead_take_the_line_reader() {
         reads(&format!("{k}: 1\n"));
         reads(&format!("a: {{{k}: 1}}\n"));
         reads(&format!("- {k}: 1\n"));
-    }
-}
-
-/// Scalars and keys the generated documents draw from: every kind the reader types, and look-alikes.
-const SCALARS: &[&str] = &[
-    "a",
-    "b c",
-    "k8s.io/x",
-    "1",
-    "-2",
-    "007",
-    "1.5",
-    "1e3",
-    "0x1F",
-    "+5",
-    ".5",
-    "10.0.0.1",
-    "1.2.3",
-    "10s",
-    "~",
-    "null",
-    "Null",
-    "true",
-    "True",
-    "yes",
-    "off",
-    "'q'",
-    "'it''s'",
-    "\"d\"",
-    "\"\"",
-    "''",
-    "http://a:1/b",
-    "a,b",
-    "-x",
-    "a:b",
-    "x #c",
-    "=",
-    "~x",
-    "$x",
-    "(a)",
-    "a;b",
-    ".inf",
-    "-.inf",
-    ".nan",
-    "<<",
-    "-",
-    "a: b",
-];
-const KEYS: &[&str] = &[
-    "a",
-    "b",
-    "k8s.io/name",
-    "x-y",
-    "\"q k\"",
-    "'s'",
-    "\"\"",
-    "on",
-    "true",
-    "1",
-    "~",
-    "<<",
-    "a.b",
-    "-k",
-];
-
-/// A document's tree; each collection says how it is written.
-#[derive(Debug, Clone)]
-enum Node {
-    Scalar(usize),
-    /// Entries, flow style, and (block) extra indentation: 2 or 4, or 0 for a sequence under a key.
-    Map(Vec<(usize, Node)>, bool, usize),
-    Seq(Vec<Node>, bool, usize),
-}
-
-fn node() -> impl proptest::strategy::Strategy<Value = Node> {
-    use proptest::prelude::*;
-    let leaf = (0..SCALARS.len()).prop_map(Node::Scalar);
-    leaf.prop_recursive(4, 40, 4, |inner| {
-        let style = (any::<bool>(), prop_oneof![Just(0usize), Just(2), Just(4)]);
-        prop_oneof![
-            (
-                proptest::collection::vec((0..KEYS.len(), inner.clone()), 0..4),
-                style.clone()
-            )
-                .prop_map(|(e, (flow, step))| Node::Map(e, flow, step)),
-            (proptest::collection::vec(inner, 0..4), style).prop_map(|(i, (flow, step))| Node::Seq(i, flow, step)),
-        ]
-    })
-}
-
-fn flow_text(n: &Node) -> String {
-    match n {
-        Node::Scalar(i) => SCALARS[*i].to_string(),
-        Node::Map(e, ..) => {
-            let e: Vec<String> = e
-                .iter()
-                .map(|(k, v)| format!("{}: {}", KEYS[*k], flow_text(v)))
-                .collect();
-            format!("{{{}}}", e.join(", "))
-        }
-        Node::Seq(i, ..) => format!("[{}]", i.iter().map(flow_text).collect::<Vec<_>>().join(", ")),
-    }
-}
-
-/// `n` as the value after `key:` or `- ` (a leading space or a line break included), at `indent`.
-fn value_text(n: &Node, indent: usize, under_key: bool) -> String {
-    match n {
-        Node::Map(e, false, step) if !e.is_empty() => {
-            format!("\n{}", block_text(n, indent + (*step).max(2)))
-        }
-        Node::Seq(i, false, step) if !i.is_empty() => {
-            let at = if under_key {
-                indent + step
-            } else {
-                indent + (*step).max(2)
-            };
-            format!("\n{}", block_text(n, at))
-        }
-        _ => format!(" {}", flow_text(n)),
-    }
-}
-
-fn block_text(n: &Node, indent: usize) -> String {
-    let pad = " ".repeat(indent);
-    match n {
-        Node::Map(e, ..) => e
-            .iter()
-            .map(|(k, v)| format!("{pad}{}:{}\n", KEYS[*k], value_text(v, indent, true)))
-            .collect(),
-        Node::Seq(items, ..) => items
-            .iter()
-            .map(|v| match v {
-                // A compact mapping: its first key on the entry's line.
-                Node::Map(e, false, _) if !e.is_empty() => {
-                    let inner = block_text(v, indent + 2);
-                    format!("{pad}- {}", &inner[indent + 2..])
-                }
-                _ => format!("{pad}-{}\n", value_text(v, indent, false)),
-            })
-            .collect(),
-        Node::Scalar(_) => format!("{pad}{}\n", flow_text(n)),
-    }
-}
-
-proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 4_000, failure_persistence: None, ..Default::default() })]
-
-    /// Generated documents, whole or with one piece spliced in anywhere.
-    #[test]
-    fn generated_documents_read_as_serde_saphyr_reads_them(
-        root in node(),
-        splice in proptest::option::of((0.0..1.0f64, 0..super::fast::PIECES.len())),
-    ) {
-        let mut text = block_text(&root, 0);
-        if let Some((at, piece)) = splice {
-            let mut i = (text.len() as f64 * at) as usize;
-            while !text.is_char_boundary(i) {
-                i -= 1;
-            }
-            text.insert_str(i, super::fast::PIECES[piece]);
-        }
-        if let Some(value) = subset::build(&text) {
-            proptest::prop_assert_eq!(slow(&text).ok(), Some(value), "{}", text);
-        }
-    }
-}
-
-/// Pieces for the property test: the fast reader's, and the shapes this reader parses itself.
-const MORE: &[&str] = &[
-    "a b",
-    "x: y",
-    "- x: 1\n  y: 2\n",
-    "'it''s'",
-    " # c",
-    "\n# c\n",
-    "http://a:1/b",
-    "a,b",
-    "{k: v}",
-    "[a, b]",
-    "-x",
-    "\n- ",
-    "\n  - ",
-];
-
-proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 4_000, failure_persistence: None, ..Default::default() })]
-
-    #[test]
-    fn any_text_it_reads_reads_as_serde_saphyr_reads_it(
-        picks in proptest::collection::vec(0..super::fast::PIECES.len() + MORE.len(), 0..24)
-    ) {
-        let piece = |i: usize| super::fast::PIECES.get(i).copied().unwrap_or_else(|| MORE[i - super::fast::PIECES.len()]);
-        let text: String = picks.iter().map(|&i| piece(i)).collect();
-        if let Some(value) = subset::build(&text) {
-            proptest::prop_assert_eq!(slow(&text).ok(), Some(value), "{:?}", text);
-        }
     }
 }
