@@ -3,7 +3,7 @@
 //!
 //! Owns: splitting a file into documents (`split`), YAML→JSON with budgets (`read`; `fast` for the
 //! common document and `subset` for the commonest, each deferring to the next and finally to `read`'s
-//! serde-saphyr for everything it cannot read the same way), `kind: List` expansion,
+//! serde-saphyr for everything it cannot read the same way; `emit` for writing it back), `kind: List` expansion,
 //! dispatch on (apiVersion, kind) and the per-kind normalisation kubectl or the API server would apply
 //! (`kinds`), and error messages that name file, document, object and field. It does no I/O and does not
 //! build the [`Model`](super::Model) — duplicates are [`insert`](super::insert)'s business.
@@ -29,6 +29,7 @@ pub const DEFAULT_MAX_BYTES: usize = 8 << 20;
 
 mod btls;
 mod btls_v1alpha2;
+mod emit;
 mod fast;
 mod kinds;
 mod read;
@@ -209,12 +210,14 @@ pub fn to_yaml<T: serde::Serialize>(value: &T) -> Result<String, serde_saphyr::S
     serde_saphyr::to_string_with_options(value, yaml_options())
 }
 
-/// [`to_yaml`] written out as it is serialized, for a document too large to hold twice.
+/// [`to_yaml`] written out as it is serialized, for a document too large to hold twice: the same bytes,
+/// laid out by pier's own emitter (`emit`), which leaves to serde-saphyr every scalar whose style it
+/// does not know for certain.
 pub fn to_yaml_writer<W: std::io::Write, T: serde::Serialize>(
     out: &mut W,
     value: &T,
 ) -> Result<(), serde_saphyr::SerializeError> {
-    serde_saphyr::to_io_writer_with_options(out, value, yaml_options())
+    value.serialize(&mut emit::Emitter::new(out))
 }
 
 fn yaml_options() -> serde_saphyr::SerializerOptions {

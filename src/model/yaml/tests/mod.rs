@@ -219,6 +219,7 @@ const XBACKEND: &str = "apiVersion: gateway.networking.x-k8s.io/v1alpha1\nkind: 
 
 /// Errors, warnings, input formats and budgets: what a bad or unusual file is told.
 mod documents;
+mod emit;
 mod fast;
 mod subset;
 mod subset_props;
