@@ -12,8 +12,9 @@
 //! multi-line scalars or flow collections, plain scalars with characters it does not list, empty
 //! flow entries, and every error. The event-parser reader (`fast`) then reads the document, and
 //! serde-saphyr after it; scalars are typed by `fast`'s rules, which defer to serde-saphyr for numbers.
-//! In debug builds every answer is checked against serde-saphyr's (`fast::agrees`), and a property
-//! test (`src/model/yaml/tests/subset.rs`) holds it to serde-saphyr on generated text.
+//! In debug builds every answer is checked against serde-saphyr's (`fast::agrees`), and property
+//! tests (`src/model/yaml/tests/subset_props.rs`) hold it to serde-saphyr on generated documents,
+//! spliced pieces and edited manifests.
 
 use std::borrow::Cow;
 

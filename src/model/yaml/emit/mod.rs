@@ -82,11 +82,7 @@ impl<'w, W: Write> Emitter<'w, W> {
 
     /// A scalar, already rendered, in the current place.
     fn scalar(&mut self, text: &str) -> Result<(), Error> {
-        if matches!(self.at, At::Value { .. }) {
-            self.write(b" ")?;
-        }
-        self.write(text.as_bytes())?;
-        self.write(b"\n")
+        put(self.out, self.at, text)
     }
 
     fn string(&mut self, s: &str) -> Result<(), Error> {
@@ -101,17 +97,15 @@ impl<'w, W: Write> Emitter<'w, W> {
             self.write(s.as_bytes())?;
             return self.write(b"\"\n");
         }
-        let rendered = match self.values.get(s) {
-            Some(r) => r.clone(),
-            None => {
-                let r = alone(&s)?;
-                if s.len() <= REMEMBERED && self.values.len() < REMEMBERED_COUNT {
-                    self.values.insert(s.to_string(), r.clone());
-                }
-                r
-            }
-        };
-        self.scalar(&rendered)
+        if let Some(r) = self.values.get(s) {
+            return put(self.out, self.at, r);
+        }
+        let r = alone(&s)?;
+        put(self.out, self.at, &r)?;
+        if s.len() <= REMEMBERED && self.values.len() < REMEMBERED_COUNT {
+            self.values.insert(s.to_string(), r);
+        }
+        Ok(())
     }
 
     fn key(&mut self, s: &str) -> Result<(), Error> {
@@ -119,8 +113,7 @@ impl<'w, W: Write> Emitter<'w, W> {
             return self.write(s.as_bytes());
         }
         if let Some(r) = self.keys.get(s) {
-            let r = r.clone();
-            return self.write(r.as_bytes());
+            return self.out.write_all(r.as_bytes()).map_err(Error::custom);
         }
         let mut one = serde_json::Map::new();
         one.insert(s.to_string(), serde_json::Value::Null);
@@ -164,6 +157,15 @@ impl<'w, W: Write> Emitter<'w, W> {
         self.write(marker)?;
         self.write(b"\n")
     }
+}
+
+/// `text`, a rendered scalar, at `at`: after a key's `:` with a space, and ending its line.
+fn put<W: Write>(out: &mut W, at: At, text: &str) -> Result<(), Error> {
+    let lead: &[u8] = if matches!(at, At::Value { .. }) { b" " } else { b"" };
+    [lead, text.as_bytes(), b"\n"]
+        .iter()
+        .try_for_each(|part| out.write_all(part))
+        .map_err(Error::custom)
 }
 
 /// Spellings YAML 1.1 or 1.2 reads as a boolean, null or non-finite number (any case).
