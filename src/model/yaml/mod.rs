@@ -1,12 +1,13 @@
 //! The one parser every entry point uses (directory source, golden tests, e2e, `pier translate`): text of
 //! multi-document YAML or JSON in, typed [`Object`]s out, each tagged with where it came from.
 //!
-//! Owns: splitting a file into documents (`split`), YAML→JSON with budgets (`read`; `fast` for the
-//! common document and `subset` for the commonest, each deferring to the next and finally to `read`'s
-//! serde-saphyr for everything it cannot read the same way; `emit` for writing it back), `kind: List` expansion,
-//! dispatch on (apiVersion, kind) and the per-kind normalisation kubectl or the API server would apply
-//! (`kinds`), and error messages that name file, document, object and field. It does no I/O and does not
-//! build the [`Model`](super::Model) — duplicates are [`insert`](super::insert)'s business.
+//! Owns: splitting a file into documents (`split`), YAML→JSON with budgets (`read`: `subset` reads
+//! the commonest documents line by line, `fast` the common ones from parser events, each passing on
+//! what it cannot read exactly as serde-saphyr does, and serde-saphyr reads the rest), writing YAML
+//! back (`emit`), `kind: List` expansion, dispatch on (apiVersion, kind) and the per-kind
+//! normalisation kubectl or the API server would apply (`kinds`), and error messages that name file,
+//! document, object and field. It does no I/O and does not build the [`Model`](super::Model) —
+//! duplicates are [`insert`](super::insert)'s business.
 //!
 //! Every document goes through a `serde_json::Value` before it is typed: YAML-isms (merge keys, integer
 //! map keys) are normalised once, JSON and YAML inputs take the same path, and `serde_path_to_error` can
