@@ -186,7 +186,19 @@ fn is_entry(text: &str) -> bool {
 
 /// A mapping entry's key and what follows `: ` on its line (empty for a value on the lines below).
 fn split_key(text: &str) -> Option<(String, &str)> {
-    let (raw, style, after) = match text.as_bytes()[0] {
+    let (key, after) = key_token(text)?;
+    let after = after.strip_prefix(':')?;
+    if !(after.is_empty() || after.starts_with(' ')) {
+        return None;
+    }
+    let rest = after.trim_start_matches(' ');
+    Some((key, if rest.starts_with('#') { "" } else { rest }))
+}
+
+/// A key at the start of `text`, quoted or plain (letters, digits and `._/-`, not led by `-`), and
+/// what follows it.
+fn key_token(text: &str) -> Option<(String, &str)> {
+    let (raw, style, after) = match text.as_bytes().first()? {
         b'"' | b'\'' => quoted(text)?,
         _ => {
             let end = text
@@ -202,13 +214,7 @@ fn split_key(text: &str) -> Option<(String, &str)> {
     if text.len() - after.len() > MAX_KEY {
         return None;
     }
-    let after = after.strip_prefix(':')?;
-    if !(after.is_empty() || after.starts_with(' ')) {
-        return None;
-    }
-    let key = map_key(raw, style)?;
-    let rest = after.trim_start_matches(' ');
-    Some((key, if rest.starts_with('#') { "" } else { rest }))
+    Some((map_key(raw, style)?, after))
 }
 
 /// A value written on the rest of its line, in block context.
@@ -307,23 +313,8 @@ fn collection(mapping: bool, map: Map<String, Value>, items: Vec<Value>) -> Valu
 
 /// A flow mapping's key and what follows its `: `.
 fn flow_key(text: &str) -> Option<(String, &str)> {
-    let (raw, style, after) = match text.as_bytes().first()? {
-        b'"' | b'\'' => quoted(text)?,
-        _ => {
-            let end = text
-                .bytes()
-                .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'/' | b'-')))?;
-            if end == 0 || text.starts_with('-') {
-                return None;
-            }
-            (Cow::Borrowed(&text[..end]), ScalarStyle::Plain, &text[end..])
-        }
-    };
-    if text.len() - after.len() > MAX_KEY {
-        return None;
-    }
-    let after = after.strip_prefix(": ")?;
-    Some((map_key(raw, style)?, after))
+    let (key, after) = key_token(text)?;
+    Some((key, after.strip_prefix(": ")?))
 }
 
 /// A value inside a flow collection, and what follows it.
