@@ -10,14 +10,6 @@ use super::unsupported;
 /// A mapping key's text: keys are strings (or what serializes as one) in every document pier writes.
 pub(super) struct KeySink<'s>(pub(super) &'s mut String);
 
-macro_rules! refuse_keys {
-    ($($method:ident($($arg:ty),*)),* $(,)?) => {$(
-        fn $method(self, $(_: $arg),*) -> Result<(), Error> {
-            unsupported("keys other than strings")
-        }
-    )*};
-}
-
 impl ser::Serializer for KeySink<'_> {
     type Ok = ();
     type Error = Error;
@@ -39,23 +31,30 @@ impl ser::Serializer for KeySink<'_> {
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> Result<(), Error> {
         v.serialize(self)
     }
-    refuse_keys!(
-        serialize_bool(bool),
-        serialize_i8(i8),
-        serialize_i16(i16),
-        serialize_i32(i32),
-        serialize_i64(i64),
-        serialize_u8(u8),
-        serialize_u16(u16),
-        serialize_u32(u32),
-        serialize_u64(u64),
-        serialize_f32(f32),
-        serialize_f64(f64),
-        serialize_char(char),
-        serialize_bytes(&[u8]),
-        serialize_none(),
-        serialize_unit(),
-        serialize_unit_struct(&'static str),
+    refuse!("keys other than strings";
+        serialize_bool(bool) -> (),
+        serialize_i8(i8) -> (),
+        serialize_i16(i16) -> (),
+        serialize_i32(i32) -> (),
+        serialize_i64(i64) -> (),
+        serialize_u8(u8) -> (),
+        serialize_u16(u16) -> (),
+        serialize_u32(u32) -> (),
+        serialize_u64(u64) -> (),
+        serialize_f32(f32) -> (),
+        serialize_f64(f64) -> (),
+        serialize_char(char) -> (),
+        serialize_bytes(&[u8]) -> (),
+        serialize_none() -> (),
+        serialize_unit() -> (),
+        serialize_unit_struct(&'static str) -> (),
+        serialize_seq(Option<usize>) -> Impossible<(), Error>,
+        serialize_tuple(usize) -> Impossible<(), Error>,
+        serialize_tuple_struct(&'static str, usize) -> Impossible<(), Error>,
+        serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Impossible<(), Error>,
+        serialize_map(Option<usize>) -> Impossible<(), Error>,
+        serialize_struct(&'static str, usize) -> Impossible<(), Error>,
+        serialize_struct_variant(&'static str, u32, &'static str, usize) -> Impossible<(), Error>,
     );
     fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<(), Error> {
         unsupported("keys other than strings")
@@ -67,39 +66,6 @@ impl ser::Serializer for KeySink<'_> {
         _: &'static str,
         _: &T,
     ) -> Result<(), Error> {
-        unsupported("keys other than strings")
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Impossible<(), Error>, Error> {
-        unsupported("keys other than strings")
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Impossible<(), Error>, Error> {
-        unsupported("keys other than strings")
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Impossible<(), Error>, Error> {
-        unsupported("keys other than strings")
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Impossible<(), Error>, Error> {
-        unsupported("keys other than strings")
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Impossible<(), Error>, Error> {
-        unsupported("keys other than strings")
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Impossible<(), Error>, Error> {
-        unsupported("keys other than strings")
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Impossible<(), Error>, Error> {
         unsupported("keys other than strings")
     }
 }

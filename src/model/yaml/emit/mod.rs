@@ -23,6 +23,15 @@ use serde_saphyr::SerializeError as Error;
 
 use collection::Collection;
 
+/// Serializer methods for what a document never holds: each refuses, naming `what`.
+macro_rules! refuse {
+    ($what:expr; $($method:ident($($arg:ty),*) -> $ret:ty),* $(,)?) => {$(
+        fn $method(self, $(_: $arg),*) -> Result<$ret, Error> {
+            unsupported($what)
+        }
+    )*};
+}
+
 mod collection;
 mod keys;
 
@@ -273,9 +282,7 @@ impl<'a, 'w, W: Write> ser::Serializer for &'a mut Emitter<'w, W> {
     fn serialize_str(self, v: &str) -> Result<(), Error> {
         self.string(v)
     }
-    fn serialize_bytes(self, _: &[u8]) -> Result<(), Error> {
-        unsupported("bytes")
-    }
+    refuse!("bytes"; serialize_bytes(&[u8]) -> ());
     fn serialize_none(self) -> Result<(), Error> {
         self.scalar("null")
     }
@@ -306,34 +313,16 @@ impl<'a, 'w, W: Write> ser::Serializer for &'a mut Emitter<'w, W> {
     fn serialize_seq(self, _: Option<usize>) -> Result<Collection<'a, 'w, W>, Error> {
         Ok(Collection::open(self, true))
     }
-    fn serialize_tuple(self, _: usize) -> Result<Impossible<(), Error>, Error> {
-        unsupported("tuples")
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Impossible<(), Error>, Error> {
-        unsupported("tuple structs")
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Impossible<(), Error>, Error> {
-        unsupported("enum variants with data")
-    }
+    refuse!("tuples"; serialize_tuple(usize) -> Impossible<(), Error>);
+    refuse!("tuple structs"; serialize_tuple_struct(&'static str, usize) -> Impossible<(), Error>);
+    refuse!("enum variants with data";
+        serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Impossible<(), Error>,
+        serialize_struct_variant(&'static str, u32, &'static str, usize) -> Impossible<(), Error>,
+    );
     fn serialize_map(self, _: Option<usize>) -> Result<Collection<'a, 'w, W>, Error> {
         Ok(Collection::open(self, false))
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Collection<'a, 'w, W>, Error> {
         Ok(Collection::open(self, false))
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Impossible<(), Error>, Error> {
-        unsupported("enum variants with data")
     }
 }
