@@ -23,6 +23,7 @@ use serde_json::Value;
 use super::engine::Engine;
 use super::{SelectError, Translation, merged};
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
+use crate::envoy::render::stream::{Decoded, Encoded};
 use crate::envoy::{Resources, render};
 use crate::gateway::status::ObjectStatus;
 use crate::snapshot::{GatewayOut, Res};
@@ -82,7 +83,14 @@ pub trait Item {
 
 impl<M: prost::Message + prost::Name> Item for M {
     fn render(&self) -> Rendering<'_> {
-        Rendering::Whole(render::to_json(self))
+        let (name, bytes) = (M::full_name(), self.encode_to_vec());
+        Rendering::Message(
+            Encoded {
+                name: &name,
+                bytes: &bytes,
+            }
+            .decode(),
+        )
     }
 }
 
@@ -93,7 +101,17 @@ impl Item for Res {
                 header: render::encoded_to_json(&route::RouteConfiguration::full_name(), header),
                 vhosts: vhosts.collect(),
             },
-            None => Rendering::Whole(render::any_to_json(self.resource())),
+            None => {
+                let any = self.resource();
+                let name = any.type_url.rsplit('/').next().unwrap_or_default();
+                Rendering::Message(
+                    Encoded {
+                        name,
+                        bytes: &any.value,
+                    }
+                    .decode(),
+                )
+            }
         }
     }
 }
@@ -102,18 +120,17 @@ impl Item for Res {
 /// at a time: at 5,000 routes, one configuration's value (and the decoded message it came from) was
 /// most of the growth while the document was written.
 pub enum Rendering<'a> {
-    Whole(Value),
+    /// The resource decoded (or why it could not be).
+    Message(Result<Decoded, String>),
     /// Every field but `virtual_hosts`, and each virtual host's encoding.
-    RouteConfiguration {
-        header: Value,
-        vhosts: Vec<&'a [u8]>,
-    },
+    RouteConfiguration { header: Value, vhosts: Vec<&'a [u8]> },
 }
 
 impl Serialize for Rendering<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (header, vhosts) = match self {
-            Rendering::Whole(value) => return value.serialize(s),
+            Rendering::Message(Ok(message)) => return message.serialize(s),
+            Rendering::Message(Err(e)) => return Err(S::Error::custom(e)),
             Rendering::RouteConfiguration { header, vhosts } => (header, vhosts),
         };
         const KEY: &str = "virtual_hosts";
@@ -141,9 +158,13 @@ struct VirtualHosts<'s, 'a>(&'s [&'a [u8]]);
 
 impl Serialize for VirtualHosts<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let name = route::VirtualHost::full_name();
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
         for vhost in self.0 {
-            seq.serialize_element(&render::encoded_to_json(&route::VirtualHost::full_name(), vhost))?;
+            seq.serialize_element(&Encoded {
+                name: &name,
+                bytes: vhost,
+            })?;
         }
         seq.end()
     }

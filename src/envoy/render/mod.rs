@@ -14,6 +14,8 @@ use serde_json::Value;
 
 use super::Resources;
 
+pub mod stream;
+
 static DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/envoy_descriptors.bin"));
 
 /// Replaces private-key material in admin output.
