@@ -219,15 +219,15 @@ impl Serialize for Rendered<'_, '_> {
     }
 }
 
-/// Statuses go through a value each: a value's keys are sorted, which is the order the document has
-/// always printed a status's fields in (not their declaration order).
+/// Statuses are written as they are: their types declare their fields in sorted order, the order a
+/// value's keys have and the document has always printed (`gateway::status`).
 struct Statuses<'s, 'a>(&'s [&'a ObjectStatus]);
 
 impl Serialize for Statuses<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
         for status in self.0 {
-            seq.serialize_element(&serde_json::to_value(status).map_err(S::Error::custom)?)?;
+            seq.serialize_element(status)?;
         }
         seq.end()
     }

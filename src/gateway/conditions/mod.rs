@@ -80,17 +80,19 @@ pub enum Status {
     Unknown,
 }
 
-/// One status condition of an object whose condition types are `T` and reasons `R`.
+/// One status condition of an object whose condition types are `T` and reasons `R`. Its fields are
+/// declared in the order of their serialized names, as in every status type (`gateway::status`), so a
+/// status is written with its keys sorted, as a JSON value would hold them, without building one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition<T, R> {
-    #[serde(rename = "type")]
-    pub type_: T,
-    pub status: Status,
-    pub reason: R,
     /// Nearly always a fixed sentence, which is then borrowed rather than copied into every status.
     pub message: Cow<'static, str>,
     pub observed_generation: i64,
+    pub reason: R,
+    pub status: Status,
+    #[serde(rename = "type")]
+    pub type_: T,
 }
 
 impl<T, R> Condition<T, R> {
