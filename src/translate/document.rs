@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::engine::Engine;
 use super::{SelectError, Translation, merged};
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
-use crate::envoy::render::stream::{Decoded, Encoded};
+use crate::envoy::render::stream::Encoded;
 use crate::envoy::{Resources, render};
 use crate::gateway::status::ObjectStatus;
 use crate::snapshot::{GatewayOut, Res};
@@ -84,13 +84,7 @@ pub trait Item {
 impl<M: prost::Message + prost::Name> Item for M {
     fn render(&self) -> Rendering<'_> {
         let (name, bytes) = (M::full_name(), self.encode_to_vec());
-        Rendering::Message(
-            Encoded {
-                name: &name,
-                bytes: &bytes,
-            }
-            .decode(),
-        )
+        Rendering::Owned { name, bytes }
     }
 }
 
@@ -104,13 +98,10 @@ impl Item for Res {
             None => {
                 let any = self.resource();
                 let name = any.type_url.rsplit('/').next().unwrap_or_default();
-                Rendering::Message(
-                    Encoded {
-                        name,
-                        bytes: &any.value,
-                    }
-                    .decode(),
-                )
+                Rendering::Packed(Encoded {
+                    name,
+                    bytes: &any.value,
+                })
             }
         }
     }
@@ -120,8 +111,10 @@ impl Item for Res {
 /// at a time: at 5,000 routes, one configuration's value (and the decoded message it came from) was
 /// most of the growth while the document was written.
 pub enum Rendering<'a> {
-    /// The resource decoded (or why it could not be).
-    Message(Result<Decoded, String>),
+    /// A message encoded for the document (the decoded resources of a [`Translation`]).
+    Owned { name: String, bytes: Vec<u8> },
+    /// A message as the engine packed it.
+    Packed(Encoded<'a>),
     /// Every field but `virtual_hosts`, and each virtual host's encoding.
     RouteConfiguration { header: Value, vhosts: Vec<&'a [u8]> },
 }
@@ -129,8 +122,8 @@ pub enum Rendering<'a> {
 impl Serialize for Rendering<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (header, vhosts) = match self {
-            Rendering::Message(Ok(message)) => return message.serialize(s),
-            Rendering::Message(Err(e)) => return Err(S::Error::custom(e)),
+            Rendering::Owned { name, bytes } => return Encoded { name, bytes }.serialize(s),
+            Rendering::Packed(message) => return message.serialize(s),
             Rendering::RouteConfiguration { header, vhosts } => (header, vhosts),
         };
         const KEY: &str = "virtual_hosts";
