@@ -9,12 +9,15 @@
 //! 64-bit integers as strings, `null` as unit).
 //!
 //! What is not written here goes through prost-reflect's value, so it cannot differ: the well-known
-//! types other than `Any` (durations, wrappers, `Struct`, …), any message with a `bytes` field, and
+//! types other than `Any`, `Duration`, `Struct`, `Value`, `ListValue` and the integer, boolean and
+//! string wrappers (`Timestamp`, `FieldMask`, …), any message
+//! with a `bytes` field, and
 //! any message encoded in a way prost never writes (`wire.rs`). Floating-point numbers are converted
 //! by `serde_json`'s value serializer, exactly as on prost-reflect's value path, with pier's
 //! whole-doubles rule. The golden test `streamed` holds this writer byte-identical to the value on
 //! every case, in YAML and JSON, and a property test here on generated messages.
 
+mod json;
 mod shape;
 #[cfg(test)]
 mod tests;
@@ -59,8 +62,55 @@ impl Serialize for Message<'_> {
                 None => through_value(index, bytes, s),
             },
             Layout::Any => any(index, bytes, s),
+            Layout::Duration => match duration(bytes) {
+                Some(text) => s.serialize_str(&text),
+                None => through_value(index, bytes, s),
+            },
+            Layout::Json(json) => match json.decode(bytes) {
+                Some(decoded) => decoded.serialize(s),
+                None => through_value(index, bytes, s),
+            },
+            Layout::Wrapper(ty) => match wrapped(*ty, bytes) {
+                Some(value) => One(value).serialize(s),
+                None => through_value(index, bytes, s),
+            },
             Layout::Value => through_value(index, bytes, s),
         }
+    }
+}
+
+/// A duration's text as prost-reflect writes it (prost-types' `Display`), if in the range it accepts.
+fn duration(bytes: &[u8]) -> Option<String> {
+    const MAX_SECONDS: u64 = 315_576_000_000;
+    const MAX_NANOS: u32 = 999_999_999;
+    let (seconds, nanos) = (wrapped(Ty::Int64, bytes), wrapped_at(2, Ty::Int32, bytes));
+    let (Some(Scalar::I64(seconds)), Some(Scalar::I32(nanos))) = (seconds, nanos) else {
+        return None;
+    };
+    let in_range = seconds.unsigned_abs() <= MAX_SECONDS && nanos.unsigned_abs() <= MAX_NANOS;
+    in_range.then(|| prost_types::Duration { seconds, nanos }.to_string())
+}
+
+/// A wrapper's value (field 1), its type's default when absent.
+fn wrapped(ty: Ty, bytes: &[u8]) -> Option<Scalar<'_>> {
+    wrapped_at(1, ty, bytes)
+}
+
+/// Field `number` of a message read as one value of `ty`, its default when absent; `None` if it is
+/// written more than once or not as `ty`.
+fn wrapped_at(number: u32, ty: Ty, bytes: &[u8]) -> Option<Scalar<'_>> {
+    let mut found = None;
+    for item in wire::read(bytes) {
+        match item? {
+            (n, wire) if n == number && found.is_none() => found = Some(wire::scalar(ty, wire)?),
+            (n, _) if n == number => return None,
+            _ => {}
+        }
+    }
+    match (found, ty) {
+        (Some(value), _) => Some(value),
+        (None, Ty::String) => Some(Scalar::Str("")),
+        (None, ty) => wire::scalar(ty, zero(ty)),
     }
 }
 

@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use prost_reflect::{Cardinality, FieldDescriptor, Kind, MessageDescriptor};
 
 use super::super::pool;
+use super::json::Json;
 
 /// A scalar or nested type, as the wire carries it and JSON writes it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -62,6 +63,13 @@ pub(super) enum Layout {
     },
     /// `google.protobuf.Any`: `@type`, then the payload.
     Any,
+    /// `google.protobuf.Duration`: `"1.500s"`.
+    Duration,
+    /// `google.protobuf.Struct`, `Value` or `ListValue`: the JSON it holds.
+    Json(super::json::Json),
+    /// A wrapper of one value (`google.protobuf.UInt32Value`, …), written as the value. Not the
+    /// floating-point ones: prost-reflect writes their infinities as `null`, unlike a plain field's.
+    Wrapper(Ty),
     /// Written through prost-reflect's value: the other well-known types, and any message with a
     /// `bytes` field (JSON's base64 is left to the library that defines it).
     Value,
@@ -153,6 +161,16 @@ impl Shapes {
 fn layout(desc: &MessageDescriptor, ty: &impl Fn(&Kind) -> Ty) -> Layout {
     match desc.full_name() {
         "google.protobuf.Any" => return Layout::Any,
+        "google.protobuf.Duration" => return Layout::Duration,
+        "google.protobuf.Struct" => return Layout::Json(Json::Struct),
+        "google.protobuf.Value" => return Layout::Json(Json::Value),
+        "google.protobuf.ListValue" => return Layout::Json(Json::List),
+        "google.protobuf.Int64Value" => return Layout::Wrapper(Ty::Int64),
+        "google.protobuf.UInt64Value" => return Layout::Wrapper(Ty::Uint64),
+        "google.protobuf.Int32Value" => return Layout::Wrapper(Ty::Int32),
+        "google.protobuf.UInt32Value" => return Layout::Wrapper(Ty::Uint32),
+        "google.protobuf.BoolValue" => return Layout::Wrapper(Ty::Bool),
+        "google.protobuf.StringValue" => return Layout::Wrapper(Ty::String),
         name if is_well_known(name) => return Layout::Value,
         _ => {}
     }

@@ -105,8 +105,14 @@ fn well_known(desc: &MessageDescriptor, rng: &mut Rng) -> Option<DynamicMessage>
     let string = |rng: &mut Rng| Value::String(rng.pick(STRINGS).to_string());
     match desc.full_name() {
         "google.protobuf.Duration" | "google.protobuf.Timestamp" => {
-            m.set_field_by_name("seconds", Value::I64(rng.pick(&[0, 1, 3600, 1_700_000_000])));
-            m.set_field_by_name("nanos", Value::I32(rng.pick(&[0, 500_000_000, 1_000, 7])));
+            // Now and then out of range, which both writers refuse.
+            let seconds = if rng.below(20) == 0 {
+                400_000_000_000
+            } else {
+                rng.pick(&[0, 1, -5, 3600, 1_700_000_000])
+            };
+            m.set_field_by_name("seconds", Value::I64(seconds));
+            m.set_field_by_name("nanos", Value::I32(rng.pick(&[0, 500_000_000, 1_000, 7, -20])));
         }
         "google.protobuf.Value" => match rng.below(5) {
             0 => m.set_field_by_name("null_value", Value::EnumNumber(0)),
@@ -167,7 +173,7 @@ fn map_key(v: Value) -> Option<MapKey> {
 fn any(desc: &MessageDescriptor, rng: &mut Rng, depth: usize) -> DynamicMessage {
     let types = envoy_types();
     let inner = &types[rng.below(types.len())];
-    let (url, payload) = match rng.below(12) {
+    let (url, payload) = match rng.below(30) {
         0 => ("no-slash".to_string(), Vec::new()),
         1 => ("type.googleapis.com/no.such.Type".to_string(), Vec::new()),
         2 => ("type.googleapis.com/google.protobuf.Duration".to_string(), vec![8, 5]),
@@ -271,4 +277,42 @@ fn malformed_bytes_fail_as_the_value_does() {
         assert!(reference(CLUSTER, bytes).is_none());
         assert!(!check(CLUSTER, bytes));
     }
+}
+
+#[test]
+fn json_in_protobuf_equals_the_value() {
+    use prost_types::value::Kind as K;
+    let value = |kind| prost_types::Value { kind: Some(kind) };
+    let nested = prost_types::Struct {
+        fields: [
+            ("z".to_string(), value(K::NumberValue(8443.0))),
+            ("a".to_string(), value(K::NullValue(0))),
+            ("m".to_string(), prost_types::Value { kind: None }),
+        ]
+        .into(),
+    };
+    let object = prost_types::Struct {
+        fields: [
+            ("b".to_string(), value(K::StructValue(nested))),
+            ("a".to_string(), value(K::StringValue("x: y".into()))),
+            (
+                "c".to_string(),
+                value(K::ListValue(prost_types::ListValue {
+                    values: vec![value(K::BoolValue(true)), value(K::NumberValue(0.25))],
+                })),
+            ),
+        ]
+        .into(),
+    };
+    assert!(check("google.protobuf.Struct", &object.encode_to_vec()));
+    let infinite = value(K::NumberValue(f64::INFINITY));
+    assert!(
+        !check("google.protobuf.Value", &infinite.encode_to_vec()),
+        "refused by both"
+    );
+    let list = prost_types::ListValue { values: vec![infinite] };
+    assert!(
+        !check("google.protobuf.ListValue", &list.encode_to_vec()),
+        "refused by both"
+    );
 }
