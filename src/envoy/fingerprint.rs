@@ -8,10 +8,9 @@
 //! restarts and replicas of one pier version; it costs a fraction of rendering canonical JSON, and
 //! callers compute it only for resources that changed.
 
-use prost_reflect::{Kind, MessageDescriptor};
 use xxhash_rust::xxh3::Xxh3;
 
-use super::render::pool;
+use super::render::shape::{Card, Layout, Shapes, Ty};
 
 /// The fingerprint of `m`.
 pub fn of<M: prost::Message + prost::Name>(m: &M) -> u64 {
@@ -21,16 +20,16 @@ pub fn of<M: prost::Message + prost::Name>(m: &M) -> u64 {
 /// The fingerprint of a message of type `M` from its encoding (saves encoding it again when the caller
 /// has the bytes anyway).
 pub fn of_bytes<M: prost::Name>(bytes: &[u8]) -> u64 {
-    let desc = pool()
-        .get_message_by_name(&M::full_name())
+    let index = Shapes::get()
+        .message(&M::full_name())
         .unwrap_or_else(|| panic!("{} is in the descriptor pool", M::full_name()));
-    of_encoded(&desc, bytes)
+    of_encoded(index, bytes)
 }
 
-/// The fingerprint of an encoded message of type `desc`.
-pub fn of_encoded(desc: &MessageDescriptor, bytes: &[u8]) -> u64 {
+/// The fingerprint of an encoded message of the type at `index` in the shapes table.
+fn of_encoded(index: u32, bytes: &[u8]) -> u64 {
     let mut h = Xxh3::new();
-    if message(desc, bytes, &mut h).is_none() {
+    if message(index, bytes, &mut h).is_none() {
         // Not a well-formed encoding (never for what pier builds): the bytes are all there is.
         h = Xxh3::new();
         h.update(bytes);
@@ -56,8 +55,9 @@ pub fn combine(parts: impl IntoIterator<Item = u64>) -> u64 {
 /// bytes are canonical except for map entries (hashed one by one, then in sorted order) and `Any`
 /// payloads (walked as their own type). Decoding into a `DynamicMessage` first cost a quarter of
 /// the engine's first build at 10,000 routes.
-fn message(desc: &MessageDescriptor, mut bytes: &[u8], h: &mut Xxh3) -> Option<()> {
-    if desc.full_name() == "google.protobuf.Any" {
+fn message(index: u32, mut bytes: &[u8], h: &mut Xxh3) -> Option<()> {
+    let shape = &Shapes::get().messages[index as usize];
+    if matches!(shape.layout, Layout::Any) {
         return any(bytes, h);
     }
     // Map fields' entry fingerprints, by field number, hashed after the other fields.
@@ -66,19 +66,18 @@ fn message(desc: &MessageDescriptor, mut bytes: &[u8], h: &mut Xxh3) -> Option<(
         let key = varint(&mut bytes)?;
         let (number, wire) = (u32::try_from(key >> 3).ok()?, key & 7);
         let raw = field_bytes(&mut bytes, wire)?;
-        let field = desc.get_field(number);
-        match (&field, wire) {
-            (Some(f), 2) if f.is_map() => {
-                let Kind::Message(entry) = f.kind() else { return None };
+        match (shape.fields.by_number(number), wire) {
+            (Some(f), 2) if matches!(f.card, Card::Map { .. }) => {
+                let Ty::Message(entry) = f.ty else { return None };
                 let mut eh = Xxh3::new();
-                message(&entry, raw, &mut eh)?;
+                message(entry, raw, &mut eh)?;
                 maps.push((number, eh.digest()));
                 continue;
             }
-            (Some(f), 2) if !f.is_packed() => {
-                if let Kind::Message(sub) = f.kind() {
+            (Some(f), 2) => {
+                if let Ty::Message(sub) = f.ty {
                     h.update(&key.to_le_bytes());
-                    message(&sub, raw, h)?;
+                    message(sub, raw, h)?;
                     continue;
                 }
             }
@@ -114,8 +113,8 @@ fn any(mut bytes: &[u8], h: &mut Xxh3) -> Option<()> {
         .rsplit('/')
         .next()
         .unwrap_or_default();
-    match pool().get_message_by_name(name) {
-        Some(desc) => h.update(&of_encoded(&desc, payload).to_le_bytes()),
+    match Shapes::get().message(name) {
+        Some(index) => h.update(&of_encoded(index, payload).to_le_bytes()),
         None => bytes_of(payload, h),
     }
     Some(())

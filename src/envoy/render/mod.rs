@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::Resources;
 
+pub(crate) mod shape;
 pub mod stream;
 
 static DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/envoy_descriptors.bin"));

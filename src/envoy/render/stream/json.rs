@@ -10,7 +10,7 @@ use serde::ser::{Error, Serialize, SerializeMap, SerializeSeq, Serializer};
 
 /// Which of the three an encoding is.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Json {
+pub(crate) enum Json {
     Struct,
     Value,
     List,
@@ -27,7 +27,7 @@ impl Json {
     }
 }
 
-pub(super) enum Decoded {
+pub(crate) enum Decoded {
     Struct(prost_types::Struct),
     Value(prost_types::Value),
     List(prost_types::ListValue),

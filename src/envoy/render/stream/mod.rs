@@ -18,7 +18,6 @@
 //! every case, in YAML and JSON, and a property test here on generated messages.
 
 mod json;
-mod shape;
 #[cfg(test)]
 mod tests;
 mod wire;
@@ -27,7 +26,8 @@ use prost_reflect::{DynamicMessage, SerializeOptions};
 use serde::ser::{Error, Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use super::integral_doubles_as_integers;
-use shape::{Card, Layout, Shapes, Ty, is_well_known};
+use super::shape::{Card, Layout, Shapes, Ty, is_well_known};
+pub(crate) use json::Json;
 use wire::{Scalar, Set, Wire};
 
 /// An encoded message of type `name` (a full name), written as canonical proto3 JSON.
@@ -53,7 +53,7 @@ impl Serialize for Message<'_> {
         let Message(index, bytes) = *self;
         let shape = &Shapes::get().messages[index as usize];
         match &shape.layout {
-            Layout::Fields { sorted, by_number } => match wire::fields(sorted, by_number, bytes) {
+            Layout::Fields => match wire::fields(&shape.fields, bytes) {
                 Some(set) => {
                     let mut map = s.serialize_map(Some(set.len()))?;
                     entries(&mut map, &set)?;
@@ -186,9 +186,10 @@ fn any<S: Serializer>(index: u32, bytes: &[u8], s: S) -> Result<S::Ok, S::Error>
     let Some(inner) = shapes.message(name) else {
         return through_value(index, bytes, s);
     };
-    match &shapes.messages[inner as usize].layout {
-        Layout::Fields { sorted, by_number } => {
-            let Some(set) = wire::fields(sorted, by_number, payload) else {
+    let inner_shape = &shapes.messages[inner as usize];
+    match &inner_shape.layout {
+        Layout::Fields => {
+            let Some(set) = wire::fields(&inner_shape.fields, payload) else {
                 return through_value(index, bytes, s);
             };
             let mut map = s.serialize_map(Some(set.len() + 1))?;

@@ -6,7 +6,7 @@
 
 use prost::encoding::decode_varint;
 
-use super::shape::{Card, FieldShape, Ty};
+use super::super::shape::{Card, FieldShape, Fields, Ty};
 
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Wire<'a> {
@@ -140,11 +140,8 @@ pub(super) struct Set<'s, 'a> {
 
 /// A message's set fields in the order of `sorted` (by proto name), or `None` where the message is
 /// left to prost-reflect (see the module doc).
-pub(super) fn fields<'s, 'a>(
-    sorted: &'s [FieldShape],
-    by_number: &[(u32, u16)],
-    bytes: &'a [u8],
-) -> Option<Vec<Set<'s, 'a>>> {
+pub(super) fn fields<'s, 'a>(fields: &'s Fields, bytes: &'a [u8]) -> Option<Vec<Set<'s, 'a>>> {
+    let (sorted, by_number) = (&fields.sorted, &fields.by_number);
     let mut found: Vec<(u16, Wire<'a>)> = Vec::new();
     for item in read(bytes) {
         let (number, wire) = item?;

@@ -1,19 +1,19 @@
-//! Every message type of the Envoy descriptor set as the writer needs it, built once: fields sorted
-//! by proto name, their wire types, their presence, and nested types by index. Walking prost-reflect's
-//! descriptors per value clones a reference-counted pool handle at every step; this table is plain
-//! data.
+//! Every message type of the Envoy descriptor set as the JSON writer (`stream`) and the fingerprint
+//! walk (`envoy::fingerprint`) need it, built once: fields sorted by proto name, their wire types,
+//! their presence, and nested types by index. Walking prost-reflect's descriptors per value clones a
+//! reference-counted pool handle at every step; this table is plain data.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use prost_reflect::{Cardinality, FieldDescriptor, Kind, MessageDescriptor};
 
-use super::super::pool;
-use super::json::Json;
+use super::pool;
+use super::stream::Json;
 
 /// A scalar or nested type, as the wire carries it and JSON writes it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Ty {
+pub(crate) enum Ty {
     Double,
     Float,
     Int64,
@@ -36,14 +36,14 @@ pub(super) enum Ty {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Card {
+pub(crate) enum Card {
     One,
     List,
     Map { key: Ty, value: Ty },
 }
 
 #[derive(Debug)]
-pub(super) struct FieldShape {
+pub(crate) struct FieldShape {
     pub name: Box<str>,
     pub number: u32,
     pub ty: Ty,
@@ -54,19 +54,32 @@ pub(super) struct FieldShape {
     pub oneof: Option<u32>,
 }
 
+/// A message's fields sorted by proto name, as a JSON value's keys sort, and their positions by number.
 #[derive(Debug)]
-pub(super) enum Layout {
-    /// Fields sorted by proto name, as a JSON value's keys sort, and their positions by number.
-    Fields {
-        sorted: Box<[FieldShape]>,
-        by_number: Box<[(u32, u16)]>,
-    },
+pub(crate) struct Fields {
+    pub sorted: Box<[FieldShape]>,
+    pub by_number: Box<[(u32, u16)]>,
+}
+
+impl Fields {
+    /// The field numbered `number`, if the type has it.
+    pub fn by_number(&self, number: u32) -> Option<&FieldShape> {
+        let i = self.by_number.binary_search_by_key(&number, |(n, _)| *n).ok()?;
+        Some(&self.sorted[usize::from(self.by_number[i].1)])
+    }
+}
+
+/// How the JSON writer writes a message type.
+#[derive(Debug)]
+pub(crate) enum Layout {
+    /// Its fields.
+    Fields,
     /// `google.protobuf.Any`: `@type`, then the payload.
     Any,
     /// `google.protobuf.Duration`: `"1.500s"`.
     Duration,
     /// `google.protobuf.Struct`, `Value` or `ListValue`: the JSON it holds.
-    Json(super::json::Json),
+    Json(Json),
     /// A wrapper of one value (`google.protobuf.UInt32Value`, …), written as the value. Not the
     /// floating-point ones: prost-reflect writes their infinities as `null`, unlike a plain field's.
     Wrapper(Ty),
@@ -76,13 +89,14 @@ pub(super) enum Layout {
 }
 
 #[derive(Debug)]
-pub(super) struct MessageShape {
+pub(crate) struct MessageShape {
     pub desc: MessageDescriptor,
+    pub fields: Fields,
     pub layout: Layout,
 }
 
 #[derive(Debug)]
-pub(super) struct EnumShape {
+pub(crate) struct EnumShape {
     /// `google.protobuf.NullValue`, written as `null`.
     pub null: bool,
     /// The name prost-reflect gives each number (the first declared, where aliases share one).
@@ -90,7 +104,7 @@ pub(super) struct EnumShape {
 }
 
 #[derive(Debug)]
-pub(super) struct Shapes {
+pub(crate) struct Shapes {
     pub messages: Vec<MessageShape>,
     pub enums: Vec<EnumShape>,
     by_name: HashMap<String, u32>,
@@ -137,7 +151,8 @@ impl Shapes {
             .iter()
             .map(|desc| MessageShape {
                 desc: desc.clone(),
-                layout: layout(desc, &ty),
+                fields: fields(desc, &ty),
+                layout: layout(desc),
             })
             .collect();
         let enums = enums
@@ -158,7 +173,7 @@ impl Shapes {
     }
 }
 
-fn layout(desc: &MessageDescriptor, ty: &impl Fn(&Kind) -> Ty) -> Layout {
+fn layout(desc: &MessageDescriptor) -> Layout {
     match desc.full_name() {
         "google.protobuf.Any" => return Layout::Any,
         "google.protobuf.Duration" => return Layout::Duration,
@@ -177,11 +192,15 @@ fn layout(desc: &MessageDescriptor, ty: &impl Fn(&Kind) -> Ty) -> Layout {
     if desc.fields().any(|f| has_bytes(&f.kind())) {
         return Layout::Value;
     }
+    Layout::Fields
+}
+
+fn fields(desc: &MessageDescriptor, ty: &impl Fn(&Kind) -> Ty) -> Fields {
     let mut sorted: Vec<FieldShape> = desc.fields().map(|f| field(&f, ty)).collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
     let mut by_number: Vec<(u32, u16)> = (0u16..).zip(&sorted).map(|(i, f)| (f.number, i)).collect();
     by_number.sort_unstable();
-    Layout::Fields {
+    Fields {
         sorted: sorted.into_boxed_slice(),
         by_number: by_number.into_boxed_slice(),
     }
@@ -211,7 +230,7 @@ fn field(f: &FieldDescriptor, ty: &impl Fn(&Kind) -> Ty) -> FieldShape {
 }
 
 /// The types prost-reflect writes in their own JSON form (its `get_well_known_type_serializer`).
-pub(super) fn is_well_known(name: &str) -> bool {
+pub(crate) fn is_well_known(name: &str) -> bool {
     name.strip_prefix("google.protobuf.").is_some_and(|name| {
         matches!(
             name,
