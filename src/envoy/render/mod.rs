@@ -5,6 +5,10 @@
 //! envoy-types has no serde support, so messages are re-read through prost-reflect with the descriptor
 //! set `build.rs` compiles from envoy-types' own `.proto` files. Output is a `serde_json::Value`, whose
 //! object keys are sorted: that also makes proto `map` fields (Rust `HashMap`s) deterministic.
+//!
+//! [`stream`] writes the same JSON straight into a serializer from the encoding, without a value (the
+//! `pier translate` document), from the message table in `render/shape.rs` that the fingerprint walk
+//! also reads; the value here is its reference in tests.
 
 use std::sync::OnceLock;
 
