@@ -1,8 +1,9 @@
 //! Content versions without rendering: a 64-bit hash (xxh3) of a deterministic walk of a message.
 //!
 //! Envoy resources carry `map` fields, which prost holds in `HashMap`s, so their encoding is not
-//! deterministic and cannot be hashed as bytes alone. The walk reads the encoding with the descriptor
-//! pool of [`render`](super::render): fields as prost wrote them (in a fixed order), map entries hashed
+//! deterministic and cannot be hashed as bytes alone. The walk reads the encoding with the message
+//! table of [`render`](super::render) (`src/envoy/render/shape.rs`: plain data, where prost-reflect's
+//! descriptors clone a pool handle at every step): fields as prost wrote them (in a fixed order), map entries hashed
 //! one by one and then in sorted order, and every `Any` payload (itself an encoding with maps) walked
 //! as its own type. Equal messages hash equal in every process, so versions are the same across
 //! restarts and replicas of one pier version; it costs a fraction of rendering canonical JSON, and

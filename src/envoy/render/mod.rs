@@ -7,8 +7,8 @@
 //! object keys are sorted: that also makes proto `map` fields (Rust `HashMap`s) deterministic.
 //!
 //! [`stream`] writes the same JSON straight into a serializer from the encoding, without a value (the
-//! `pier translate` document), from the message table in `render/shape.rs` that the fingerprint walk
-//! also reads; the value here is its reference in tests.
+//! `pier translate` document), from the message table in `src/envoy/render/shape.rs`, which the
+//! fingerprint walk also reads; the value here is its reference in tests.
 
 use std::sync::OnceLock;
 

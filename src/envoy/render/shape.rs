@@ -1,5 +1,5 @@
-//! Every message type of the Envoy descriptor set as the JSON writer (`stream`) and the fingerprint
-//! walk (`envoy::fingerprint`) need it, built once: fields sorted by proto name, their wire types,
+//! Every message type of the Envoy descriptor set as the JSON writer (`src/envoy/render/stream`) and
+//! the fingerprint walk (`src/envoy/fingerprint.rs`) need it, built once: fields sorted by proto name, their wire types,
 //! their presence, and nested types by index. Walking prost-reflect's descriptors per value clones a
 //! reference-counted pool handle at every step; this table is plain data.
 

@@ -4,18 +4,19 @@
 //! `serde_json::Value` of it: a map per message, a string per name, all sorted and then dropped. For
 //! `pier translate` at 5,000 routes that was two fifths of the command. [`Encoded`] writes the same
 //! bytes from the encoding itself: fields in the order the value would sort its keys (by proto field
-//! name, from a table built once, `shape.rs`), read off the wire (`wire.rs`), and each value written
-//! with the very serializer calls a `Value` makes when it is written (non-negative integers as `u64`,
-//! 64-bit integers as strings, `null` as unit).
+//! name, from a table built once, `src/envoy/render/shape.rs`), read off the wire
+//! (`src/envoy/render/stream/wire.rs`), and each value written with the very serializer calls a
+//! `Value` makes when it is written (non-negative integers as `u64`, 64-bit integers as strings,
+//! `null` as unit).
 //!
 //! What is not written here goes through prost-reflect's value, so it cannot differ: the well-known
 //! types other than `Any`, `Duration`, `Struct`, `Value`, `ListValue` and the integer, boolean and
-//! string wrappers (`Timestamp`, `FieldMask`, …), any message
-//! with a `bytes` field, and
-//! any message encoded in a way prost never writes (`wire.rs`). Floating-point numbers are converted
+//! string wrappers (`Timestamp`, `FieldMask`, …), any message with a `bytes` field, and any message
+//! encoded in a way prost never writes (see `wire.rs`). Floating-point numbers are converted
 //! by `serde_json`'s value serializer, exactly as on prost-reflect's value path, with pier's
 //! whole-doubles rule. The golden test `streamed` holds this writer byte-identical to the value on
-//! every case, in YAML and JSON, and a property test here on generated messages.
+//! every case, in YAML and JSON, and `src/envoy/render/stream/tests.rs` on random messages of every
+//! Envoy type.
 
 mod json;
 #[cfg(test)]
