@@ -75,16 +75,23 @@ pub fn any_to_json(any: &Any) -> Value {
 /// As [`to_json`].
 pub fn encoded_to_json(name: &str, bytes: &[u8]) -> Value {
     let desc = descriptor(name).unwrap_or_else(|e| panic!("{e}"));
+    decoded_to_json(desc, bytes).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`encoded_to_json`] for a type already looked up, with its failures as errors: bytes that are not
+/// a `desc`, or a value proto3 JSON cannot hold (an unresolvable `Any`, a duration out of range).
+fn decoded_to_json(desc: MessageDescriptor, bytes: &[u8]) -> Result<Value, String> {
+    let name = desc.full_name().to_string();
     let dynamic =
-        DynamicMessage::decode(desc, bytes).unwrap_or_else(|e| panic!("{name} does not match its own descriptor: {e}"));
+        DynamicMessage::decode(desc, bytes).map_err(|e| format!("{name} does not match its own descriptor: {e}"))?;
     let mut json = dynamic
         .serialize_with_options(
             serde_json::value::Serializer,
             &SerializeOptions::new().use_proto_field_name(true),
         )
-        .unwrap_or_else(|e| panic!("{name} cannot be rendered as JSON: {e}"));
+        .map_err(|e| format!("{name} cannot be rendered as JSON: {e}"))?;
     integral_doubles_as_integers(&mut json);
-    json
+    Ok(json)
 }
 
 /// `google.protobuf.Value` numbers are doubles, which serde_json prints as `8443.0`; Envoy (protobuf C++)

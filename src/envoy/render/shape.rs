@@ -62,10 +62,15 @@ pub(crate) struct Fields {
 }
 
 impl Fields {
+    /// The place in `sorted` of the field numbered `number`, if the type has it.
+    pub fn position(&self, number: u32) -> Option<u16> {
+        let i = self.by_number.binary_search_by_key(&number, |(n, _)| *n).ok()?;
+        Some(self.by_number[i].1)
+    }
+
     /// The field numbered `number`, if the type has it.
     pub fn by_number(&self, number: u32) -> Option<&FieldShape> {
-        let i = self.by_number.binary_search_by_key(&number, |(n, _)| *n).ok()?;
-        Some(&self.sorted[usize::from(self.by_number[i].1)])
+        Some(&self.sorted[usize::from(self.position(number)?)])
     }
 }
 

@@ -23,13 +23,12 @@ mod json;
 mod tests;
 mod wire;
 
-use prost_reflect::{DynamicMessage, SerializeOptions};
 use serde::ser::{Error, Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use super::integral_doubles_as_integers;
 use super::shape::{Card, Layout, Shapes, Ty, is_well_known};
 pub(crate) use json::Json;
-use wire::{Scalar, Set, Wire};
+use wire::{Scalar, Set, Values, Wire};
 
 /// An encoded message of type `name` (a full name), written as canonical proto3 JSON.
 pub struct Encoded<'a> {
@@ -84,8 +83,9 @@ impl Serialize for Message<'_> {
 fn duration(bytes: &[u8]) -> Option<String> {
     const MAX_SECONDS: u64 = 315_576_000_000;
     const MAX_NANOS: u32 = 999_999_999;
-    let (seconds, nanos) = (wrapped(Ty::Int64, bytes), wrapped_at(2, Ty::Int32, bytes));
-    let (Some(Scalar::I64(seconds)), Some(Scalar::I32(nanos))) = (seconds, nanos) else {
+    let [seconds, nanos] = wire::pair(bytes)?;
+    let (Some(Scalar::I64(seconds)), Some(Scalar::I32(nanos))) = (typed(Ty::Int64, seconds), typed(Ty::Int32, nanos))
+    else {
         return None;
     };
     let in_range = seconds.unsigned_abs() <= MAX_SECONDS && nanos.unsigned_abs() <= MAX_NANOS;
@@ -94,22 +94,14 @@ fn duration(bytes: &[u8]) -> Option<String> {
 
 /// A wrapper's value (field 1), its type's default when absent.
 fn wrapped(ty: Ty, bytes: &[u8]) -> Option<Scalar<'_>> {
-    wrapped_at(1, ty, bytes)
+    let [value, _] = wire::pair(bytes)?;
+    typed(ty, value)
 }
 
-/// Field `number` of a message read as one value of `ty`, its default when absent; `None` if it is
-/// written more than once or not as `ty`.
-fn wrapped_at(number: u32, ty: Ty, bytes: &[u8]) -> Option<Scalar<'_>> {
-    let mut found = None;
-    for item in wire::read(bytes) {
-        match item? {
-            (n, wire) if n == number && found.is_none() => found = Some(wire::scalar(ty, wire)?),
-            (n, _) if n == number => return None,
-            _ => {}
-        }
-    }
-    match (found, ty) {
-        (Some(value), _) => Some(value),
+/// A field read as one value of `ty`, its type's default when absent; `None` if not written as `ty`.
+fn typed(ty: Ty, wire: Option<Wire<'_>>) -> Option<Scalar<'_>> {
+    match (wire, ty) {
+        (Some(wire), ty) => wire::scalar(ty, wire),
         (None, Ty::String) => Some(Scalar::Str("")),
         (None, ty) => wire::scalar(ty, zero(ty)),
     }
@@ -117,29 +109,31 @@ fn wrapped_at(number: u32, ty: Ty, bytes: &[u8]) -> Option<Scalar<'_>> {
 
 fn entries<M: SerializeMap>(map: &mut M, set: &[Set<'_, '_>]) -> Result<(), M::Error> {
     for field in set {
-        map.serialize_entry(&*field.field.name, &Values(field))?;
+        map.serialize_entry(&*field.field.name, &Field(field))?;
     }
     Ok(())
 }
 
 /// One set field's value: a scalar, a list or a map.
-struct Values<'s, 'f, 'a>(&'s Set<'f, 'a>);
+struct Field<'s, 'f, 'a>(&'s Set<'f, 'a>);
 
-impl Serialize for Values<'_, '_, '_> {
+impl Serialize for Field<'_, '_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let set = self.0;
-        match set.field.card {
-            Card::One => One(set.values[0]).serialize(s),
-            Card::List => {
-                let mut seq = s.serialize_seq(Some(set.values.len()))?;
-                for value in &set.values {
+        match (&self.0.values, self.0.field.card) {
+            (Values::One(value), _) => One(*value).serialize(s),
+            (Values::List(values), _) => {
+                let mut seq = s.serialize_seq(Some(values.len()))?;
+                for value in values {
                     seq.serialize_element(&One(*value))?;
                 }
                 seq.end()
             }
-            Card::Map { value: ty, .. } => {
-                let mut map = s.serialize_map(Some(set.entries.len()))?;
-                for (key, value) in &set.entries {
+            (Values::Map(entries), card) => {
+                let Card::Map { value: ty, .. } = card else {
+                    return Err(S::Error::custom("map entries in a field that is not a map"));
+                };
+                let mut map = s.serialize_map(Some(entries.len()))?;
+                for (key, value) in entries {
                     map.serialize_entry(key, &MapValue(*value, ty))?;
                 }
                 map.end()
@@ -153,16 +147,12 @@ struct MapValue<'a>(Option<Scalar<'a>>, Ty);
 
 impl Serialize for MapValue<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let default = match (self.0, self.1) {
-            (Some(value), _) => return One(value).serialize(s),
+        let value = match (self.0, self.1) {
+            (Some(value), _) => value,
             (None, Ty::Message(m)) => Scalar::Message(m, &[]),
-            (None, Ty::String) => Scalar::Str(""),
-            (None, Ty::Enum(e)) => Scalar::Enum(e, 0),
-            (None, ty) => {
-                wire::scalar(ty, zero(ty)).ok_or_else(|| S::Error::custom("a map value without a default"))?
-            }
+            (None, ty) => typed(ty, None).ok_or_else(|| S::Error::custom("a map value without a default"))?,
         };
-        One(default).serialize(s)
+        One(value).serialize(s)
     }
 }
 
@@ -210,16 +200,11 @@ fn any<S: Serializer>(index: u32, bytes: &[u8], s: S) -> Result<S::Ok, S::Error>
 
 /// An `Any`'s type URL and payload, each written at most once.
 fn any_parts(bytes: &[u8]) -> Option<(&str, &[u8])> {
-    let (mut url, mut payload) = (None, None);
-    for item in wire::read(bytes) {
-        match item? {
-            (1, Wire::Len(b)) if url.is_none() => url = Some(std::str::from_utf8(b).ok()?),
-            (2, Wire::Len(b)) if payload.is_none() => payload = Some(b),
-            (1 | 2, _) => return None,
-            _ => {}
-        }
+    match wire::pair(bytes)? {
+        [Some(Wire::Len(url)), Some(Wire::Len(payload))] => Some((std::str::from_utf8(url).ok()?, payload)),
+        [Some(Wire::Len(url)), None] => Some((std::str::from_utf8(url).ok()?, &[])),
+        _ => None,
     }
-    Some((url?, payload.unwrap_or_default()))
 }
 
 /// One value of a field.
@@ -247,21 +232,9 @@ impl Serialize for One<'_> {
 /// prost-reflect's own rendering as a value, with pier's whole-doubles rule, written as values are.
 fn through_value<S: Serializer>(index: u32, bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
     let desc = Shapes::get().messages[index as usize].desc.clone();
-    let name = desc.full_name().to_string();
-    let message = DynamicMessage::decode(desc, bytes)
-        .map_err(|e| S::Error::custom(format!("{name} does not match its own descriptor: {e}")))?;
-    let mut value = serde_json::to_value(WithOptions(&message)).map_err(S::Error::custom)?;
-    integral_doubles_as_integers(&mut value);
-    value.serialize(s)
-}
-
-struct WithOptions<'a>(&'a DynamicMessage);
-
-impl Serialize for WithOptions<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0
-            .serialize_with_options(s, &SerializeOptions::new().use_proto_field_name(true))
-    }
+    super::decoded_to_json(desc, bytes)
+        .map_err(S::Error::custom)?
+        .serialize(s)
 }
 
 /// As a value writes an integer: its sign decides `u64` or `i64`.

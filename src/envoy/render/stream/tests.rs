@@ -4,9 +4,9 @@
 //! repeated, lists and maps merged).
 
 use prost::Message as _;
-use prost_reflect::{DynamicMessage, Kind, MapKey, MessageDescriptor, SerializeOptions, Value};
+use prost_reflect::{DynamicMessage, Kind, MapKey, MessageDescriptor, Value};
 
-use super::super::{integral_doubles_as_integers, pool};
+use super::super::pool;
 use super::Encoded;
 
 /// splitmix64: a seeded, reproducible stream without a dependency.
@@ -197,14 +197,7 @@ fn envoy_types() -> Vec<MessageDescriptor> {
 
 /// The reference: the message decoded by prost-reflect and written through its value.
 fn reference(name: &str, bytes: &[u8]) -> Option<serde_json::Value> {
-    let desc = pool().get_message_by_name(name)?;
-    let message = DynamicMessage::decode(desc, bytes).ok()?;
-    let opts = SerializeOptions::new().use_proto_field_name(true);
-    let mut value = message
-        .serialize_with_options(serde_json::value::Serializer, &opts)
-        .ok()?;
-    integral_doubles_as_integers(&mut value);
-    Some(value)
+    super::super::decoded_to_json(pool().get_message_by_name(name)?, bytes).ok()
 }
 
 /// `bytes` of type `name` written by [`Encoded`] equal the reference in JSON and YAML, or both fail;

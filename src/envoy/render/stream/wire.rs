@@ -43,6 +43,22 @@ fn next<'a>(bytes: &mut &'a [u8]) -> Option<(u32, Wire<'a>)> {
     Some((number, wire))
 }
 
+/// Fields 1 and 2 of a message (an `Any`, a map entry, a duration, a wrapper), each written at most
+/// once; `None` if either is written twice or the bytes are malformed.
+pub(super) fn pair(bytes: &[u8]) -> Option<[Option<Wire<'_>>; 2]> {
+    let mut found = [None, None];
+    for item in read(bytes) {
+        let (number, wire) = item?;
+        let slot = number
+            .checked_sub(1)
+            .and_then(|i| found.get_mut(usize::try_from(i).ok()?));
+        if slot.is_some_and(|slot| slot.replace(wire).is_some()) {
+            return None;
+        }
+    }
+    Some(found)
+}
+
 fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     if bytes.len() < n {
         return None;
@@ -129,31 +145,36 @@ pub(super) fn packed(ty: Ty, mut bytes: &[u8]) -> Option<Vec<Scalar<'_>>> {
     Some(values)
 }
 
-/// One set field: its shape and its values in the order written.
+/// One set field: its shape and its values.
 pub(super) struct Set<'s, 'a> {
     pub field: &'s FieldShape,
-    pub values: Vec<Scalar<'a>>,
-    /// A map's entries: key and value (`None`: the type's default), sorted by key, the last of a
-    /// repeated key kept.
-    pub entries: Vec<(String, Option<Scalar<'a>>)>,
+    pub values: Values<'a>,
+}
+
+/// A set field's values, as its cardinality has them.
+pub(super) enum Values<'a> {
+    One(Scalar<'a>),
+    /// In the order written.
+    List(Vec<Scalar<'a>>),
+    /// Key and value (`None`: the type's default), sorted by key, the last of a repeated key kept.
+    Map(Vec<(String, Option<Scalar<'a>>)>),
 }
 
 /// A message's set fields in the order of `sorted` (by proto name), or `None` where the message is
 /// left to prost-reflect (see the module doc).
 pub(super) fn fields<'s, 'a>(fields: &'s Fields, bytes: &'a [u8]) -> Option<Vec<Set<'s, 'a>>> {
-    let (sorted, by_number) = (&fields.sorted, &fields.by_number);
     let mut found: Vec<(u16, Wire<'a>)> = Vec::new();
     for item in read(bytes) {
         let (number, wire) = item?;
-        if let Ok(i) = by_number.binary_search_by_key(&number, |(n, _)| *n) {
-            found.push((by_number[i].1, wire));
+        if let Some(i) = fields.position(number) {
+            found.push((i, wire));
         }
     }
     found.sort_by_key(|(i, _)| *i);
     let mut sets: Vec<Set<'s, 'a>> = Vec::new();
     let mut oneofs: Vec<u32> = Vec::new();
     for run in found.chunk_by(|a, b| a.0 == b.0) {
-        let field = &sorted[usize::from(run[0].0)];
+        let field = &fields.sorted[usize::from(run[0].0)];
         let set = match field.card {
             Card::One => one(field, run, &mut oneofs),
             Card::List => list(field, run),
@@ -192,8 +213,7 @@ fn one<'s, 'a>(field: &'s FieldShape, run: &Run<'a>, oneofs: &mut Vec<u32>) -> F
     }
     Ok(Some(Set {
         field,
-        values: vec![value],
-        entries: Vec::new(),
+        values: Values::One(value),
     }))
 }
 
@@ -206,10 +226,9 @@ fn list<'s, 'a>(field: &'s FieldShape, run: &Run<'a>) -> Field<'s, 'a> {
             (None, _) => return Err(Unusual),
         }
     }
-    Ok((!values.is_empty()).then(|| Set {
+    Ok((!values.is_empty()).then_some(Set {
         field,
-        values,
-        entries: Vec::new(),
+        values: Values::List(values),
     }))
 }
 
@@ -217,15 +236,9 @@ fn map<'s, 'a>(field: &'s FieldShape, run: &Run<'a>, key_ty: Ty, value_ty: Ty) -
     let mut entries = Vec::with_capacity(run.len());
     for (_, wire) in run {
         let Wire::Len(entry) = wire else { return Err(Unusual) };
-        let (mut key, mut value) = (None, None);
-        for item in read(entry) {
-            match usual(item)? {
-                (1, wire) if key.is_none() => key = Some(usual(scalar(key_ty, wire))?),
-                (2, wire) if value.is_none() => value = Some(usual(scalar(value_ty, wire))?),
-                (1 | 2, _) => return Err(Unusual),
-                _ => {}
-            }
-        }
+        let [key, value] = usual(pair(entry))?;
+        let key = key.map(|key| usual(scalar(key_ty, key))).transpose()?;
+        let value = value.map(|value| usual(scalar(value_ty, value))).transpose()?;
         entries.push((usual(key_text(key, key_ty))?, value));
     }
     // Sorted as a value's keys; of equal keys the last written wins, as in the decoded map.
@@ -235,8 +248,7 @@ fn map<'s, 'a>(field: &'s FieldShape, run: &Run<'a>, key_ty: Ty, value_ty: Ty) -
     entries.reverse();
     Ok(Some(Set {
         field,
-        values: Vec::new(),
-        entries,
+        values: Values::Map(entries),
     }))
 }
 
