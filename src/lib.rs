@@ -12,8 +12,8 @@
 //! change. A property test holds every update equal to a rebuild (`tests/golden/engine.rs`).
 //!
 //! The pure core — [`api`], [`model`], [`ir`], [`gateway`], [`envoy`], [`snapshot`], [`translate`],
-//! [`options`] — does no I/O and reads no clock, environment or randomness: the same model always gives
-//! the same bytes. Within it, `gateway` decides *what* to configure and `envoy` *how*; `gateway` never
+//! [`options`], and [`par`] (a parallel map whose output does not depend on the thread count) — does no
+//! I/O and reads no clock, environment or randomness: the same model always gives the same bytes. Within it, `gateway` decides *what* to configure and `envoy` *how*; `gateway` never
 //! imports `envoy` (resource names are minted in [`ir::names`]); the ADS server reads [`snapshot`] data
 //! and never reaches the translator. The edges — [`source`], [`status`], [`xds`], [`runtime`], [`admin`],
 //! [`cli`], [`crds`], [`certs`], [`ops`], [`resolve`], and the loopback rig `testkit` and `demo` (features
@@ -38,6 +38,7 @@ pub mod ir;
 pub mod model;
 pub mod ops;
 pub mod options;
+pub mod par;
 pub mod resolve;
 pub mod runtime;
 pub mod snapshot;

@@ -14,7 +14,6 @@ pub mod cache;
 pub mod dir;
 pub mod files;
 pub mod kube;
-mod par;
 
 use std::path::PathBuf;
 use std::sync::Arc;

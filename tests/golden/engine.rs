@@ -105,7 +105,7 @@ pub(crate) fn difference(engine: &Engine, model: &Model, opts: &Options) -> Opti
 }
 
 /// The first packed resource that differs between two engines (by version).
-fn packed_difference(incremental: &Engine, scratch: &Engine) -> Option<String> {
+pub(crate) fn packed_difference(incremental: &Engine, scratch: &Engine) -> Option<String> {
     use pier::snapshot::{GatewayOut, Res};
     type Map = imbl::OrdMap<String, std::sync::Arc<Res>>;
     let a: Vec<_> = incremental.gateways().collect();

@@ -35,3 +35,31 @@ fn a_one_shot_engine_equals_the_full_one_and_rebuilds_when_updated() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// Attachments and cluster packing run on every core once a Gateway has enough of them (`pier::par`),
+/// and the cases are too small for that. The scale workload at 300 routes, translated at once (routes
+/// attached and clusters packed in parallel), equals the same routes added one update at a time (each
+/// on the caller's thread): every packed resource, version and status alike.
+#[test]
+fn many_routes_at_once_equal_the_same_routes_one_at_a_time() {
+    let workload = pier::testkit::workload::Workload::new(300);
+    let full = crate::model("workload", &workload.text(), &Default::default());
+    assert!(full.http_routes.len() >= 300, "the workload has its routes");
+    let opts = pier::options::Options::default();
+    let once = Engine::once(full.clone(), opts.clone());
+    // The Gateway first, then each route's file (the route, its Backend and what that points at) in
+    // an update of its own.
+    let mut model = pier::model::Model::default();
+    let mut engine = Engine::new(opts.clone());
+    for (name, text) in workload.files() {
+        model.absorb(&crate::model(&name, &text, &Default::default()));
+        engine.update(model.clone());
+    }
+    if let Some(diff) = crate::engine::packed_difference(&engine, &once) {
+        panic!("one route at a time against all at once: {diff}");
+    }
+    if let Some(diff) = crate::engine::difference(&engine, &full, &opts) {
+        panic!("one route at a time against a translation:\n{diff}");
+    }
+    assert_eq!(engine.statuses().list(), once.statuses().list(), "statuses");
+}

@@ -174,7 +174,7 @@ impl DirCache {
         delta.removed = self.files.keys().filter(|p| !listed.contains(p)).cloned().collect();
         // Read and parsed on every core, taken in order: the first error is the one a single thread
         // would meet.
-        let outcomes = super::par::map(&list, |path| self.reread_one(path, every_file));
+        let outcomes = crate::par::map(&list, |path| self.reread_one(path, every_file));
         for (path, outcome) in list.iter().zip(outcomes) {
             delta.record(path, outcome?);
         }

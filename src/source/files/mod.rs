@@ -48,7 +48,7 @@ pub fn load_paths_capped(paths: &[PathBuf], max_file_bytes: usize) -> Result<Loa
     let files = collect_files(paths)?;
     // Parsed on every core, added in order. Every file is parsed before any object is added, so a file
     // that does not parse is reported before a duplicate between files, as the directory cache does.
-    let parsed = super::par::map(&files, |path| {
+    let parsed = crate::par::map(&files, |path| {
         let name = path.display().to_string();
         let parsed = match read_capped(path, max_file_bytes)? {
             Contents::Bytes(bytes) => parse_bytes(path, bytes, max_file_bytes)?,

@@ -182,6 +182,25 @@ impl ListenerEntries {
             .flat_map(|r| r.keys().map(|k| &k.entry))
     }
 
+    /// The entries of `host`'s virtual host not encoded yet, in its order.
+    pub fn unencoded(&self, host: &str) -> impl Iterator<Item = &Arc<Entry>> {
+        self.ranked
+            .get(host)
+            .into_iter()
+            .flat_map(|r| r.iter().filter(|(_, out)| out.is_none()).map(|(k, _)| &k.entry))
+    }
+
+    /// Gives the entries [`unencoded`](Self::unencoded) named, in the same order, their encodings.
+    pub fn encoded(&mut self, host: &str, outs: impl IntoIterator<Item = Arc<RouteOut>>) {
+        let Some(ranked) = self.ranked.get_mut(host) else {
+            return;
+        };
+        let slots = ranked.iter_mut().filter(|(_, out)| out.is_none());
+        for ((_, slot), out) in slots.zip(outs) {
+            *slot = Some(out);
+        }
+    }
+
     /// The virtual host `name` of `host`: its routes in order, those not encoded yet encoded now.
     pub fn vhost(&mut self, host: &str, name: &str, clusters: &dyn ClusterLookup, at: Listening) -> VhostOut {
         let ranked = self.ranked.entry(host.to_string()).or_default();

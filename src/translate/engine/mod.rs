@@ -19,6 +19,13 @@
 //! clusters, load assignments, secrets and listeners that contribution touched, and packs each changed
 //! resource once with its content version.
 //!
+//! Where units are independent — the routes of a Gateway on which no route's hostnames can refuse
+//! another's, and the packing of the clusters a flush touched — a large batch of them runs on every core
+//! ([`crate::par`]) and their results are applied in order, as one thread would apply them. The recorder
+//! is per thread and each unit runs under its own `track`, so the dependency index is the same. A
+//! Gateway's rebuild or a first translation has such batches; an update of a few routes stays on the
+//! caller's thread.
+//!
 //! The memo keeps what a later update reads, not everything a build saw: of a route, its place, its
 //! generation and the Gateways it names (`Known`), and the result of its attachment; its spec is read
 //! from the model again when it attaches (a few KiB a route, most of it rules, that the results already

@@ -28,6 +28,7 @@ const CORE: &[&str] = &[
     "snapshot",
     "translate",
     "options",
+    "par",
 ];
 const EDGES: &[&str] = &[
     "source", "xds", "status", "runtime", "admin", "testkit", "demo", "cli", "crds", "certs", "ops", "resolve",
@@ -36,6 +37,8 @@ const EDGES: &[&str] = &[
 /// Envoy), with `translate` composing them and `api`/`options` underneath everything.
 const CORE_MAY_USE: &[(&str, &[&str])] = &[
     ("api", &[]),
+    // A parallel map over a slice: threads, no I/O, output independent of the thread count.
+    ("par", &[]),
     // Translator options carry IR settings (DNS) as the translator will write them.
     ("options", &["api", "ir"]),
     ("model", &["api", "options"]),
@@ -46,7 +49,7 @@ const CORE_MAY_USE: &[(&str, &[&str])] = &[
     ("snapshot", &["api", "options", "ir", "gateway", "envoy"]),
     (
         "translate",
-        &["api", "options", "model", "ir", "gateway", "envoy", "snapshot"],
+        &["api", "options", "model", "ir", "gateway", "envoy", "snapshot", "par"],
     ),
 ];
 /// Edges that must not depend on some others, and why: each rule is an edge of the import graph that was

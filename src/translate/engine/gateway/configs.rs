@@ -7,11 +7,13 @@ use std::sync::Arc;
 
 use super::GatewayState;
 use crate::envoy::items::{Listening, Used};
+use crate::gateway::RouteConfigGroup;
+use crate::gateway::routes::Entry;
 use crate::gateway::vhosts;
 use crate::ir as vhosts_ir;
 use crate::ir::names;
 use crate::snapshot::Domain;
-use crate::snapshot::{Res, VhostOut, put};
+use crate::snapshot::{Res, RouteOut, VhostOut, put};
 
 impl GatewayState {
     /// Rebuilds the route virtual hosts of configuration `name` for the touched hosts, then its extras
@@ -25,6 +27,7 @@ impl GatewayState {
             port: group.port,
             https: group.https,
         };
+        self.encode_routes(&group, touched, at);
         let listeners = &self.base.listeners;
         let mut changes: Vec<(Domain, Option<Arc<VhostOut>>)> = Vec::new();
         for &li in &group.build {
@@ -48,6 +51,30 @@ impl GatewayState {
             }
         }
         self.refresh_config(name)
+    }
+
+    /// Encodes the routes not encoded yet of the virtual hosts `refresh_routes` builds, on every core (a
+    /// first translation encodes every route; an update, the few it added).
+    fn encode_routes(&mut self, group: &RouteConfigGroup, touched: &BTreeMap<usize, BTreeSet<String>>, at: Listening) {
+        let listeners = &self.base.listeners;
+        let entries = &self.entries;
+        let hosts: Vec<(usize, &String)> = group
+            .build
+            .iter()
+            .flat_map(|&li| touched.get(&li).into_iter().flatten().map(move |h| (li, h)))
+            .filter(|&(li, h)| entries[li].has_host(h) && vhosts::owns(listeners, &group.members, li, h))
+            .collect();
+        let pending: Vec<Vec<&Arc<Entry>>> = hosts
+            .iter()
+            .map(|&(li, host)| entries[li].unencoded(host).collect())
+            .collect();
+        let clusters = &self.clusters;
+        let work: Vec<&Arc<Entry>> = pending.iter().flatten().copied().collect();
+        let mut outs = crate::par::map(&work, |e| Arc::new(RouteOut::build(&e.route, clusters, at))).into_iter();
+        let counts: Vec<usize> = pending.iter().map(Vec::len).collect();
+        for ((li, host), n) in hosts.into_iter().zip(counts) {
+            self.entries[li].encoded(host, outs.by_ref().take(n));
+        }
     }
 
     /// Recomputes the extra virtual hosts, the resource and the `Used` of configuration `name`. True

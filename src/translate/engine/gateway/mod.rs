@@ -250,8 +250,12 @@ impl GatewayState {
     pub fn flush(&mut self) -> bool {
         let touched = std::mem::take(&mut self.touched);
         let before = self.out.clone();
-        for name in &touched.clusters {
-            self.refresh_cluster(name);
+        // Packing is most of a cluster's cost and needs nothing but the cluster: on every core.
+        let names: Vec<&String> = touched.clusters.iter().collect();
+        let clusters = &self.clusters;
+        let packed = crate::par::map(&names, |name| PackedCluster::of(clusters, name));
+        for (name, packed) in names.into_iter().zip(packed) {
+            self.refresh_cluster(name, packed);
         }
         let mut configs: BTreeSet<String> = BTreeSet::new();
         for (li, hosts) in &touched.hosts {
@@ -283,33 +287,37 @@ impl GatewayState {
         self.out != before
     }
 
-    /// The cluster (and load assignment) `name` as the targets now have it, and the secrets it uses.
-    fn refresh_cluster(&mut self, name: &str) {
+    /// Serves the cluster `name` (and its load assignment) as the targets now have it, and the secrets
+    /// it uses; `None`: no target has it any more.
+    fn refresh_cluster(&mut self, name: &str, packed: Option<PackedCluster>) {
         let old_uses = self.cluster_uses.remove(name).unwrap_or_default();
         for s in &old_uses {
             self.unuse(s);
         }
-        let Some(c) = self.clusters.0.get(&name.to_string()) else {
+        let Some(PackedCluster {
+            uses,
+            cluster,
+            endpoints,
+        }) = packed
+        else {
             self.out.clusters.remove(name);
             self.out.endpoints.remove(name);
             return;
         };
-        let uses = cluster_secrets(c);
         for s in &uses {
             self.uses.add(s, ());
             self.touched.secrets.insert(s.clone());
         }
         self.cluster_uses.insert(name.to_string(), uses);
-        let res = Res::cluster(name, c);
-        match &c.discovery {
-            ir::Discovery::Eds { endpoints } => {
-                put(&mut self.out.endpoints, name, Res::endpoints(name, endpoints, &res));
+        match endpoints {
+            Some(endpoints) => {
+                put(&mut self.out.endpoints, name, endpoints);
             }
-            _ => {
+            None => {
                 self.out.endpoints.remove(name);
             }
         }
-        put(&mut self.out.clusters, name, res);
+        put(&mut self.out.clusters, name, cluster);
     }
 
     fn unuse(&mut self, s: &String) {
@@ -339,6 +347,30 @@ impl GatewayState {
             l.attached_routes = *n;
         }
         self.status = gateways::status(&self.key, &self.gw, &listeners, self.base.cert_condition.clone());
+    }
+}
+
+/// A cluster in use, packed: its resource, its load assignment if it has one, and the SDS names it uses.
+struct PackedCluster {
+    uses: Vec<String>,
+    cluster: Res,
+    endpoints: Option<Res>,
+}
+
+impl PackedCluster {
+    /// `name` as the targets now have it; `None` if no target has it.
+    fn of(clusters: &Clusters, name: &str) -> Option<PackedCluster> {
+        let c = clusters.0.get(&name.to_string())?;
+        let cluster = Res::cluster(name, c);
+        let endpoints = match &c.discovery {
+            ir::Discovery::Eds { endpoints } => Some(Res::endpoints(name, endpoints, &cluster)),
+            _ => None,
+        };
+        Some(PackedCluster {
+            uses: cluster_secrets(c),
+            cluster,
+            endpoints,
+        })
     }
 }
 

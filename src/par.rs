@@ -1,15 +1,22 @@
-//! Reading many files on every core: parsing YAML is most of a whole-directory read, and each file
-//! parses on its own. Results come back in input order, so what callers build from them — and the first
-//! error they report — is what one thread would give.
+//! Mapping a slice on every core, results in input order, so what callers build from them — and the
+//! first error they report — is what one thread would give. Pure: the same input gives the same output
+//! whatever the thread count, which is why the core may use it.
 //!
-//! Used by the one-pass loader (`pier translate`, goldens) and by `pier serve`'s directory cache for a
-//! full walk. The cache once read on one thread: under glibc's malloc, objects parsed on a second thread
-//! lived on in that thread's arena, and at 10,000 routes the server idled at 512 MiB against 464 MiB.
-//! Under mimalloc (the binary's allocator) the parallel read costs no memory (377–382 MiB either way)
-//! and the server is ready sooner: 1.34–2.21 s against 2.23–2.63 s (`docs/performance.md`).
+//! Two kinds of caller:
+//! - reading files (`src/source/files/mod.rs`, the directory cache's full walk): parsing YAML is most of
+//!   a whole-directory read, and each file parses on its own. The cache once read on one thread: under
+//!   glibc's malloc, objects parsed on a second thread lived on in that thread's arena, and at 10,000
+//!   routes the server idled at 512 MiB against 464 MiB. Under mimalloc (the binary's allocator) the
+//!   parallel read costs no memory and the server is ready sooner (`docs/performance.md`).
+//! - the engine's independent units (`src/translate/engine/gateways.rs`: routes attached where no
+//!   route's hostnames can refuse another's; `src/translate/engine/gateway/`: clusters packed and
+//!   routes encoded): pure functions of data no one writes meanwhile, each recording its reads on its
+//!   own thread.
 //!
-//! Plain `std::thread::scope` rather than rayon: one call site shape (map a slice, keep order), and no
-//! global pool living on in a long-running server for what happens at start-up and on a full re-read.
+//! Below [`MIN_PARALLEL`] items everything runs on the caller's thread, so an update of a few routes
+//! starts no thread. Plain `std::thread::scope` rather than rayon: one call site shape (map a slice,
+//! keep order), and no global pool living on in a long-running server for what happens at start-up, on
+//! a full re-read and on a Gateway's rebuild.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
