@@ -13,9 +13,10 @@
 //!
 //! The pure core — [`api`], [`model`], [`ir`], [`gateway`], [`envoy`], [`snapshot`], [`translate`],
 //! [`options`], and [`par`] (a parallel map whose output does not depend on the thread count) — does no
-//! I/O and reads no clock, environment or randomness: the same model always gives the same bytes. Within it, `gateway` decides *what* to configure and `envoy` *how*; `gateway` never
-//! imports `envoy` (resource names are minted in [`ir::names`]); the ADS server reads [`snapshot`] data
-//! and never reaches the translator. The edges — [`source`], [`status`], [`xds`], [`runtime`], [`admin`],
+//! I/O and reads no clock, environment or randomness: the same model always gives the same bytes.
+//! Within it, `gateway` decides *what* to configure and `envoy` *how*; `gateway` never imports `envoy`
+//! (resource names are minted in [`ir::names`]); the ADS server reads [`snapshot`] data and never
+//! reaches the translator. The edges — [`source`], [`status`], [`xds`], [`runtime`], [`admin`],
 //! [`cli`], [`crds`], [`certs`], [`ops`], [`resolve`], and the loopback rig `testkit` and `demo` (features
 //! `testkit` / `demo`) — depend on the core, never the reverse, and core modules depend on each other only
 //! in the pipeline's direction. `tests/it/layering/` enforces these rules on the sources.

@@ -6,8 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::GatewayState;
+use super::ListenerEntries;
 use crate::envoy::items::{Listening, Used};
 use crate::gateway::RouteConfigGroup;
+use crate::gateway::listeners::ListenerInfo;
 use crate::gateway::routes::Entry;
 use crate::gateway::vhosts;
 use crate::ir as vhosts_ir;
@@ -32,8 +34,8 @@ impl GatewayState {
         let mut changes: Vec<(Domain, Option<Arc<VhostOut>>)> = Vec::new();
         for &li in &group.build {
             for host in touched.get(&li).into_iter().flatten() {
-                let entries = &mut self.entries[li];
-                let vh = (entries.has_host(host) && vhosts::owns(listeners, &group.members, li, host)).then(|| {
+                let vh = builds(&self.entries[li], listeners, &group, li, host).then(|| {
+                    let entries = &mut self.entries[li];
                     let name = names::virtual_host(&listeners[li].name, host);
                     Arc::new(entries.vhost(host, &name, &self.clusters, at))
                 });
@@ -62,7 +64,7 @@ impl GatewayState {
             .build
             .iter()
             .flat_map(|&li| touched.get(&li).into_iter().flatten().map(move |h| (li, h)))
-            .filter(|&(li, h)| entries[li].has_host(h) && vhosts::owns(listeners, &group.members, li, h))
+            .filter(|&(li, h)| builds(&entries[li], listeners, group, li, h))
             .collect();
         let pending: Vec<Vec<&Arc<Entry>>> = hosts
             .iter()
@@ -138,4 +140,16 @@ impl GatewayState {
             self.out.listeners.remove(&k);
         }
     }
+}
+
+/// Does listener `li` of `group` build the virtual host of `host` (an entry carries it, and the listener
+/// owns it)?
+fn builds(
+    entries: &ListenerEntries,
+    listeners: &[ListenerInfo],
+    group: &RouteConfigGroup,
+    li: usize,
+    host: &str,
+) -> bool {
+    entries.has_host(host) && vhosts::owns(listeners, &group.members, li, host)
 }
