@@ -22,9 +22,9 @@ use serde_json::Value;
 
 use super::engine::Engine;
 use super::{SelectError, Translation, merged};
+use crate::envoy::Resources;
 use crate::envoy::pb::{cluster, endpoint, listener, route, tls};
 use crate::envoy::render::stream::Encoded;
-use crate::envoy::{Resources, render};
 use crate::gateway::status::ObjectStatus;
 use crate::snapshot::{GatewayOut, Res};
 
@@ -92,7 +92,7 @@ impl Item for Res {
     fn render(&self) -> Rendering<'_> {
         match self.route_parts() {
             Some((header, vhosts)) => Rendering::RouteConfiguration {
-                header: render::encoded_to_json(&route::RouteConfiguration::full_name(), header),
+                header: header_value(header),
                 vhosts: vhosts.collect(),
             },
             None => {
@@ -105,6 +105,17 @@ impl Item for Res {
             }
         }
     }
+}
+
+/// A route configuration's fields but its virtual hosts, as a value, written by the JSON writer (as
+/// every resource is) rather than through prost-reflect, which would build its descriptor pool for it.
+fn header_value(header: &[u8]) -> Value {
+    let name = route::RouteConfiguration::full_name();
+    serde_json::to_value(Encoded {
+        name: &name,
+        bytes: header,
+    })
+    .unwrap_or_else(|e| panic!("{name} the engine packed cannot be rendered: {e}"))
 }
 
 /// One resource as it is written. A route configuration the engine built is written one virtual host
@@ -163,7 +174,8 @@ impl Serialize for VirtualHosts<'_, '_> {
     }
 }
 
-/// `{clusters, endpoints, listeners, routes, secrets}`, as [`render::resources_to_json`] writes them.
+/// `{clusters, endpoints, listeners, routes, secrets}`, as
+/// [`resources_to_json`](crate::envoy::render::resources_to_json) writes them.
 #[derive(Default)]
 struct Sections<'a> {
     clusters: Vec<&'a dyn Item>,

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::Resources;
 
+mod descriptors;
 pub(crate) mod shape;
 pub mod stream;
 
@@ -26,7 +27,8 @@ static DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/envoy_desc
 /// Replaces private-key material in admin output.
 pub const REDACTED: &str = "[redacted]";
 
-/// The Envoy descriptor pool, decoded once.
+/// The Envoy descriptor pool, decoded once, on first use: only what renders through prost-reflect
+/// needs it (the message table does not: `src/envoy/render/descriptors/mod.rs`).
 pub fn pool() -> &'static DescriptorPool {
     static POOL: OnceLock<DescriptorPool> = OnceLock::new();
     POOL.get_or_init(|| DescriptorPool::decode(DESCRIPTORS).expect("build.rs wrote a valid descriptor set"))

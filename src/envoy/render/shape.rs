@@ -1,14 +1,17 @@
 //! Every message type of the Envoy descriptor set as the JSON writer (`src/envoy/render/stream`) and
-//! the fingerprint walk (`src/envoy/fingerprint.rs`) need it, built once: fields sorted by proto name, their wire types,
-//! their presence, and nested types by index. Walking prost-reflect's descriptors per value clones a
-//! reference-counted pool handle at every step; this table is plain data.
+//! the fingerprint walk (`src/envoy/fingerprint.rs`) need it, built once: fields sorted by proto name,
+//! their wire types, their presence, and nested types by index. Walking prost-reflect's descriptors
+//! per value clones a reference-counted pool handle at every step; this table is plain data, read off
+//! the descriptor set itself (`src/envoy/render/descriptors/mod.rs`), so a process that only
+//! fingerprints and writes resources never builds the pool.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use prost_reflect::{Cardinality, FieldDescriptor, Kind, MessageDescriptor};
+use prost_types::field_descriptor_proto::{Label, Type};
+use prost_types::{DescriptorProto, FieldDescriptorProto};
 
-use super::pool;
+use super::descriptors::{self, Msg};
 use super::stream::Json;
 
 /// A scalar or nested type, as the wire carries it and JSON writes it.
@@ -88,14 +91,14 @@ pub(crate) enum Layout {
     /// A wrapper of one value (`google.protobuf.UInt32Value`, …), written as the value. Not the
     /// floating-point ones: prost-reflect writes their infinities as `null`, unlike a plain field's.
     Wrapper(Ty),
-    /// Written through prost-reflect's value: the other well-known types, and any message with a
-    /// `bytes` field (JSON's base64 is left to the library that defines it).
+    /// Written through prost-reflect's value: the other well-known types (`Timestamp`, `FieldMask`, …).
     Value,
 }
 
 #[derive(Debug)]
 pub(crate) struct MessageShape {
-    pub desc: MessageDescriptor,
+    /// The type's full name (`envoy.config.cluster.v3.Cluster`).
+    pub name: Box<str>,
     pub fields: Fields,
     pub layout: Layout,
 }
@@ -125,48 +128,32 @@ impl Shapes {
         self.by_name.get(full_name).copied()
     }
 
+    /// The table, from the descriptor set read as plain protobuf (`src/envoy/render/descriptors/mod.rs`).
     fn build() -> Shapes {
-        let messages: Vec<MessageDescriptor> = pool().all_messages().collect();
-        let by_name: HashMap<String, u32> = (0..)
-            .zip(&messages)
-            .map(|(i, m)| (m.full_name().to_string(), i))
-            .collect();
-        let enums: Vec<_> = pool().all_enums().collect();
-        let enum_index: HashMap<String, u32> = (0..).zip(&enums).map(|(i, e)| (e.full_name().to_string(), i)).collect();
-        let ty = |kind: &Kind| match kind {
-            Kind::Double => Ty::Double,
-            Kind::Float => Ty::Float,
-            Kind::Int64 => Ty::Int64,
-            Kind::Uint64 => Ty::Uint64,
-            Kind::Int32 => Ty::Int32,
-            Kind::Fixed64 => Ty::Fixed64,
-            Kind::Fixed32 => Ty::Fixed32,
-            Kind::Bool => Ty::Bool,
-            Kind::String => Ty::String,
-            Kind::Bytes => Ty::Bytes,
-            Kind::Uint32 => Ty::Uint32,
-            Kind::Sfixed32 => Ty::Sfixed32,
-            Kind::Sfixed64 => Ty::Sfixed64,
-            Kind::Sint32 => Ty::Sint32,
-            Kind::Sint64 => Ty::Sint64,
-            Kind::Enum(e) => Ty::Enum(enum_index[e.full_name()]),
-            Kind::Message(m) => Ty::Message(by_name[m.full_name()]),
+        let set = descriptors::set();
+        let (messages, enums) = descriptors::types(&set);
+        let by_name: HashMap<String, u32> = (0..).zip(&messages).map(|(i, m)| (m.name.clone(), i)).collect();
+        let enum_index: HashMap<&str, u32> = (0..).zip(&enums).map(|(i, e)| (e.name.as_str(), i)).collect();
+        let types = Types {
+            messages: &messages,
+            by_name: &by_name,
+            enums: &enum_index,
         };
         let shapes = messages
             .iter()
-            .map(|desc| MessageShape {
-                desc: desc.clone(),
-                fields: fields(desc, &ty),
-                layout: layout(desc),
+            .map(|m| MessageShape {
+                name: m.name.as_str().into(),
+                fields: types.fields(m),
+                layout: known_layout(&m.name).unwrap_or(Layout::Fields),
             })
             .collect();
         let enums = enums
             .iter()
             .map(|e| EnumShape {
-                null: e.full_name() == "google.protobuf.NullValue",
-                names: e
-                    .values()
-                    .filter_map(|v| Some((v.number(), e.get_value(v.number())?.name().into())))
+                null: e.name == "google.protobuf.NullValue",
+                names: descriptors::enum_names(e.proto)
+                    .into_iter()
+                    .map(|(n, name)| (n, name.into()))
                     .collect(),
             })
             .collect();
@@ -178,60 +165,111 @@ impl Shapes {
     }
 }
 
-fn layout(desc: &MessageDescriptor) -> Layout {
-    match desc.full_name() {
-        "google.protobuf.Any" => return Layout::Any,
-        "google.protobuf.Duration" => return Layout::Duration,
-        "google.protobuf.Struct" => return Layout::Json(Json::Struct),
-        "google.protobuf.Value" => return Layout::Json(Json::Value),
-        "google.protobuf.ListValue" => return Layout::Json(Json::List),
-        "google.protobuf.Int64Value" => return Layout::Wrapper(Ty::Int64),
-        "google.protobuf.UInt64Value" => return Layout::Wrapper(Ty::Uint64),
-        "google.protobuf.Int32Value" => return Layout::Wrapper(Ty::Int32),
-        "google.protobuf.UInt32Value" => return Layout::Wrapper(Ty::Uint32),
-        "google.protobuf.BoolValue" => return Layout::Wrapper(Ty::Bool),
-        "google.protobuf.StringValue" => return Layout::Wrapper(Ty::String),
-        name if is_well_known(name) => return Layout::Value,
-        _ => {}
-    }
-    if desc.fields().any(|f| has_bytes(&f.kind())) {
-        return Layout::Value;
-    }
-    Layout::Fields
+/// Type references of the descriptor set resolved to the table's indices.
+struct Types<'t, 'a> {
+    messages: &'t [Msg<'a>],
+    by_name: &'t HashMap<String, u32>,
+    enums: &'t HashMap<&'t str, u32>,
 }
 
-fn fields(desc: &MessageDescriptor, ty: &impl Fn(&Kind) -> Ty) -> Fields {
-    let mut sorted: Vec<FieldShape> = desc.fields().map(|f| field(&f, ty)).collect();
-    sorted.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut by_number: Vec<(u32, u16)> = (0u16..).zip(&sorted).map(|(i, f)| (f.number, i)).collect();
-    by_number.sort_unstable();
-    Fields {
-        sorted: sorted.into_boxed_slice(),
-        by_number: by_number.into_boxed_slice(),
+impl Types<'_, '_> {
+    fn message(&self, f: &FieldDescriptorProto) -> &DescriptorProto {
+        self.messages[self.by_name[descriptors::referenced(f.type_name())] as usize].proto
+    }
+
+    fn ty(&self, f: &FieldDescriptorProto) -> Ty {
+        match f.r#type() {
+            Type::Double => Ty::Double,
+            Type::Float => Ty::Float,
+            Type::Int64 => Ty::Int64,
+            Type::Uint64 => Ty::Uint64,
+            Type::Int32 => Ty::Int32,
+            Type::Fixed64 => Ty::Fixed64,
+            Type::Fixed32 => Ty::Fixed32,
+            Type::Bool => Ty::Bool,
+            Type::String => Ty::String,
+            Type::Bytes => Ty::Bytes,
+            Type::Uint32 => Ty::Uint32,
+            Type::Sfixed32 => Ty::Sfixed32,
+            Type::Sfixed64 => Ty::Sfixed64,
+            Type::Sint32 => Ty::Sint32,
+            Type::Sint64 => Ty::Sint64,
+            Type::Enum => Ty::Enum(self.enums[descriptors::referenced(f.type_name())]),
+            Type::Message | Type::Group => Ty::Message(self.by_name[descriptors::referenced(f.type_name())]),
+        }
+    }
+
+    /// The map entry type `f` holds, if it is a map field.
+    fn map_entry(&self, f: &FieldDescriptorProto) -> Option<&DescriptorProto> {
+        if !matches!(f.r#type(), Type::Message) {
+            return None;
+        }
+        let m = self.message(f);
+        m.options.as_ref().is_some_and(|o| o.map_entry()).then_some(m)
+    }
+
+    fn fields(&self, m: &Msg<'_>) -> Fields {
+        let mut sorted: Vec<FieldShape> = m.proto.field.iter().map(|f| self.field(f, m.proto3)).collect();
+        sorted.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut by_number: Vec<(u32, u16)> = (0u16..).zip(&sorted).map(|(i, f)| (f.number, i)).collect();
+        by_number.sort_unstable();
+        Fields {
+            sorted: sorted.into_boxed_slice(),
+            by_number: by_number.into_boxed_slice(),
+        }
+    }
+
+    /// As prost-reflect reads a field: presence for proto3 `optional`, oneof members, and singular
+    /// messages (in proto2 files, every singular field).
+    fn field(&self, f: &FieldDescriptorProto, proto3: bool) -> FieldShape {
+        let repeated = f.label() == Label::Repeated;
+        let entry = self.map_entry(f).filter(|_| repeated);
+        let card = match entry {
+            Some(entry) => Card::Map {
+                key: self.ty(entry_field(entry, 1)),
+                value: self.ty(entry_field(entry, 2)),
+            },
+            None if repeated => Card::List,
+            None => Card::One,
+        };
+        let message = matches!(f.r#type(), Type::Message | Type::Group);
+        FieldShape {
+            name: f.name().into(),
+            number: u32::try_from(f.number()).expect("field numbers are positive"),
+            ty: self.ty(f),
+            card,
+            presence: f.proto3_optional() || f.oneof_index.is_some() || (!repeated && (message || !proto3)),
+            oneof: f.oneof_index.and_then(|i| u32::try_from(i).ok()),
+        }
     }
 }
 
-fn field(f: &FieldDescriptor, ty: &impl Fn(&Kind) -> Ty) -> FieldShape {
-    let kind = f.kind();
-    let card = match &kind {
-        Kind::Message(m) if f.is_map() => Card::Map {
-            key: ty(&m.map_entry_key_field().kind()),
-            value: ty(&m.map_entry_value_field().kind()),
-        },
-        _ if f.cardinality() == Cardinality::Repeated => Card::List,
-        _ => Card::One,
-    };
-    FieldShape {
-        name: f.name().into(),
-        number: f.number(),
-        ty: ty(&kind),
-        card,
-        presence: f.supports_presence(),
-        oneof: f
-            .containing_oneof()
-            .and_then(|o| f.parent_message().oneofs().position(|each| each.name() == o.name()))
-            .map(|i| i as u32),
-    }
+/// Field `number` of a map entry (1 the key, 2 the value).
+fn entry_field(entry: &DescriptorProto, number: i32) -> &FieldDescriptorProto {
+    entry
+        .field
+        .iter()
+        .find(|f| f.number() == number)
+        .expect("a map entry has a key and a value")
+}
+
+/// The layout a type has by its name alone: the well-known types.
+fn known_layout(name: &str) -> Option<Layout> {
+    Some(match name {
+        "google.protobuf.Any" => Layout::Any,
+        "google.protobuf.Duration" => Layout::Duration,
+        "google.protobuf.Struct" => Layout::Json(Json::Struct),
+        "google.protobuf.Value" => Layout::Json(Json::Value),
+        "google.protobuf.ListValue" => Layout::Json(Json::List),
+        "google.protobuf.Int64Value" => Layout::Wrapper(Ty::Int64),
+        "google.protobuf.UInt64Value" => Layout::Wrapper(Ty::Uint64),
+        "google.protobuf.Int32Value" => Layout::Wrapper(Ty::Int32),
+        "google.protobuf.UInt32Value" => Layout::Wrapper(Ty::Uint32),
+        "google.protobuf.BoolValue" => Layout::Wrapper(Ty::Bool),
+        "google.protobuf.StringValue" => Layout::Wrapper(Ty::String),
+        name if is_well_known(name) => Layout::Value,
+        _ => return None,
+    })
 }
 
 /// The types prost-reflect writes in their own JSON form (its `get_well_known_type_serializer`).
@@ -258,13 +296,4 @@ pub(crate) fn is_well_known(name: &str) -> bool {
                 | "Empty"
         )
     })
-}
-
-/// Whether a field holds bytes directly, or as a map's value (a message field is judged on its own).
-fn has_bytes(kind: &Kind) -> bool {
-    match kind {
-        Kind::Bytes => true,
-        Kind::Message(m) if m.is_map_entry() => has_bytes(&m.map_entry_value_field().kind()),
-        _ => false,
-    }
 }

@@ -11,18 +11,21 @@
 //!
 //! What is not written here goes through prost-reflect's value, so it cannot differ: the well-known
 //! types other than `Any`, `Duration`, `Struct`, `Value`, `ListValue` and the integer, boolean and
-//! string wrappers (`Timestamp`, `FieldMask`, …), any message with a `bytes` field, and any message
-//! encoded in a way prost never writes (see `wire.rs`). Floating-point numbers are converted
-//! by `serde_json`'s value serializer, exactly as on prost-reflect's value path, with pier's
-//! whole-doubles rule. The golden test `streamed` holds this writer byte-identical to the value on
-//! every case, in YAML and JSON, and `src/envoy/render/stream/tests.rs` on random messages of every
-//! Envoy type.
+//! string wrappers (`Timestamp`, `FieldMask`, …), and any message encoded in a way prost never
+//! writes (see `wire.rs`). Bytes are written here, as prost-reflect writes them (standard base64 with
+//! padding), so a TLS context's `DataSource` does not make a process build prost-reflect's pool.
+//! Floating-point numbers are converted by `serde_json`'s value serializer, exactly as on
+//! prost-reflect's value path, with pier's whole-doubles rule. The golden test `streamed` holds this
+//! writer byte-identical to the value on every case, in YAML and JSON, and
+//! `src/envoy/render/stream/tests.rs` on random messages of every Envoy type.
 
 mod json;
 #[cfg(test)]
 mod tests;
 mod wire;
 
+use base64::Engine as _;
+use base64::prelude::BASE64_STANDARD;
 use serde::ser::{Error, Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use super::integral_doubles_as_integers;
@@ -103,6 +106,7 @@ fn typed(ty: Ty, wire: Option<Wire<'_>>) -> Option<Scalar<'_>> {
     match (wire, ty) {
         (Some(wire), ty) => wire::scalar(ty, wire),
         (None, Ty::String) => Some(Scalar::Str("")),
+        (None, Ty::Bytes) => Some(Scalar::Bytes(&[])),
         (None, ty) => wire::scalar(ty, zero(ty)),
     }
 }
@@ -223,6 +227,7 @@ impl Serialize for One<'_> {
             Scalar::F32(f) => s.serialize_str(non_finite(f64::from(f))),
             Scalar::F64(f) => s.serialize_str(non_finite(f)),
             Scalar::Str(text) => s.serialize_str(text),
+            Scalar::Bytes(bytes) => s.serialize_str(&BASE64_STANDARD.encode(bytes)),
             Scalar::Enum(e, n) => enumeration(s, e, n),
             Scalar::Message(m, bytes) => Message(m, bytes).serialize(s),
         }
@@ -231,7 +236,7 @@ impl Serialize for One<'_> {
 
 /// prost-reflect's own rendering as a value, with pier's whole-doubles rule, written as values are.
 fn through_value<S: Serializer>(index: u32, bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-    let desc = Shapes::get().messages[index as usize].desc.clone();
+    let desc = super::descriptor(&Shapes::get().messages[index as usize].name).map_err(S::Error::custom)?;
     super::decoded_to_json(desc, bytes)
         .map_err(S::Error::custom)?
         .serialize(s)

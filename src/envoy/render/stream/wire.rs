@@ -79,6 +79,8 @@ pub(super) enum Scalar<'a> {
     F64(f64),
     Bool(bool),
     Str(&'a str),
+    /// Written as base64, as prost-reflect writes bytes.
+    Bytes(&'a [u8]),
     Enum(u32, i32),
     Message(u32, &'a [u8]),
 }
@@ -95,6 +97,7 @@ impl Scalar<'_> {
             Scalar::F64(f) => f == 0.0,
             Scalar::Bool(b) => !b,
             Scalar::Str(s) => s.is_empty(),
+            Scalar::Bytes(b) => b.is_empty(),
             Scalar::Message(..) => false,
         }
     }
@@ -121,6 +124,7 @@ pub(super) fn scalar(ty: Ty, wire: Wire<'_>) -> Option<Scalar<'_>> {
         (Ty::Sfixed64, Wire::Fixed64(v)) => Scalar::I64(v as i64),
         (Ty::Double, Wire::Fixed64(v)) => Scalar::F64(f64::from_bits(v)),
         (Ty::String, Wire::Len(b)) => Scalar::Str(std::str::from_utf8(b).ok()?),
+        (Ty::Bytes, Wire::Len(b)) => Scalar::Bytes(b),
         (Ty::Message(m), Wire::Len(b)) => Scalar::Message(m, b),
         _ => return None,
     })
