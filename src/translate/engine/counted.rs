@@ -40,7 +40,10 @@ impl<K: Ord + Clone, V> Counted<K, V> {
         false
     }
 
-    pub fn get(&self, key: &K) -> Option<&V> {
+    pub fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
+    where
+        K: std::borrow::Borrow<Q>,
+    {
         self.map.get(key).map(|(_, v)| v)
     }
 

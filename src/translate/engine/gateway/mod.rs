@@ -46,7 +46,7 @@ struct Clusters(Counted<String, Arc<ir::Cluster>>);
 
 impl ClusterLookup for Clusters {
     fn cluster(&self, name: &str) -> Option<&ir::Cluster> {
-        self.0.get(&name.to_string()).map(|c| &**c)
+        self.0.get(name).map(|c| &**c)
     }
 }
 
@@ -360,7 +360,7 @@ struct PackedCluster {
 impl PackedCluster {
     /// `name` as the targets now have it; `None` if no target has it.
     fn of(clusters: &Clusters, name: &str) -> Option<PackedCluster> {
-        let c = clusters.0.get(&name.to_string())?;
+        let c = clusters.0.get(name)?;
         let cluster = Res::cluster(name, c);
         let endpoints = match &c.discovery {
             ir::Discovery::Eds { endpoints } => Some(Res::endpoints(name, endpoints, &cluster)),

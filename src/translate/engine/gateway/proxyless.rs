@@ -142,13 +142,9 @@ impl GatewayState {
             return;
         }
         let clusters = &self.clusters.0;
-        let one = |name: &str| {
-            clusters
-                .get(&name.to_string())
-                .is_some_and(|c| grpc::refusal(c).is_none())
-        };
+        let one = |name: &str| clusters.get(name).is_some_and(|c| grpc::refusal(c).is_none());
         // An aggregate is offered when its members are (gRPC would wait on a member never sent).
-        let offered = |name: &str| match clusters.get(&name.to_string()).map(|c| &c.discovery) {
+        let offered = |name: &str| match clusters.get(name).map(|c| &c.discovery) {
             Some(ir::Discovery::Aggregate { clusters: members }) => one(name) && members.iter().all(|m| one(m)),
             _ => one(name),
         };
