@@ -321,6 +321,12 @@ fn http_route_extras(value: &mut Value, at: &Location) -> Result<crate::model::H
 }
 
 pub(super) fn typed<T: DeserializeOwned>(value: Value, at: &Location, prefix: &str) -> Result<T, ParseError> {
+    // Tracking the path costs an owned copy of every map key on the way; it is only needed to say
+    // where a document is wrong, so a document is read without it first (copying its string values
+    // instead) and again with it only when that fails.
+    if let Ok(t) = T::deserialize(&value) {
+        return Ok(t);
+    }
     serde_path_to_error::deserialize(value).map_err(|error| {
         let inner = error.path().to_string();
         let path = match (prefix.is_empty(), inner.as_str()) {
