@@ -23,7 +23,7 @@ pub fn of<M: prost::Message + prost::Name>(m: &M) -> u64 {
 pub fn of_bytes<M: prost::Name>(bytes: &[u8]) -> u64 {
     let index = Shapes::get()
         .message(&M::full_name())
-        .unwrap_or_else(|| panic!("{} is in the descriptor pool", M::full_name()));
+        .unwrap_or_else(|| panic!("{} is in the Envoy descriptor set", M::full_name()));
     of_encoded(index, bytes)
 }
 
