@@ -2,8 +2,8 @@
 //! (`src/envoy/render/shape.rs`).
 //!
 //! Why not prost-reflect's pool: building it resolves and cross-checks every file of the set, which
-//! took 13 ms and held 4 MiB for the life of every process, when the table needs only names, field
-//! numbers and types. The pool is still built, on first use, where a value is rendered through
+//! took 13 ms and held about 5 MiB for the life of every process (docs/performance.md, twelfth
+//! session), when the table needs only names, field numbers and types. The pool is still built, on first use, where a value is rendered through
 //! prost-reflect (`super::pool`): the admin config dump, the goldens, and the rare types the JSON
 //! writer leaves to it. A test holds this table equal to the one read off the pool.
 
