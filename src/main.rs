@@ -171,7 +171,7 @@ fn translate(args: TranslateArgs) -> Result<()> {
     let translated = started.elapsed();
     let doc = engine.document(args.gateway.as_deref(), &warnings)?;
     let selected = started.elapsed();
-    write_document(&doc, args.output)?;
+    write_translation(&doc, args.output)?;
     drop(doc);
     // Freeing a large configuration object by object takes longer than the process's exit; a one-shot
     // command does not need to.
@@ -352,6 +352,18 @@ fn print(doc: &serde_json::Value, output: Output) -> Result<()> {
         .lock()
         .write_all(text.as_bytes())
         .context("writing output")
+}
+
+/// Writes `pier translate`'s document to stdout: as YAML, its long lists rendered on every core
+/// (`Document::write_yaml`); as JSON, as [`write_document`] writes any document.
+fn write_translation(doc: &pier::translate::Document<'_>, output: Output) -> Result<()> {
+    if !matches!(output, Output::Yaml) {
+        return write_document(doc, output);
+    }
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    doc.write_yaml(&mut pier::model::yaml::RootMap::new(&mut out))
+        .context("writing output")?;
+    out.flush().context("writing output")
 }
 
 /// Writes a document to stdout as JSON or YAML as it is serialized, so a large one is never held

@@ -2,7 +2,7 @@
 //! first error they report — is what one thread would give. Pure: the same input gives the same output
 //! whatever the thread count, which is why the core may use it.
 //!
-//! Two kinds of caller:
+//! Three kinds of caller:
 //! - reading files (`src/source/files/mod.rs`, the directory cache's full walk): parsing YAML is most of
 //!   a whole-directory read, and each file parses on its own. The cache once read on one thread: under
 //!   glibc's malloc, objects parsed on a second thread lived on in that thread's arena, and at 10,000
@@ -12,6 +12,8 @@
 //!   route's hostnames can refuse another's; `src/translate/engine/gateway/`: clusters packed and
 //!   routes encoded): pure functions of data no one writes meanwhile, each recording its reads on its
 //!   own thread.
+//! - writing `pier translate`'s YAML (`src/model/yaml/emit/root.rs`): its long lists rendered in
+//!   batches, a batch per worker ([`map_batches`]).
 //!
 //! Below [`MIN_PARALLEL`] items everything runs on the caller's thread, so an update of a few routes
 //! starts no thread. Plain `std::thread::scope` rather than rayon: one call site shape (map a slice,
@@ -29,22 +31,36 @@ const MAX_THREADS: usize = 8;
 
 /// `items.iter().map(f).collect()`, spread over the machine's cores.
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if items.len() < MIN_PARALLEL {
+        return items.iter().map(f).collect();
+    }
+    spread(items, CHUNK, f)
+}
+
+/// [`map`] for items that are each a batch the caller made (a few hundred resources to render): on
+/// every core from two items on, one item at a time.
+pub fn map_batches<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    spread(items, 1, f)
+}
+
+/// The workers take `chunk` items at a time; results in input order.
+fn spread<T: Sync, R: Send>(items: &[T], chunk: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(MAX_THREADS)
-        .min(items.len().div_ceil(CHUNK));
-    if threads <= 1 || items.len() < MIN_PARALLEL {
+        .min(items.len().div_ceil(chunk));
+    if threads <= 1 {
         return items.iter().map(f).collect();
     }
     let next = AtomicUsize::new(0);
     let work = || {
         let mut done = Vec::new();
         loop {
-            let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+            let start = next.fetch_add(chunk, Ordering::Relaxed);
             if start >= items.len() {
                 return done;
             }
-            let end = (start + CHUNK).min(items.len());
+            let end = (start + chunk).min(items.len());
             done.push((start, items[start..end].iter().map(&f).collect::<Vec<R>>()));
         }
     };
@@ -69,6 +85,8 @@ mod tests {
             let items: Vec<usize> = (0..n).collect();
             let out = map(&items, |i| i * 3);
             assert_eq!(out, items.iter().map(|i| i * 3).collect::<Vec<_>>(), "n = {n}");
+            let batches = map_batches(&items, |i| i * 3);
+            assert_eq!(batches, out, "batches, n = {n}");
         }
     }
 

@@ -63,8 +63,8 @@ impl<'a> Selected<'a> {
     }
 
     fn sections(&self) -> Sections<'a> {
-        fn items<'a, M: Item>(list: &[&'a M]) -> Vec<&'a dyn Item> {
-            list.iter().map(|m| *m as &dyn Item).collect()
+        fn items<'a, M: Item + Sync>(list: &[&'a M]) -> Vec<&'a (dyn Item + Sync)> {
+            list.iter().map(|m| *m as &(dyn Item + Sync)).collect()
         }
         Sections {
             clusters: items(&self.clusters),
@@ -178,11 +178,11 @@ impl Serialize for VirtualHosts<'_, '_> {
 /// [`resources_to_json`](crate::envoy::render::resources_to_json) writes them.
 #[derive(Default)]
 struct Sections<'a> {
-    clusters: Vec<&'a dyn Item>,
-    endpoints: Vec<&'a dyn Item>,
-    listeners: Vec<&'a dyn Item>,
-    routes: Vec<&'a dyn Item>,
-    secrets: Vec<&'a dyn Item>,
+    clusters: Vec<&'a (dyn Item + Sync)>,
+    endpoints: Vec<&'a (dyn Item + Sync)>,
+    listeners: Vec<&'a (dyn Item + Sync)>,
+    routes: Vec<&'a (dyn Item + Sync)>,
+    secrets: Vec<&'a (dyn Item + Sync)>,
 }
 
 impl Sections<'_> {
@@ -212,7 +212,7 @@ impl Serialize for Sections<'_> {
 }
 
 /// Resources rendered one at a time, as they are written.
-struct Rendered<'s, 'a>(&'s [&'a dyn Item]);
+struct Rendered<'s, 'a>(&'s [&'a (dyn Item + Sync)]);
 
 impl Serialize for Rendered<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -264,6 +264,44 @@ impl Serialize for Document<'_> {
             map.serialize_entry("warnings", self.warnings)?;
         }
         map.end()
+    }
+}
+
+/// One resource, rendered as it is written.
+struct Render<'a>(&'a (dyn Item + Sync));
+
+impl Serialize for Render<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.render().serialize(s)
+    }
+}
+
+impl Document<'_> {
+    /// The document as YAML: the bytes [`to_yaml_writer`](crate::model::yaml::to_yaml_writer) writes
+    /// of it, its long lists (the clusters, the load assignments, the statuses) rendered on every core
+    /// ([`RootMap`](crate::model::yaml::RootMap)). The entries are those of its [`Serialize`], in the
+    /// same order; `streamed` (a golden test) holds the two equal on every case.
+    pub fn write_yaml<W: std::io::Write>(
+        &self,
+        root: &mut crate::model::yaml::RootMap<'_, W>,
+    ) -> Result<(), serde_saphyr::SerializeError> {
+        fn each<'a>(list: &[&'a (dyn Item + Sync)]) -> Vec<Render<'a>> {
+            list.iter().map(|item| Render(*item)).collect()
+        }
+        let r = &self.resources;
+        root.list("clusters", &each(&r.clusters))?;
+        root.list("endpoints", &each(&r.endpoints))?;
+        root.list("listeners", &each(&r.listeners))?;
+        if let Some(p) = &self.proxyless {
+            root.entry("proxyless", p)?;
+        }
+        root.list("routes", &each(&r.routes))?;
+        root.list("secrets", &each(&r.secrets))?;
+        root.list("status", &self.statuses)?;
+        if !self.warnings.is_empty() {
+            root.entry("warnings", self.warnings)?;
+        }
+        Ok(())
     }
 }
 
@@ -321,11 +359,14 @@ impl Engine {
 /// The packed resources of the Gateways named, merged by name: equal versions are equal content.
 fn packed<'a>(gateways: &[(&str, &'a GatewayOut)]) -> Result<Sections<'a>, SelectError> {
     type Of = fn(&GatewayOut) -> &imbl::OrdMap<String, std::sync::Arc<Res>>;
-    let one = |kind: &'static str, of: Of| -> Result<Vec<&'a dyn Item>, SelectError> {
+    let one = |kind: &'static str, of: Of| -> Result<Vec<&'a (dyn Item + Sync)>, SelectError> {
         let each = gateways
             .iter()
             .map(|(gw, out)| (*gw, of(out).iter().map(|(name, r)| (name.as_str(), r.as_ref()))));
-        Ok(merged(kind, each)?.into_iter().map(|r| r as &dyn Item).collect())
+        Ok(merged(kind, each)?
+            .into_iter()
+            .map(|r| r as &(dyn Item + Sync))
+            .collect())
     };
     Ok(Sections {
         clusters: one("cluster", |o| &o.clusters)?,

@@ -33,12 +33,22 @@ fn whole(t: &pier::Translation, gateway: Option<&str>, warnings: &[String]) -> V
     doc
 }
 
-/// `doc` written as YAML and as JSON equals `reference` printed whole.
-fn same_bytes(doc: &impl serde::Serialize, reference: &Value) -> Result<(), &'static str> {
+/// `doc` written as YAML (serialized, and as `pier translate` writes it, its lists in pieces of one
+/// and two items, rendered on every core) and as JSON equals `reference` printed whole.
+fn same_bytes(doc: &pier::translate::Document<'_>, reference: &Value) -> Result<(), &'static str> {
+    let whole = pier::model::yaml::to_yaml(reference).expect("yaml");
     let mut yaml = Vec::new();
     pier::model::yaml::to_yaml_writer(&mut yaml, doc).expect("yaml");
-    if String::from_utf8(yaml).expect("utf-8") != pier::model::yaml::to_yaml(reference).expect("yaml") {
+    if String::from_utf8(yaml).expect("utf-8") != whole {
         return Err("YAML");
+    }
+    for (piece, window) in [(1, 1), (1, 3), (2, 4)] {
+        let mut yaml = Vec::new();
+        doc.write_yaml(&mut pier::model::yaml::RootMap::cut(&mut yaml, piece, window))
+            .expect("yaml");
+        if String::from_utf8(yaml).expect("utf-8") != whole {
+            return Err("YAML written in pieces");
+        }
     }
     if serde_json::to_vec_pretty(doc).expect("json") != serde_json::to_vec_pretty(reference).expect("json") {
         return Err("JSON");

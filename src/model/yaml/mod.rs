@@ -31,6 +31,7 @@ pub const DEFAULT_MAX_BYTES: usize = 8 << 20;
 mod btls;
 mod btls_v1alpha2;
 mod emit;
+pub use emit::RootMap;
 mod fast;
 mod kinds;
 mod read;

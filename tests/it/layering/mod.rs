@@ -41,7 +41,8 @@ const CORE_MAY_USE: &[(&str, &[&str])] = &[
     ("par", &[]),
     // Translator options carry IR settings (DNS) as the translator will write them.
     ("options", &["api", "ir"]),
-    ("model", &["api", "options"]),
+    // The YAML writer renders a long list in pieces on every core (`model::yaml::RootMap`).
+    ("model", &["api", "options", "par"]),
     ("ir", &["api"]),
     ("gateway", &["api", "options", "model", "ir"]),
     ("envoy", &["api", "options", "ir"]),

@@ -34,6 +34,9 @@ macro_rules! refuse {
 
 mod collection;
 mod keys;
+mod root;
+
+pub use root::RootMap;
 
 /// Where the next node goes.
 #[derive(Debug, Clone, Copy)]

@@ -1,5 +1,6 @@
 //! The streaming writer against serde-saphyr: the same bytes for every value.
 
+use proptest::strategy::Strategy as _;
 use serde_json::{Value, json};
 
 use super::super::{to_yaml, to_yaml_writer};
@@ -165,5 +166,42 @@ proptest::proptest! {
     #[test]
     fn any_value_streams_as_serde_saphyr_writes_it(v in value()) {
         proptest::prop_assert_eq!(streamed(&v), to_yaml(&v).expect("serde-saphyr writes it"));
+    }
+}
+
+/// `entries` written through a [`RootMap`](super::super::RootMap) cut into pieces of `piece` items and
+/// windows of `window`: each array value as a list, anything else as an entry.
+fn through_root_map(entries: &serde_json::Map<String, Value>, piece: usize, window: usize) -> String {
+    let mut out = Vec::new();
+    let mut root = super::super::RootMap::cut(&mut out, piece, window);
+    for (key, value) in entries {
+        match value {
+            Value::Array(items) => root.list(key, items),
+            other => root.entry(key, other),
+        }
+        .expect("writes");
+    }
+    String::from_utf8(out).expect("utf-8")
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, failure_persistence: None, ..Default::default() })]
+
+    /// However the lists are cut, and whichever thread renders a piece, the bytes are the whole
+    /// mapping's: lists long enough to be cut many times, of any values, beside other entries.
+    #[test]
+    fn a_root_map_written_in_pieces_is_the_whole_mappings_yaml(
+        entries in proptest::collection::btree_map(
+            (0..STRINGS.len()).prop_map(|k| STRINGS[k].to_string()),
+            proptest::prop_oneof![value(), proptest::collection::vec(value(), 0..40).prop_map(Value::Array)],
+            1..5,
+        ),
+        piece in 1usize..6,
+        window in 1usize..20,
+    ) {
+        use proptest::prelude::*;
+        let map: serde_json::Map<String, Value> = entries.into_iter().collect();
+        let whole = to_yaml(&Value::Object(map.clone())).expect("serde-saphyr writes it");
+        prop_assert_eq!(through_root_map(&map, piece, window), whole);
     }
 }
