@@ -16,9 +16,10 @@
 //!   batches, a batch per worker ([`map_batches`]).
 //!
 //! Below [`MIN_PARALLEL`] items everything runs on the caller's thread, so an update of a few routes
-//! starts no thread ([`map_batches`] runs from two batches on: its caller cuts only long lists). Plain `std::thread::scope` rather than rayon: one call site shape (map a slice,
-//! keep order), and no global pool living on in a long-running server for what happens at start-up, on
-//! a full re-read and on a Gateway's rebuild.
+//! starts no thread ([`map_batches`] runs from two batches on: its caller cuts only long lists).
+//! Plain `std::thread::scope` rather than rayon: one call site shape (map a slice, keep order), and
+//! no global pool living on in a long-running server for what happens at start-up, on a full re-read
+//! and on a Gateway's rebuild.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -10,7 +10,7 @@
 //!
 //! Each piece is rendered by its own [`Emitter`] into its own buffer; what an emitter remembers only
 //! spares it work, so the bytes do not depend on where the pieces are cut. A window of pieces is
-//! rendered, then written, before the next: what is held as text stays a few thousand items, not
+//! rendered, then written, before the next: what is held as text is one window's items (512), not
 //! the document.
 
 use std::io::Write;
@@ -25,7 +25,8 @@ use super::Emitter;
 const PIECE: usize = 64;
 const WINDOW: usize = 512;
 
-/// A root mapping being written; the caller writes its entries in key order, as a map would.
+/// A root mapping being written; the caller writes its entries in key order, as a map would. One
+/// with no entry writes nothing (a serialized empty mapping is `{}`).
 pub struct RootMap<'w, W: Write> {
     out: &'w mut W,
     piece: usize,
