@@ -28,7 +28,9 @@ use crate::envoy::render::stream::Encoded;
 use crate::gateway::status::ObjectStatus;
 use crate::snapshot::{GatewayOut, Res};
 
-mod yaml;
+mod entries;
+
+use entries::MapEntries;
 
 /// One Gateway's resources, or every Gateway's merged by name, borrowed from a [`Translation`].
 #[derive(Debug, Default)]
@@ -226,20 +228,6 @@ impl Serialize for Rendered<'_, '_> {
     }
 }
 
-/// Statuses are written as they are: their types declare their fields in sorted order, the order a
-/// value's keys have and the document has always printed (`gateway::status`).
-struct Statuses<'s, 'a>(&'s [&'a ObjectStatus]);
-
-impl Serialize for Statuses<'_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for status in self.0 {
-            seq.serialize_element(status)?;
-        }
-        seq.end()
-    }
-}
-
 /// The `pier translate` document; see [`Translation::render`].
 pub struct Document<'a> {
     resources: Sections<'a>,
@@ -250,21 +238,9 @@ pub struct Document<'a> {
 
 impl Serialize for Document<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let r = &self.resources;
         let len = 6 + usize::from(self.proxyless.is_some()) + usize::from(!self.warnings.is_empty());
         let mut map = s.serialize_map(Some(len))?;
-        map.serialize_entry("clusters", &Rendered(&r.clusters))?;
-        map.serialize_entry("endpoints", &Rendered(&r.endpoints))?;
-        map.serialize_entry("listeners", &Rendered(&r.listeners))?;
-        if let Some(p) = &self.proxyless {
-            map.serialize_entry("proxyless", p)?;
-        }
-        map.serialize_entry("routes", &Rendered(&r.routes))?;
-        map.serialize_entry("secrets", &Rendered(&r.secrets))?;
-        map.serialize_entry("status", &Statuses(&self.statuses))?;
-        if !self.warnings.is_empty() {
-            map.serialize_entry("warnings", self.warnings)?;
-        }
+        self.entries(&mut MapEntries(&mut map))?;
         map.end()
     }
 }
