@@ -7,6 +7,8 @@
 //! - [`kinds`]: where each kind pier reads and writes lives on the API server (group, version,
 //!   plural), and the API calls pier makes: the one table the watchers, the status writer and the RBAC
 //!   test share.
+//! - [`name`]: an object's namespace or name, interned: the one string type every layer keys its
+//!   maps by (`model::ObjectKey`, statuses, the IR's origins, the integrity check's names).
 //! - [`validation`]: the validation fields upstream has and the crate's `BackendTLSPolicyValidation`
 //!   lacks (`clusterTrustBundleRef`), carried beside the crate's type.
 //!
@@ -14,13 +16,15 @@
 //! silently ignored setting — except where a crate type is flattened in (`validation`), which serde
 //! cannot combine with that. Types that upstream Gateway API already defines (BackendTLSPolicy
 //! validation, SecretObjectReference, ParentReference) are reused from the `gateway-api` crate.
-//! Nothing here does I/O.
+//! Nothing here does I/O; `name`'s table is the one shared state, and it never changes what a
+//! value compares, orders or hashes as.
 
 pub mod backend;
 pub mod draft;
 pub mod eg;
 pub mod grpc;
 pub mod kinds;
+pub mod name;
 pub mod session;
 pub mod validation;
 pub mod xbackend;

@@ -34,7 +34,7 @@ pub fn process(model: &Model, opts: &Options) -> (BTreeSet<String>, Vec<ObjectSt
                 g,
             )
         } else {
-            ours.insert(key.name.clone());
+            ours.insert(key.name.to_string());
             Condition::ok(
                 ClassType::Accepted,
                 ClassReason::Accepted,

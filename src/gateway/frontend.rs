@@ -87,7 +87,7 @@ fn resolve(model: &Model, gw: &ObjectKey, w: &Written) -> PortValidation {
     let mut pems: Vec<(String, String, String)> = Vec::new();
     for (i, (group, kind, name, namespace)) in w.refs.iter().enumerate() {
         let at = format!("{}.caCertificateRefs[{i}]", w.field);
-        let ns = namespace.clone().unwrap_or_else(|| gw.namespace.clone());
+        let ns = namespace.clone().unwrap_or_else(|| gw.namespace.to_string());
         if group != CORE_GROUP || (kind != KIND_CONFIGMAP && kind != KIND_SECRET) {
             problems.push((
                 ListenerReason::InvalidCACertificateKind,

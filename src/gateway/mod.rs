@@ -189,7 +189,7 @@ fn gateway_client_cert(
     else {
         return (None, ok);
     };
-    let ns = r.namespace.clone().unwrap_or_else(|| key.namespace.clone());
+    let ns = r.namespace.clone().unwrap_or_else(|| key.namespace.to_string());
     let group = r.group.as_deref().unwrap_or("");
     let kind = r.kind.as_deref().unwrap_or(KIND_SECRET);
     if group == CORE_GROUP && kind == KIND_SECRET && !refs::gateway_may_use(model, key, KIND_SECRET, &ns, &r.name) {

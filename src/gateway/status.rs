@@ -12,7 +12,7 @@ use super::conditions::{
     BackendCondition, ClassCondition, GatewayCondition, ListenerCondition, PolicyCondition, RouteCondition,
 };
 use crate::api::consts::{GATEWAY_GROUP, KIND_GATEWAY};
-use crate::model::ObjectKey;
+use crate::model::{Name, ObjectKey};
 
 /// Every status type declares its fields in the order of their serialized names, so that a status is
 /// written with sorted keys, as its JSON value holds them, without building the value (`pier
@@ -30,8 +30,8 @@ pub struct ObjectStatus {
 /// Ordered by namespace, then name (the output's order); serialized name first, as the keys sort.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct StatusMeta {
-    pub namespace: Option<String>,
-    pub name: String,
+    pub namespace: Option<Name>,
+    pub name: Name,
 }
 
 impl Serialize for StatusMeta {
@@ -119,8 +119,8 @@ pub struct BackendParentStatus {
 pub struct ParentRef {
     pub group: &'static str,
     pub kind: &'static str,
-    pub name: String,
-    pub namespace: String,
+    pub name: Name,
+    pub namespace: Name,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]

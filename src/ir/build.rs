@@ -19,7 +19,7 @@ pub fn cluster(name: &str, discovery: Discovery, protocol: UpstreamProtocol, tls
         origin: Origin {
             kind: "XBackend".into(),
             namespace: "ns".into(),
-            name: name.replace('/', "-"),
+            name: name.replace('/', "-").into(),
             port: 443,
         },
         discovery,

@@ -5,6 +5,7 @@
 //! about *what* to configure is already made here, so the Envoy builders only decide *how*. All
 //! collections are ordered (`BTreeMap`, sorted `Vec`s) so the output is deterministic.
 
+use crate::api::name::Name;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -182,8 +183,8 @@ pub struct Cluster {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Origin {
     pub kind: String,
-    pub namespace: String,
-    pub name: String,
+    pub namespace: Name,
+    pub name: Name,
     pub port: u16,
 }
 

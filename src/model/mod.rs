@@ -71,27 +71,28 @@ pub mod pod;
 pub mod resolution;
 pub mod yaml;
 
+pub use crate::api::name::Name;
 pub use objects::{Kind, ModelKind, Objects};
 pub use resolution::Resolution;
 
 /// Identity of an object within its kind.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ObjectKey {
-    pub namespace: String,
-    pub name: String,
+    pub namespace: Name,
+    pub name: Name,
 }
 
 impl ObjectKey {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn new(namespace: impl Into<Name>, name: impl Into<Name>) -> Self {
         Self {
             namespace: namespace.into(),
             name: name.into(),
         }
     }
     /// Key of a cluster-scoped object.
-    pub fn cluster(name: impl Into<String>) -> Self {
+    pub fn cluster(name: impl Into<Name>) -> Self {
         Self {
-            namespace: String::new(),
+            namespace: Name::default(),
             name: name.into(),
         }
     }

@@ -15,7 +15,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::ObjectKey;
+use super::{Name, ObjectKey};
 
 /// The kinds a [`Model`](super::Model) holds, for recording reads and reporting changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -104,7 +104,7 @@ pub enum Read {
     /// One object, present or not.
     Key(Kind, ObjectKey),
     /// Every object of the kind in one namespace.
-    Namespace(Kind, String),
+    Namespace(Kind, Name),
     /// Every object of the kind.
     All(Kind),
     /// The EndpointSlices that name a Service (by their `kubernetes.io/service-name` label).
@@ -229,7 +229,7 @@ impl<T: ModelKind> Objects<T> {
 
     /// The objects in namespace `ns`, in key order.
     pub fn in_namespace<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<T>)> + 'a {
-        record(|| Read::Namespace(T::KIND, ns.to_string()));
+        record(|| Read::Namespace(T::KIND, Name::new(ns)));
         self.map
             .range(ObjectKey::new(ns, "")..)
             .take_while(move |(k, _)| k.namespace == ns)
@@ -339,7 +339,7 @@ mod tests {
         b.insert(ObjectKey::new("ns", "s0005"), svc());
         b.remove(&ObjectKey::new("ns", "s0010"));
         b.insert(ObjectKey::new("ns", "new"), svc());
-        let changed: Vec<String> = a.changed_keys(&b).map(|k| k.name.clone()).collect();
+        let changed: Vec<String> = a.changed_keys(&b).map(|k| k.name.to_string()).collect();
         assert_eq!(changed, ["new", "s0005", "s0010"]);
         assert_eq!(a.changed_keys(&a.clone()).count(), 0);
     }

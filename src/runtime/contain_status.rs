@@ -120,7 +120,10 @@ fn new_route_status(q: &Quarantined, message: &str, generation: i64, controller:
         .parent_refs
         .iter()
         .map(|p| {
-            let gw = ObjectKey::new(p.namespace.clone().unwrap_or_else(|| key.namespace.clone()), &p.name);
+            let gw = ObjectKey::new(
+                p.namespace.clone().unwrap_or_else(|| key.namespace.to_string()),
+                &p.name,
+            );
             RouteParentStatus {
                 parent_ref: ParentRef::gateway(&gw, p.section_name.as_deref(), p.port),
                 controller_name: controller.to_string(),

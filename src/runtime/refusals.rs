@@ -81,8 +81,8 @@ pub fn overlay(statuses: &StatusSet, refused: &BTreeMap<String, Vec<String>>) ->
             continue;
         };
         let meta = StatusMeta {
-            namespace: Some(namespace.to_string()),
-            name: name.to_string(),
+            namespace: Some(namespace.into()),
+            name: name.into(),
         };
         let found = out
             .iter()

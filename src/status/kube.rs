@@ -235,12 +235,12 @@ fn desired<'a>(
 ) -> BTreeMap<Key, Value> {
     let mut out = BTreeMap::new();
     for s in statuses {
-        let ns = s.metadata.namespace.clone().unwrap_or_default();
+        let ns = s.metadata.namespace.as_deref().map(str::to_string).unwrap_or_default();
         let key = (
             s.api_version.to_string(),
             s.kind.to_string(),
             ns,
-            s.metadata.name.clone(),
+            s.metadata.name.to_string(),
         );
         let status = if s.kind == crate::api::consts::KIND_GATEWAY {
             let gateway = format!("{}/{}", key.2, key.3);

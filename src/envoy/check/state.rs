@@ -27,8 +27,9 @@ pub(super) enum Owner<K> {
 }
 
 /// A resource name in an owner or a read. Each owner and read is held twice (an owner's reads, a
-/// read's owners), so names are shared rather than copied.
-pub(super) type Name = Arc<str>;
+/// read's owners), and the same name is an owner of one rule and a read of another, so names are
+/// interned ([`crate::api::name::Name`]) rather than copied.
+pub(super) type Name = crate::api::name::Name;
 
 /// A name an owner's check read.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -35,7 +35,7 @@ pub(super) fn resolve(
         ));
     }
     for (i, r) in refs.iter().enumerate() {
-        let ns = r.namespace.clone().unwrap_or_else(|| gw.namespace.clone());
+        let ns = r.namespace.clone().unwrap_or_else(|| gw.namespace.to_string());
         let group = r.group.as_deref().unwrap_or(CORE_GROUP);
         let kind = r.kind.as_deref().unwrap_or(KIND_SECRET);
         // Kind first: a reference to something pier cannot read is invalid whatever grants exist.

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::api::consts::{KIND_GRPCROUTE, KIND_HTTPROUTE};
-use crate::model::{HttpRouteRetry, ObjectKey};
+use crate::model::{HttpRouteRetry, Name, ObjectKey};
 
 /// The route kinds pier attaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -76,8 +76,8 @@ impl RouteSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteOrder {
     created: Option<Time>,
-    namespace: Option<String>,
-    name: Option<String>,
+    namespace: Option<Name>,
+    name: Option<Name>,
     kind: RouteKind,
     key: ObjectKey,
 }
@@ -86,8 +86,8 @@ impl RouteOrder {
     pub fn new(metadata: &ObjectMeta, kind: RouteKind, key: &ObjectKey) -> Self {
         Self {
             created: metadata.creation_timestamp.clone(),
-            namespace: metadata.namespace.clone(),
-            name: metadata.name.clone(),
+            namespace: metadata.namespace.as_deref().map(Name::new),
+            name: metadata.name.as_deref().map(Name::new),
             kind,
             key: key.clone(),
         }

@@ -99,7 +99,7 @@ impl Object {
     /// one (the parser already fills it in; this keeps hand-built objects consistent).
     pub fn key(&self) -> ObjectKey {
         let meta = self.metadata();
-        let name = meta.name.clone().unwrap_or_default();
+        let name = meta.name.as_deref().unwrap_or_default();
         if !self.is_namespaced() {
             return ObjectKey::cluster(name);
         }

@@ -61,7 +61,7 @@ fn run(c: &mut Containment, target: Model) -> (Model, usize) {
 }
 
 fn names(m: &Model) -> Vec<String> {
-    m.services.keys().map(|k| k.name.clone()).collect()
+    m.services.keys().map(|k| k.name.to_string()).collect()
 }
 
 #[test]

@@ -82,7 +82,13 @@ async fn reads_at_start_keeps_last_good_on_error_and_coalesces_bursts() {
             break s;
         }
     };
-    let names: Vec<String> = fixed.model.unwrap().namespaces.keys().map(|k| k.name.clone()).collect();
+    let names: Vec<String> = fixed
+        .model
+        .unwrap()
+        .namespaces
+        .keys()
+        .map(|k| k.name.to_string())
+        .collect();
     assert_eq!(names, ["a", "b4"]);
     assert!(
         fixed.generation <= 3,

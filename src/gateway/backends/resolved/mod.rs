@@ -108,7 +108,7 @@ pub fn hostnames(model: &Model, opts: &Options) -> BTreeSet<String> {
     names
         .iter()
         .filter(|n| policy::check_hostname(n, &opts.guardrails).is_ok())
-        .map(|n| resolution::key(n).name)
+        .map(|n| resolution::key(n).name.to_string())
         .collect()
 }
 
@@ -124,7 +124,7 @@ fn judge(ctx: Ctx<'_>, hostname: &str) -> NameReport {
         Some(Resolution::Failed { error }) => NameState::Failed(error.clone()),
     };
     NameReport {
-        name: key.name,
+        name: key.name.to_string(),
         state,
         allowed: judged.allowed,
         dropped: judged.dropped,
