@@ -14,7 +14,6 @@ use gateway_api::apis::standard::{
 };
 use k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 /// pier's GRPCRoute: the standard type with the rule fields it lacks (`api::grpc`).
 pub use crate::api::grpc::GrpcRoute;
@@ -69,11 +68,13 @@ pub mod load;
 pub mod objects;
 pub mod pod;
 pub mod resolution;
+pub mod slice;
 pub mod yaml;
 
 pub use crate::api::name::Name;
 pub use objects::{Kind, ModelKind, Objects};
 pub use resolution::Resolution;
+pub use slice::EndpointSlice;
 
 /// Identity of an object within its kind.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

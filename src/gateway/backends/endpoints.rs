@@ -11,13 +11,12 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::ServicePort;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::Ctx;
 use crate::gateway::conditions::{EndpointsProblem, EndpointsReason, Problem};
 use crate::gateway::policy;
 use crate::ir;
-use crate::model::ObjectKey;
+use crate::model::{EndpointSlice, ObjectKey};
 
 #[derive(Debug)]
 pub struct Found {
