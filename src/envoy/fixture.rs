@@ -162,7 +162,7 @@ pub fn gateway() -> GatewayIr {
                 },
             },
         ],
-        clusters: clusters.into_iter().map(|c| (c.name.clone(), c)).collect(),
+        clusters: clusters.into_iter().map(|c| (c.name.to_string(), c)).collect(),
         secrets,
     }
 }

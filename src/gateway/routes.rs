@@ -149,7 +149,7 @@ pub fn attach(
         };
         out.parents.push(RouteParentStatus {
             parent_ref: ParentRef::gateway(gw_key, section, port),
-            controller_name: scope.controller.to_string(),
+            controller_name: crate::model::Name::new(scope.controller),
             conditions,
         });
     }

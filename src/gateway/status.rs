@@ -92,7 +92,7 @@ pub struct RouteGroupKind {
 #[serde(rename_all = "camelCase")]
 pub struct RouteParentStatus {
     pub conditions: Vec<RouteCondition>,
-    pub controller_name: String,
+    pub controller_name: Name,
     pub parent_ref: ParentRef,
 }
 
@@ -101,7 +101,7 @@ pub struct RouteParentStatus {
 pub struct PolicyAncestorStatus {
     pub ancestor_ref: ParentRef,
     pub conditions: Vec<PolicyCondition>,
-    pub controller_name: String,
+    pub controller_name: Name,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -110,7 +110,7 @@ pub struct BackendParentStatus {
     #[serde(rename = "ancestorRef")]
     pub parent_ref: ParentRef,
     pub conditions: Vec<BackendCondition>,
-    pub controller_name: String,
+    pub controller_name: Name,
 }
 
 /// A Gateway API `ParentReference` to a Gateway (also a policy's `ancestorRef`).

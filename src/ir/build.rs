@@ -90,7 +90,7 @@ pub fn to(backends: &[(Option<&str>, u32)]) -> RouteAction {
         backends
             .iter()
             .map(|(c, w)| WeightedBackend {
-                cluster: c.map(str::to_string),
+                cluster: c.map(Name::new),
                 weight: *w,
                 filters: Default::default(),
             })

@@ -99,7 +99,7 @@ pub enum Session {
 /// One `RequestMirror`: a resolved cluster and the share of requests copied to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mirror {
-    pub cluster: String,
+    pub cluster: super::Name,
     /// `None`: every request.
     pub fraction: Option<Fraction>,
 }

@@ -5,7 +5,7 @@
 //! about *what* to configure is already made here, so the Envoy builders only decide *how*. All
 //! collections are ordered (`BTreeMap`, sorted `Vec`s) so the output is deterministic.
 
-use crate::api::name::Name;
+pub use crate::api::name::Name;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -158,7 +158,7 @@ pub enum RouteAction {
 #[derive(Debug, Clone, PartialEq)]
 pub struct WeightedBackend {
     /// `None`: the backendRef is invalid; Envoy answers 500 for this share.
-    pub cluster: Option<String>,
+    pub cluster: Option<Name>,
     pub weight: u32,
     /// Header changes for this backend's share only (`backendRefs[].filters`).
     pub filters: BackendFilters,
@@ -167,7 +167,7 @@ pub struct WeightedBackend {
 /// An upstream cluster: one per (backend kind, namespace, name, port), shared by every route using it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cluster {
-    pub name: String,
+    pub name: Name,
     /// Human-readable origin, e.g. `XBackend default/openai port 443`, kept in cluster metadata.
     pub origin: Origin,
     pub discovery: Discovery,

@@ -126,7 +126,7 @@ fn new_route_status(q: &Quarantined, message: &str, generation: i64, controller:
             );
             RouteParentStatus {
                 parent_ref: ParentRef::gateway(&gw, p.section_name.as_deref(), p.port),
-                controller_name: controller.to_string(),
+                controller_name: crate::model::Name::new(controller),
                 conditions: vec![Condition::fail(
                     RouteType::Accepted,
                     RouteReason::RejectedByProxy,

@@ -225,7 +225,7 @@ fn clusters(ca_file: &str) -> (BTreeMap<String, Cluster>, BTreeMap<String, Secre
             },
         ),
     ]);
-    (out.into_iter().map(|c| (c.name.clone(), c)).collect(), secrets)
+    (out.into_iter().map(|c| (c.name.to_string(), c)).collect(), secrets)
 }
 
 fn listeners(clusters: &BTreeMap<String, Cluster>) -> Vec<Listener> {

@@ -153,7 +153,7 @@ fn action(r: &ir::Route, offered: &dyn Fn(&str) -> bool, clusters: &mut Vec<Stri
             .iter()
             .filter(|s| s.weight > 0)
             .map(|s| match &s.cluster {
-                Some(c) if offered(c) => (c.clone(), s.weight),
+                Some(c) if offered(c) => (c.to_string(), s.weight),
                 _ => (UNAVAILABLE.to_string(), s.weight),
             })
             .collect(),

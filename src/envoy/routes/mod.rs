@@ -211,7 +211,7 @@ mod tests {
 
     fn wb(cluster: Option<&str>, weight: u32) -> ir::WeightedBackend {
         ir::WeightedBackend {
-            cluster: cluster.map(str::to_string),
+            cluster: cluster.map(ir::Name::new),
             weight,
             filters: Default::default(),
         }

@@ -42,7 +42,7 @@ pub(super) fn apply(action: &mut route::RouteAction, f: &ir::RouteFilters) {
 
 fn mirror(m: &ir::Mirror) -> route::route_action::RequestMirrorPolicy {
     route::route_action::RequestMirrorPolicy {
-        cluster: m.cluster.clone(),
+        cluster: m.cluster.to_string(),
         runtime_fraction: m.fraction.map(|f| core::RuntimeFractionalPercent {
             default_value: Some(fractional_percent(f)),
             ..Default::default()

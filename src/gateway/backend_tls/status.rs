@@ -31,7 +31,7 @@ pub fn status_of(
         .take(MAX_POLICY_ANCESTORS)
         .map(|gw| PolicyAncestorStatus {
             ancestor_ref: ParentRef::gateway(gw, None, None),
-            controller_name: controller.to_string(),
+            controller_name: crate::model::Name::new(controller),
             conditions: conditions.clone(),
         })
         .collect();

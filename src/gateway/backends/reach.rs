@@ -277,7 +277,7 @@ pub(in crate::gateway) fn target(
     secrets.extend(c.secrets.clone());
     Target {
         cluster: Arc::new(ir::Cluster {
-            name,
+            name: name.into(),
             origin: ir::Origin {
                 kind: kind_name(kind).to_string(),
                 namespace: key.namespace.clone(),
@@ -304,7 +304,7 @@ pub(in crate::gateway) fn target(
 pub fn aggregate(primary: &Target, members: Vec<String>) -> Target {
     Target {
         cluster: Arc::new(ir::Cluster {
-            name: names::failover_cluster(&members),
+            name: names::failover_cluster(&members).into(),
             origin: primary.cluster.origin.clone(),
             discovery: ir::Discovery::Aggregate { clusters: members },
             protocol: primary.cluster.protocol,

@@ -91,7 +91,7 @@ pub fn status_of(
         .keys()
         .take(MAX_ROUTE_PARENTS)
         .map(|gw| BackendParentStatus {
-            controller_name: controller.to_string(),
+            controller_name: crate::model::Name::new(controller),
             parent_ref: ParentRef::gateway(gw, None, None),
             conditions: conditions_of(ev, refs.parent_problem(kind, key, gw)),
         })

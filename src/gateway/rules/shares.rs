@@ -66,8 +66,8 @@ pub(super) fn with_failover(
             None => None,
             Some(t) if failover && t.fallback => continue,
             Some(t) if failover => {
-                let members: Vec<String> = std::iter::once(t.cluster.name.clone())
-                    .chain(fallbacks.iter().map(|f| f.cluster.name.clone()))
+                let members: Vec<String> = std::iter::once(t.cluster.name.to_string())
+                    .chain(fallbacks.iter().map(|f| f.cluster.name.to_string()))
                     .collect();
                 let aggregate = crate::gateway::backends::aggregate(&t, members);
                 let name = aggregate.cluster.name.clone();
@@ -107,7 +107,7 @@ pub fn over_http2(mut t: Target) -> Target {
             } else {
                 ir::UpstreamProtocol::H2c
             };
-            cluster.name = names::http2_twin(&cluster.name);
+            cluster.name = names::http2_twin(&cluster.name).into();
             t
         }
     }

@@ -249,7 +249,7 @@ fn dfp_filter_and_clusters_share_the_dns_cache() {
             deny_authorities: vec!["^localhost$".into()],
             allow_authorities: None,
         };
-        gw.clusters.insert(other.name.clone(), other);
+        gw.clusters.insert(other.name.to_string(), other);
         let ir::ListenerKind::Http { route_config } = &mut gw.listeners[0].kind else {
             unreachable!()
         };

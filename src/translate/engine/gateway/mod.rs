@@ -42,7 +42,7 @@ pub struct Slot {
 
 /// The clusters in use, by name, with how many targets use each.
 #[derive(Debug, Default, Clone)]
-struct Clusters(Counted<String, Arc<ir::Cluster>>);
+struct Clusters(Counted<ir::Name, Arc<ir::Cluster>>);
 
 impl ClusterLookup for Clusters {
     fn cluster(&self, name: &str) -> Option<&ir::Cluster> {
@@ -90,7 +90,7 @@ pub struct GatewayState {
 #[derive(Debug, Default, Clone)]
 struct Touched {
     hosts: BTreeMap<usize, BTreeSet<String>>,
-    clusters: BTreeSet<String>,
+    clusters: BTreeSet<ir::Name>,
     secrets: BTreeSet<String>,
     counts: bool,
 }
@@ -251,7 +251,7 @@ impl GatewayState {
         let touched = std::mem::take(&mut self.touched);
         let before = self.out.clone();
         // Packing is most of a cluster's cost and needs nothing but the cluster: on every core.
-        let names: Vec<&String> = touched.clusters.iter().collect();
+        let names: Vec<&ir::Name> = touched.clusters.iter().collect();
         let clusters = &self.clusters;
         let packed = crate::par::map(&names, |name| PackedCluster::of(clusters, name));
         for (name, packed) in names.into_iter().zip(packed) {

@@ -99,7 +99,11 @@ impl GatewayState {
 
     /// Rebuilds the targets of the touched hosts, then the clusters. `hosts`: per listener, the hosts a
     /// change touched; `clusters`: the clusters whose content changed.
-    pub(super) fn refresh_proxyless(&mut self, hosts: &BTreeMap<usize, BTreeSet<String>>, clusters: &BTreeSet<String>) {
+    pub(super) fn refresh_proxyless(
+        &mut self,
+        hosts: &BTreeMap<usize, BTreeSet<String>>,
+        clusters: &BTreeSet<ir::Name>,
+    ) {
         let mut targets = BTreeSet::new();
         for (li, names) in hosts {
             let port = self.base.listeners[*li].port;
@@ -157,18 +161,20 @@ impl GatewayState {
 
     /// Serves every cluster the targets reach (and the members of aggregate ones) that a gRPC client
     /// can be given, rebuilding the ones that are new or whose content changed.
-    fn refresh_grpc_clusters(&mut self, changed: &BTreeSet<String>) {
+    fn refresh_grpc_clusters(&mut self, changed: &BTreeSet<ir::Name>) {
         let mut wanted = BTreeSet::new();
         let mut queue: Vec<String> = self.proxyless.targets.values().flatten().cloned().collect();
         while let Some(name) = queue.pop() {
-            if let Some(ir::Discovery::Aggregate { clusters }) = self.clusters.0.get(&name).map(|c| &c.discovery) {
+            if let Some(ir::Discovery::Aggregate { clusters }) =
+                self.clusters.0.get(name.as_str()).map(|c| &c.discovery)
+            {
                 queue.extend(clusters.iter().filter(|m| !wanted.contains(*m)).cloned());
             }
             wanted.insert(name);
         }
         // A client that cannot verify a TLS backend is given its cluster pointing at UNAVAILABLE's
         // (empty) load assignment, so that must be served too.
-        let guarded = |n: &String| self.clusters.0.get(n).is_some_and(|c| instance(c).is_some());
+        let guarded = |n: &String| self.clusters.0.get(n.as_str()).is_some_and(|c| instance(c).is_some());
         if wanted.iter().any(guarded) {
             wanted.insert(proxyless::UNAVAILABLE.to_string());
         }
@@ -178,10 +184,10 @@ impl GatewayState {
             let current = self
                 .clusters
                 .0
-                .get(name)
+                .get(name.as_str())
                 .map(|c| &**c)
                 .filter(|_| wanted.contains(name));
-            if known.contains(name) && current.is_some() && !changed.contains(name) {
+            if known.contains(name) && current.is_some() && !changed.contains(name.as_str()) {
                 continue;
             }
             if name == proxyless::UNAVAILABLE && wanted.contains(name) {
