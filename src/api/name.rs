@@ -200,12 +200,6 @@ impl From<&Name> for Name {
     }
 }
 
-impl From<Name> for String {
-    fn from(name: Name) -> String {
-        name.0.to_string()
-    }
-}
-
 impl serde::Serialize for Name {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.0)

@@ -1,14 +1,15 @@
 //! EndpointSlices, as pier keeps them: only what the translator reads of each endpoint — its
-//! addresses, its `ready` and `terminating` conditions, its hostname and zone.
+//! addresses, its conditions, its hostname and zone.
 //!
 //! The model holds every EndpointSlice of the cluster, and the `k8s-openapi` type holds every optional
 //! field of an endpoint inline (its `targetRef` alone is seven optional strings): 352 bytes an endpoint
 //! before any of its strings, 3.7 KB for a slice of eight bare addresses (DHAT of `pier serve` at
 //! 10,000 routes, `docs/performance.md`). A real cluster's endpoints also carry a `targetRef`, a
 //! `nodeName` and hints, so the cost grows with the cluster rather than with what pier serves. This type
-//! reads the same document and drops the rest as it is read: a slice whose only change is a field pier
-//! does not read (a Pod's new resourceVersion in its `targetRef`) then compares equal, so it costs
-//! nothing downstream either, as trimmed Pods do (`model::pod`).
+//! reads the same document and drops the rest as it is read, as trimmed Pods do (`model::pod`). Two
+//! slices that differ only in what was dropped (a Pod's new resourceVersion in a `targetRef`) compare
+//! equal where their metadata is the same, as in a file; from a cluster the slice's own
+//! resourceVersion still moves, and the engine finds the same endpoints and pushes nothing.
 //!
 //! The document is read as the full type reads it: the same field names, and a missing or `null`
 //! `metadata`, `addressType`, `endpoints` or endpoint `addresses` taken as empty (the API server
