@@ -43,7 +43,12 @@ impl Resolution {
 /// The model key of `hostname`'s resolution: DNS names are case-insensitive, and every name pier
 /// resolves is absolute, so `API.example.com.` and `api.example.com` are one name.
 pub fn key(hostname: &str) -> ObjectKey {
-    ObjectKey::cluster(hostname.trim_end_matches('.').to_ascii_lowercase())
+    ObjectKey::cluster(normalize(hostname))
+}
+
+/// `hostname` as [`key`] names it, for callers that want the text without interning it as a key.
+pub fn normalize(hostname: &str) -> String {
+    hostname.trim_end_matches('.').to_ascii_lowercase()
 }
 
 impl Model {

@@ -119,8 +119,8 @@ impl VhostOut {
             fingerprint: fingerprint::combine(fingerprints),
             used,
             facts: OnceLock::from(Arc::new(VhostFacts {
-                name: header.name,
-                domains: header.domains,
+                name: header.name.into(),
+                domains: header.domains.iter().map(crate::ir::Name::from).collect(),
                 routes: facts,
             })),
         }
@@ -194,7 +194,7 @@ mod tests {
 /// A virtual host's domain, ordered as virtual hosts are in a route configuration
 /// (`order::hostname_specificity`: exact names, then longer wildcards, then `*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Domain(pub String);
+pub struct Domain(pub crate::ir::Name);
 
 impl Ord for Domain {
     fn cmp(&self, other: &Self) -> Ordering {

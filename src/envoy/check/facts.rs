@@ -9,7 +9,7 @@ use super::super::pb::{
     aggregate_cluster, cluster, dfp_cluster, dfp_filter, ext, hcm, listener, protobuf, rbac, rbac_filter, route, tls,
 };
 use super::super::routes;
-use crate::ir::names;
+use crate::ir::{Name, names};
 
 /// The secret kinds a reference can require.
 pub(super) const CA: &str = "validation context";
@@ -38,11 +38,11 @@ impl SecretKind {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterFacts {
-    pub name: String,
+    pub name: Name,
     /// SDS secrets its upstream TLS context references, with the kind each must be.
-    pub secrets: Vec<(String, &'static str)>,
+    pub secrets: Vec<(Name, &'static str)>,
     /// The ClusterLoadAssignment an EDS cluster reads; `None` for other discovery types.
-    pub eds_service: Option<String>,
+    pub eds_service: Option<Name>,
     /// An aggregate cluster's members.
     pub aggregate: Option<Vec<String>>,
     /// A dynamic-forward-proxy cluster's DNS cache (empty when it names none).
@@ -60,7 +60,7 @@ impl ClusterFacts {
             (c.cluster_discovery_type == Some(cluster::cluster::ClusterDiscoveryType::Type(eds))).then(|| {
                 // Envoy falls back to the cluster name when service_name is empty.
                 let service = c.eds_cluster_config.as_ref().map(|e| e.service_name.as_str());
-                service.filter(|s| !s.is_empty()).unwrap_or(&c.name).to_string()
+                Name::from(service.filter(|s| !s.is_empty()).unwrap_or(&c.name))
             });
         let custom = match &c.cluster_discovery_type {
             Some(cluster::cluster::ClusterDiscoveryType::ClusterType(t)) => Some(t),
@@ -81,7 +81,7 @@ impl ClusterFacts {
             }
         });
         ClusterFacts {
-            name: c.name.clone(),
+            name: Name::from(&c.name),
             secrets: tls
                 .map(|t| common_tls_secrets(t.common_tls_context.as_ref()))
                 .unwrap_or_default(),
@@ -100,16 +100,16 @@ impl ClusterFacts {
 /// every other route's `Arc`, which is how the checker tells what changed (`state.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VhostFacts {
-    pub name: String,
-    pub domains: Vec<String>,
+    pub name: Name,
+    pub domains: Vec<Name>,
     pub routes: Vec<Arc<RouteFacts>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteFacts {
-    pub name: String,
+    pub name: Name,
     /// Clusters its action sends traffic to, mirrors included.
-    pub clusters: Vec<String>,
+    pub clusters: Vec<Name>,
     /// Carries a per-route RBAC config that denies something: the authority guard.
     pub guarded: bool,
 }
@@ -117,11 +117,11 @@ pub struct RouteFacts {
 impl RouteFacts {
     pub fn of(r: &route::Route) -> RouteFacts {
         RouteFacts {
-            name: r.name.clone(),
+            name: Name::from(&r.name),
             clusters: r
                 .action
                 .as_ref()
-                .map(|a| routes::action_clusters(a).into_iter().map(str::to_string).collect())
+                .map(|a| routes::action_clusters(a).into_iter().map(Name::from).collect())
                 .unwrap_or_default(),
             guarded: has_deny_rules(r),
         }
@@ -132,8 +132,8 @@ impl VhostFacts {
     pub fn of(vh: &route::VirtualHost) -> VhostFacts {
         let routes = vh.routes.iter().map(|r| Arc::new(RouteFacts::of(r))).collect();
         VhostFacts {
-            name: vh.name.clone(),
-            domains: vh.domains.clone(),
+            name: Name::from(&vh.name),
+            domains: vh.domains.iter().map(Name::from).collect(),
             routes,
         }
     }
@@ -158,7 +158,7 @@ pub struct ChainFacts {
     /// The chain's SNI match, sorted.
     pub server_names: Vec<String>,
     /// The secrets of its downstream TLS context; `None` without TLS.
-    pub tls: Option<Vec<(String, &'static str)>>,
+    pub tls: Option<Vec<(Name, &'static str)>>,
     /// Its connection managers that read their routes over RDS.
     pub managers: Vec<ManagerFacts>,
 }
@@ -224,20 +224,20 @@ fn manager(f: &listener::Filter) -> Option<ManagerFacts> {
 }
 
 /// SDS names a TLS context references, with the secret kind each must be.
-fn common_tls_secrets(ctx: Option<&tls::CommonTlsContext>) -> Vec<(String, &'static str)> {
+fn common_tls_secrets(ctx: Option<&tls::CommonTlsContext>) -> Vec<(Name, &'static str)> {
     use tls::common_tls_context::ValidationContextType as V;
     let Some(ctx) = ctx else { return vec![] };
     let mut out: Vec<_> = ctx
         .tls_certificate_sds_secret_configs
         .iter()
-        .map(|s| (s.name.clone(), CERT))
+        .map(|s| (Name::from(&s.name), CERT))
         .collect();
     match &ctx.validation_context_type {
-        Some(V::ValidationContextSdsSecretConfig(s)) => out.push((s.name.clone(), CA)),
+        Some(V::ValidationContextSdsSecretConfig(s)) => out.push((Name::from(&s.name), CA)),
         Some(V::CombinedValidationContext(c)) => out.extend(
             c.validation_context_sds_secret_config
                 .as_ref()
-                .map(|s| (s.name.clone(), CA)),
+                .map(|s| (Name::from(&s.name), CA)),
         ),
         _ => {}
     }

@@ -40,7 +40,7 @@ impl<K: Ord + Clone> Reads<'_, K> {
     fn secret_refs(
         &mut self,
         owner: &dyn Fn() -> String,
-        refs: &[(String, &'static str)],
+        refs: &[(crate::ir::Name, &'static str)],
         errors: &mut Vec<CheckError>,
     ) {
         for (name, expected) in refs {
@@ -48,7 +48,7 @@ impl<K: Ord + Clone> Reads<'_, K> {
                 None | Some(SecretKind::Untyped) => {
                     errors.push(CheckError::MissingSecret {
                         owner: owner(),
-                        secret: name.clone(),
+                        secret: name.to_string(),
                     });
                     continue;
                 }
@@ -59,7 +59,7 @@ impl<K: Ord + Clone> Reads<'_, K> {
             if !ok {
                 errors.push(CheckError::WrongSecretType {
                     owner: owner(),
-                    secret: name.clone(),
+                    secret: name.to_string(),
                     expected,
                 });
             }
@@ -92,13 +92,13 @@ fn cluster<K: Ord + Clone>(r: &mut Reads<'_, K>, name: &str, errors: &mut Vec<Ch
         return;
     };
     if f.reserved() {
-        errors.push(CheckError::ReservedClusterName(f.name.clone()));
+        errors.push(CheckError::ReservedClusterName(f.name.to_string()));
     }
     r.secret_refs(&|| format!("cluster {name}"), &f.secrets, errors);
     for m in f.aggregate.iter().flatten() {
         if !r.cluster_exists(m) {
             errors.push(CheckError::MissingAggregateMember {
-                aggregate: f.name.clone(),
+                aggregate: f.name.to_string(),
                 member: m.clone(),
             });
         }
@@ -107,8 +107,8 @@ fn cluster<K: Ord + Clone>(r: &mut Reads<'_, K>, name: &str, errors: &mut Vec<Ch
         r.deps.insert(Dep::LoadAssignment(service.as_str().into()));
         if !r.c.load_assignments.contains(service) {
             errors.push(CheckError::MissingLoadAssignment {
-                cluster: f.name.clone(),
-                service_name: service.clone(),
+                cluster: f.name.to_string(),
+                service_name: service.to_string(),
             });
         }
     }
@@ -126,18 +126,18 @@ fn route<K: Ord + Clone>(r: &mut Reads<'_, K>, rc: &str, key: &K, name: &str, er
         {
             errors.push(CheckError::UnguardedDfpRoute {
                 route_config: rc.to_string(),
-                vhost: vh.name.clone(),
-                route: route.name.clone(),
-                cluster: cluster.clone(),
+                vhost: vh.name.to_string(),
+                route: route.name.to_string(),
+                cluster: cluster.to_string(),
             });
         }
         for cluster in &route.clusters {
             if cluster != names::INVALID_BACKEND_CLUSTER && !r.cluster_exists(cluster) {
                 errors.push(CheckError::MissingCluster {
                     route_config: rc.to_string(),
-                    vhost: vh.name.clone(),
-                    route: route.name.clone(),
-                    cluster: cluster.clone(),
+                    vhost: vh.name.to_string(),
+                    route: route.name.to_string(),
+                    cluster: cluster.to_string(),
                 });
             }
         }
@@ -156,9 +156,9 @@ fn duplicate_domains<K: Ord + Clone>(c: &Checker<K>, rc: &str, domain: &str, err
             if let Some(first) = previous {
                 errors.push(CheckError::DuplicateDomain {
                     route_config: rc.to_string(),
-                    domain: d.clone(),
+                    domain: d.to_string(),
                     first: first.to_string(),
-                    second: vhost.clone(),
+                    second: vhost.to_string(),
                 });
             }
             previous = Some(vhost);
@@ -215,7 +215,7 @@ fn chain_owner(l: &facts::ListenerFacts, fc: &ChainFacts) -> String {
 /// RBAC filter before it exactly where routes reach one directly or through an aggregate.
 fn manager<K: Ord + Clone>(r: &mut Reads<'_, K>, owner: String, m: &ManagerFacts, errors: &mut Vec<CheckError>) {
     r.deps.insert(Dep::RouteConfig(m.route_config.as_str().into()));
-    let Some(rc) = r.c.route_configs.get(&m.route_config) else {
+    let Some(rc) = r.c.route_configs.get(m.route_config.as_str()) else {
         errors.push(CheckError::MissingRouteConfig {
             owner,
             route_config: m.route_config.clone(),
@@ -224,7 +224,7 @@ fn manager<K: Ord + Clone>(r: &mut Reads<'_, K>, owner: String, m: &ManagerFacts
     };
     r.deps.insert(Dep::Reached(m.route_config.as_str().into()));
     r.deps.insert(Dep::Dfp);
-    let reached = |c: &&String| rc.reached.contains_key(c.as_str());
+    let reached = |c: &&crate::ir::Name| rc.reached.contains_key(c.as_str());
     let guarding = match (m.rbac, m.dfp) {
         (Some(rbac), Some(dfp)) => rbac < dfp,
         (rbac, _) => rbac.is_some(),
@@ -232,7 +232,7 @@ fn manager<K: Ord + Clone>(r: &mut Reads<'_, K>, owner: String, m: &ManagerFacts
     match (r.c.dfp_reach.iter().find(reached), m.rbac) {
         (Some(cluster), _) if !guarding => errors.push(CheckError::MissingRbacFilter {
             owner: owner.clone(),
-            cluster: cluster.clone(),
+            cluster: cluster.to_string(),
         }),
         (None, Some(_)) => errors.push(CheckError::UnneededRbacFilter { owner: owner.clone() }),
         _ => {}
@@ -241,7 +241,7 @@ fn manager<K: Ord + Clone>(r: &mut Reads<'_, K>, owner: String, m: &ManagerFacts
     match (m.dfp, needed.peek()) {
         (None, Some((cluster, _))) => errors.push(CheckError::MissingDfpFilter {
             owner,
-            cluster: (*cluster).clone(),
+            cluster: (*cluster).to_string(),
         }),
         (Some(_), None) => errors.push(CheckError::UnneededDfpFilter { owner }),
         (Some(_), Some(_)) => {
@@ -250,7 +250,7 @@ fn manager<K: Ord + Clone>(r: &mut Reads<'_, K>, owner: String, m: &ManagerFacts
                     errors.push(CheckError::DnsCacheMismatch {
                         owner: owner.clone(),
                         filter: m.dfp_cache.clone(),
-                        cluster: cluster.clone(),
+                        cluster: cluster.to_string(),
                         cluster_cache: cluster_cache.clone(),
                     });
                 }

@@ -72,9 +72,9 @@ pub(super) struct RouteConfigState<K> {
     pub vhosts: BTreeMap<K, Arc<VhostFacts>>,
     /// Domain (lower-cased) → the virtual hosts carrying it, each with its name and the domain as written
     /// (once per time it carries it). Nearly always one virtual host, so held inline.
-    pub domains: BTreeMap<String, Few<K, (String, Vec<String>)>>,
+    pub domains: BTreeMap<Name, Few<K, (Name, Vec<Name>)>>,
     /// Cluster → how many route actions reach it.
-    pub reached: BTreeMap<String, usize>,
+    pub reached: BTreeMap<Name, usize>,
 }
 
 impl<K> Default for RouteConfigState<K> {
@@ -90,19 +90,19 @@ impl<K> Default for RouteConfigState<K> {
 /// One Gateway's check, kept current by the changes fed to it.
 #[derive(Debug)]
 pub struct Checker<K: Ord + Clone> {
-    pub(super) clusters: BTreeMap<String, Arc<ClusterFacts>>,
-    pub(super) load_assignments: BTreeSet<String>,
-    pub(super) secrets: BTreeMap<String, SecretKind>,
-    pub(super) listeners: BTreeMap<String, Arc<ListenerFacts>>,
-    pub(super) route_configs: BTreeMap<String, RouteConfigState<K>>,
+    pub(super) clusters: BTreeMap<Name, Arc<ClusterFacts>>,
+    pub(super) load_assignments: BTreeSet<Name>,
+    pub(super) secrets: BTreeMap<Name, SecretKind>,
+    pub(super) listeners: BTreeMap<Name, Arc<ListenerFacts>>,
+    pub(super) route_configs: BTreeMap<Name, RouteConfigState<K>>,
     /// EDS service name → the EDS clusters that read it.
-    pub(super) eds: BTreeMap<String, BTreeSet<String>>,
+    pub(super) eds: BTreeMap<Name, BTreeSet<Name>>,
     /// DFP and aggregate clusters: what the DFP sets below are derived from.
-    special: BTreeSet<String>,
+    special: BTreeSet<Name>,
     /// DFP cluster → its DNS cache.
-    pub(super) dfp_caches: BTreeMap<String, String>,
+    pub(super) dfp_caches: BTreeMap<Name, String>,
     /// DFP clusters and aggregates with a DFP member: a route to any of them needs the guard.
-    pub(super) dfp_reach: BTreeSet<String>,
+    pub(super) dfp_reach: BTreeSet<Name>,
     dfp_stale: bool,
     errors: BTreeMap<Owner<K>, Vec<CheckError>>,
     reads: BTreeMap<Owner<K>, Vec<Dep>>,
@@ -135,7 +135,7 @@ impl<K: Ord + Clone> Default for Checker<K> {
 impl<K: Ord + Clone> Checker<K> {
     pub fn set_cluster(&mut self, name: &str, facts: Option<Arc<ClusterFacts>>) {
         let old = match &facts {
-            Some(f) => self.clusters.insert(name.to_string(), f.clone()),
+            Some(f) => self.clusters.insert(name.into(), f.clone()),
             None => self.clusters.remove(name),
         };
         let service = |f: &Option<Arc<ClusterFacts>>| f.as_ref().and_then(|f| f.eds_service.clone());
@@ -150,10 +150,10 @@ impl<K: Ord + Clone> Checker<K> {
                 }
             }
             if let Some(s) = &now {
-                self.eds.entry(s.clone()).or_default().insert(name.to_string());
+                self.eds.entry(s.clone()).or_default().insert(name.into());
             }
             for s in [was, now].into_iter().flatten() {
-                self.dirty.insert(Owner::LoadAssignment(s.into()));
+                self.dirty.insert(Owner::LoadAssignment(s));
             }
         }
         let special = |f: &Option<Arc<ClusterFacts>>| {
@@ -163,7 +163,7 @@ impl<K: Ord + Clone> Checker<K> {
         if special(&old) || special(&facts) {
             self.dfp_stale = true;
             if special(&facts) {
-                self.special.insert(name.to_string());
+                self.special.insert(name.into());
             } else {
                 self.special.remove(name);
             }
@@ -174,7 +174,7 @@ impl<K: Ord + Clone> Checker<K> {
 
     pub fn set_load_assignment(&mut self, name: &str, present: bool) {
         if present {
-            self.load_assignments.insert(name.to_string());
+            self.load_assignments.insert(name.into());
         } else {
             self.load_assignments.remove(name);
         }
@@ -184,7 +184,7 @@ impl<K: Ord + Clone> Checker<K> {
 
     pub fn set_secret(&mut self, name: &str, kind: Option<SecretKind>) {
         match kind {
-            Some(k) => self.secrets.insert(name.to_string(), k),
+            Some(k) => self.secrets.insert(name.into(), k),
             None => self.secrets.remove(name),
         };
         self.touch(Dep::Secret(name.into()));
@@ -192,7 +192,7 @@ impl<K: Ord + Clone> Checker<K> {
 
     pub fn set_listener(&mut self, name: &str, facts: Option<Arc<ListenerFacts>>) {
         match facts {
-            Some(f) => self.listeners.insert(name.to_string(), f),
+            Some(f) => self.listeners.insert(name.into(), f),
             None => self.listeners.remove(name),
         };
         self.dirty.insert(Owner::Listener(name.into()));
@@ -201,7 +201,7 @@ impl<K: Ord + Clone> Checker<K> {
     /// A route configuration appears (empty) or goes away with its virtual hosts.
     pub fn set_route_config(&mut self, name: &str, present: bool) {
         if present {
-            self.route_configs.entry(name.to_string()).or_default();
+            self.route_configs.entry(name.into()).or_default();
         } else {
             let keys: Vec<K> = self
                 .route_configs
@@ -221,7 +221,7 @@ impl<K: Ord + Clone> Checker<K> {
     /// engine that rebuilt the virtual host around one changed route kept the others') are checked
     /// again, so a change costs a pass of pointer comparisons, not a check of every route.
     pub fn set_vhost(&mut self, rc_name: &str, key: K, facts: Option<Arc<VhostFacts>>) {
-        let rc = self.route_configs.entry(rc_name.to_string()).or_default();
+        let rc = self.route_configs.entry(rc_name.into()).or_default();
         let old = match &facts {
             Some(f) => rc.vhosts.insert(key.clone(), f.clone()),
             None => rc.vhosts.remove(&key),
@@ -230,10 +230,10 @@ impl<K: Ord + Clone> Checker<K> {
         if let Some(old) = &old {
             for d in &old.domains {
                 let lower = d.to_ascii_lowercase();
-                if let Some(carriers) = rc.domains.get_mut(&lower) {
+                if let Some(carriers) = rc.domains.get_mut(lower.as_str()) {
                     carriers.remove(&key);
                     if carriers.is_empty() {
-                        rc.domains.remove(&lower);
+                        rc.domains.remove(lower.as_str());
                     }
                 }
                 domains_touched.insert(lower);
@@ -242,7 +242,7 @@ impl<K: Ord + Clone> Checker<K> {
         if let Some(new) = &facts {
             for d in &new.domains {
                 let lower = d.to_ascii_lowercase();
-                let carriers = rc.domains.entry(lower.clone()).or_default();
+                let carriers = rc.domains.entry(Name::from(&lower)).or_default();
                 let (_, written) = carriers.get_or_insert_with(key.clone(), || (new.name.clone(), Vec::new()));
                 written.push(d.clone());
                 domains_touched.insert(lower);
@@ -321,15 +321,15 @@ impl<K: Ord + Clone> Checker<K> {
     }
 
     fn refresh_dfp(&mut self) {
-        let caches: BTreeMap<String, String> = self
+        let caches: BTreeMap<Name, String> = self
             .special
             .iter()
             .filter_map(|n| Some((n.clone(), self.clusters.get(n)?.dfp_cache.clone()?)))
             .collect();
-        let mut reach: BTreeSet<String> = caches.keys().cloned().collect();
+        let mut reach: BTreeSet<Name> = caches.keys().cloned().collect();
         for n in &self.special {
             let members = self.clusters.get(n).and_then(|c| c.aggregate.as_ref());
-            if members.is_some_and(|m| m.iter().any(|m| caches.contains_key(m))) {
+            if members.is_some_and(|m| m.iter().any(|m| caches.contains_key(m.as_str()))) {
                 reach.insert(n.clone());
             }
         }

@@ -16,6 +16,7 @@ use crate::gateway::order;
 use crate::gateway::routes::Entry;
 use crate::gateway::spec::RouteOrder;
 use crate::gateway::vhosts;
+use crate::ir::Name;
 use crate::ir::few::Few;
 use crate::snapshot::{RouteOut, VhostOut};
 
@@ -26,20 +27,20 @@ pub type EntryId = (Arc<RouteOrder>, usize, usize);
 pub struct ListenerEntries {
     entries: BTreeMap<EntryId, Arc<Entry>>,
     /// Entries by each exact hostname they carry.
-    exact: BTreeMap<String, Few<EntryId, ()>>,
+    exact: BTreeMap<Name, Few<EntryId, ()>>,
     /// Entries with a wildcard (or `*`) hostname.
     wild: BTreeSet<EntryId>,
     /// How many entries carry each hostname: the listener's hosts.
-    hosts: BTreeMap<String, usize>,
+    hosts: BTreeMap<Name, usize>,
     /// Per host, the entries that serve it in its virtual host's order, with their encodings once built.
-    ranked: BTreeMap<String, Few<Ranked, Option<Arc<RouteOut>>>>,
+    ranked: BTreeMap<Name, Few<Ranked, Option<Arc<RouteOut>>>>,
 }
 
 /// An entry in the order of the virtual host of `host` (one host per map, so the order is total: ties
 /// fall to the entry's place among all routes).
 #[derive(Debug, Clone)]
 struct Ranked {
-    host: Arc<str>,
+    host: Name,
     entry: Arc<Entry>,
 }
 
@@ -65,10 +66,10 @@ impl Eq for Ranked {}
 
 impl ListenerEntries {
     /// Adds an entry; the hosts whose virtual host it changes go to `touched`.
-    pub fn add(&mut self, e: Arc<Entry>, touched: &mut BTreeSet<String>) {
+    pub fn add(&mut self, e: Arc<Entry>, touched: &mut BTreeSet<Name>) {
         let id = e.tie.clone();
         for h in &e.hostnames {
-            let n = self.hosts.entry(h.clone()).or_default();
+            let n = self.hosts.entry(Name::from(h)).or_default();
             *n += 1;
             if *n == 1 {
                 self.open_host(h);
@@ -76,7 +77,7 @@ impl ListenerEntries {
             if h.starts_with('*') {
                 self.wild.insert(id.clone());
             } else {
-                self.exact.entry(h.clone()).or_default().insert(id.clone(), ());
+                self.exact.entry(Name::from(h)).or_default().insert(id.clone(), ());
             }
         }
         self.touch(&e, touched);
@@ -95,8 +96,8 @@ impl ListenerEntries {
             .filter_map(|id| self.entries.get(id).cloned())
             .filter(|w| vhosts::serving(w, host))
             .collect();
-        let ranked = self.ranked.entry(host.to_string()).or_default();
-        let key: Arc<str> = Arc::from(host);
+        let key = Name::from(host);
+        let ranked = self.ranked.entry(key.clone()).or_default();
         for entry in serving {
             ranked.insert(
                 Ranked {
@@ -109,11 +110,11 @@ impl ListenerEntries {
     }
 
     /// The hosts of the listener `e` serves (it must be counted in `hosts` already).
-    fn served_by(&self, e: &Entry) -> Vec<String> {
+    fn served_by(&self, e: &Entry) -> Vec<Name> {
         if e.hostnames.iter().any(|h| h.starts_with('*')) {
             self.hosts.keys().filter(|h| vhosts::serving(e, h)).cloned().collect()
         } else {
-            e.hostnames.clone()
+            e.hostnames.iter().map(Name::from).collect()
         }
     }
 
@@ -123,7 +124,7 @@ impl ListenerEntries {
             return;
         };
         let key = Ranked {
-            host: Arc::from(host),
+            host: Name::from(host),
             entry: e.clone(),
         };
         if add {
@@ -134,7 +135,7 @@ impl ListenerEntries {
     }
 
     /// Removes the entry with `id`, if there is one; the hosts it touched go to `touched`.
-    pub fn remove(&mut self, id: &EntryId, touched: &mut BTreeSet<String>) {
+    pub fn remove(&mut self, id: &EntryId, touched: &mut BTreeSet<Name>) {
         let Some(e) = self.entries.remove(id) else {
             return;
         };
@@ -143,27 +144,27 @@ impl ListenerEntries {
             self.rank(&host, &e, false);
         }
         for h in &e.hostnames {
-            if let Some(n) = self.hosts.get_mut(h) {
+            if let Some(n) = self.hosts.get_mut(h.as_str()) {
                 *n -= 1;
                 if *n == 0 {
-                    self.hosts.remove(h);
-                    self.ranked.remove(h);
+                    self.hosts.remove(h.as_str());
+                    self.ranked.remove(h.as_str());
                 }
             }
             if h.starts_with('*') {
                 self.wild.remove(id);
-            } else if let Some(set) = self.exact.get_mut(h) {
+            } else if let Some(set) = self.exact.get_mut(h.as_str()) {
                 set.remove(id);
                 if set.is_empty() {
-                    self.exact.remove(h);
+                    self.exact.remove(h.as_str());
                 }
             }
         }
     }
 
     /// The hosts an entry serves among the listener's hosts, and its own hostnames.
-    fn touch(&self, e: &Entry, touched: &mut BTreeSet<String>) {
-        touched.extend(e.hostnames.iter().cloned());
+    fn touch(&self, e: &Entry, touched: &mut BTreeSet<Name>) {
+        touched.extend(e.hostnames.iter().map(Name::from));
         if e.hostnames.iter().any(|h| h.starts_with('*')) {
             touched.extend(self.hosts.keys().filter(|h| vhosts::serving(e, h)).cloned());
         }
@@ -203,7 +204,7 @@ impl ListenerEntries {
 
     /// The virtual host `name` of `host`: its routes in order, those not encoded yet encoded now.
     pub fn vhost(&mut self, host: &str, name: &str, clusters: &dyn ClusterLookup, at: Listening) -> VhostOut {
-        let ranked = self.ranked.entry(host.to_string()).or_default();
+        let ranked = self.ranked.entry(Name::from(host)).or_default();
         for (r, out) in ranked.iter_mut() {
             if out.is_none() {
                 *out = Some(Arc::new(RouteOut::build(&r.entry.route, clusters, at)));

@@ -108,7 +108,7 @@ pub fn hostnames(model: &Model, opts: &Options) -> BTreeSet<String> {
     names
         .iter()
         .filter(|n| policy::check_hostname(n, &opts.guardrails).is_ok())
-        .map(|n| resolution::key(n).name.to_string())
+        .map(|n| resolution::normalize(n))
         .collect()
 }
 

@@ -2,6 +2,7 @@
 //! configuration reassembled from its virtual hosts' encodings, and the listeners re-packed when what
 //! their routes use changed.
 
+use crate::ir::Name;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -20,7 +21,7 @@ use crate::snapshot::{Res, RouteOut, VhostOut, put};
 impl GatewayState {
     /// Rebuilds the route virtual hosts of configuration `name` for the touched hosts, then its extras
     /// and its resource. True if what its routes use changed.
-    pub(super) fn refresh_routes(&mut self, name: &str, touched: &BTreeMap<usize, BTreeSet<String>>) -> bool {
+    pub(super) fn refresh_routes(&mut self, name: &str, touched: &BTreeMap<usize, BTreeSet<Name>>) -> bool {
         let Some(config) = self.configs.get(name) else {
             return false;
         };
@@ -57,10 +58,10 @@ impl GatewayState {
 
     /// Encodes the routes not encoded yet of the virtual hosts `refresh_routes` builds, on every core (a
     /// first translation encodes every route; an update, the few it added).
-    fn encode_routes(&mut self, group: &RouteConfigGroup, touched: &BTreeMap<usize, BTreeSet<String>>, at: Listening) {
+    fn encode_routes(&mut self, group: &RouteConfigGroup, touched: &BTreeMap<usize, BTreeSet<Name>>, at: Listening) {
         let listeners = &self.base.listeners;
         let entries = &self.entries;
-        let hosts: Vec<(usize, &String)> = group
+        let hosts: Vec<(usize, &Name)> = group
             .build
             .iter()
             .flat_map(|&li| touched.get(&li).into_iter().flatten().map(move |h| (li, h)))
@@ -90,11 +91,11 @@ impl GatewayState {
         };
         let vhosts = &config.vhosts;
         let extras = vhosts::extra_vhosts(listeners, &config.group.members, &config.group.build, &|d| {
-            vhosts.is_route(&Domain(d.to_string()))
+            vhosts.is_route(&Domain(Name::from(d)))
         });
         let mut next: BTreeMap<Domain, vhosts_ir::VirtualHost> = BTreeMap::new();
         for vh in extras {
-            next.entry(Domain(vh.domains[0].clone())).or_insert(vh);
+            next.entry(Domain(Name::from(&vh.domains[0]))).or_insert(vh);
         }
         let stale: Vec<Domain> = config
             .vhosts

@@ -89,7 +89,7 @@ pub struct GatewayState {
 /// What changes since the last flush touched.
 #[derive(Debug, Default, Clone)]
 struct Touched {
-    hosts: BTreeMap<usize, BTreeSet<String>>,
+    hosts: BTreeMap<usize, BTreeSet<ir::Name>>,
     clusters: BTreeSet<ir::Name>,
     secrets: BTreeSet<String>,
     counts: bool,
