@@ -11,6 +11,7 @@ use std::net::IpAddr;
 
 #[cfg(any(test, feature = "testkit"))]
 pub mod build;
+pub mod dense;
 pub mod few;
 mod filters;
 pub mod names;

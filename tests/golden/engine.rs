@@ -220,7 +220,7 @@ fn present(model: &Model) -> Vec<(Kind, ObjectKey)> {
 
 /// The serve pipeline's check, fed each Gateway's changes, against a fresh check of its decoded
 /// resources (the property test in `envoy::check` covers broken inputs; this one covers real output).
-fn check_difference(engine: &Engine, checks: &mut BTreeMap<String, GatewayCheck>) -> Option<String> {
+pub(crate) fn check_difference(engine: &Engine, checks: &mut BTreeMap<String, GatewayCheck>) -> Option<String> {
     let strings = |r: Result<(), Vec<pier::envoy::CheckError>>| -> Vec<String> {
         r.err().unwrap_or_default().iter().map(ToString::to_string).collect()
     };

@@ -25,6 +25,7 @@ const OUTPUTS: [&str; 6] = ["clusters", "endpoints", "listeners", "routes", "sec
 
 mod cases;
 mod engine;
+mod engine_bulk;
 mod engine_bundles;
 mod engine_once;
 mod engine_pods;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use super::CheckError;
 use super::facts::{ClusterFacts, ListenerFacts, RouteFacts, SecretKind, VhostFacts};
+use crate::ir::dense::{BULK, Densify};
 use crate::ir::few::Few;
 
 /// Who errors belong to. `K` orders a route configuration's virtual hosts.
@@ -129,6 +130,27 @@ impl<K: Ord + Clone> Default for Checker<K> {
             readers: BTreeMap::new(),
             dirty: BTreeSet::new(),
         }
+    }
+}
+
+impl<K: Ord + Clone> Densify for Checker<K> {
+    fn densify(&mut self) {
+        self.clusters.densify();
+        self.load_assignments.densify();
+        self.secrets.densify();
+        self.listeners.densify();
+        for rc in self.route_configs.values_mut() {
+            rc.vhosts.densify();
+            rc.domains.densify();
+            rc.domains.values_mut().for_each(Few::densify);
+            rc.reached.densify();
+        }
+        self.eds.densify();
+        self.special.densify();
+        self.errors.densify();
+        self.reads.densify();
+        self.readers.densify();
+        self.readers.values_mut().for_each(Few::densify);
     }
 }
 
@@ -288,7 +310,9 @@ impl<K: Ord + Clone> Checker<K> {
         if std::mem::take(&mut self.dfp_stale) {
             self.refresh_dfp();
         }
-        for owner in std::mem::take(&mut self.dirty) {
+        let dirty = std::mem::take(&mut self.dirty);
+        let bulk = dirty.len() >= BULK;
+        for owner in dirty {
             for dep in self.reads.remove(&owner).unwrap_or_default() {
                 if let Some(set) = self.readers.get_mut(&dep) {
                     set.remove(&owner);
@@ -309,6 +333,9 @@ impl<K: Ord + Clone> Checker<K> {
             } else {
                 self.errors.insert(owner, errors);
             }
+        }
+        if bulk {
+            self.densify();
         }
         self.errors.values().flatten().cloned().collect()
     }

@@ -87,6 +87,16 @@ pub struct IndexChanges {
     pub services: BTreeSet<ObjectKey>,
 }
 
+impl crate::ir::dense::Densify for PolicyIndex {
+    fn densify(&mut self) {
+        self.verdicts.densify();
+        self.winners.densify();
+        self.contenders.densify();
+        self.contends.densify();
+        self.missing.densify();
+    }
+}
+
 impl PolicyIndex {
     /// Replaces the verdicts of some policies (`None`: the policy is gone) and settles who wins each
     /// target they contend for. Incremental translation calls it with the policies that changed, each

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::{Applied, DirCache, FileEntry, Identity, Read, by_bytes};
 use super::{Delta, LoadError};
+use crate::ir::dense::{BULK, Densify};
 use crate::model::insert::DuplicateError;
 use crate::model::load::Loaded;
 use crate::model::yaml::{self, DocRef, Warning};
@@ -59,7 +60,11 @@ impl DirCache {
         for path in &delta.removed {
             self.files.remove(path);
         }
+        let bulk = entries.len() >= BULK;
         self.files.extend(entries);
+        if bulk {
+            self.files.densify();
+        }
         m.warnings_moved |= !delta.skipped.is_empty();
         for (path, why) in delta.skipped {
             self.skip(path, why);

@@ -14,6 +14,12 @@ impl<K, V> Default for Counted<K, V> {
     }
 }
 
+impl<K: Ord, V> crate::ir::dense::Densify for Counted<K, V> {
+    fn densify(&mut self) {
+        self.map.densify();
+    }
+}
+
 impl<K: Ord + Clone, V> Counted<K, V> {
     /// One more holder of `key`; the value becomes `value`. Holders of one key agree on it once an
     /// update is done (they read the same objects, so they are redone together); the newest is the one

@@ -43,6 +43,14 @@ pub struct DepIndex {
     off: bool,
 }
 
+impl crate::ir::dense::Densify for DepIndex {
+    /// The index's maps are hashed; what a B-tree holds is the units that read one object, which for
+    /// a Gateway or a namespace is every route on it.
+    fn densify(&mut self) {
+        self.by_read.values_mut().for_each(Few::densify);
+    }
+}
+
 impl DepIndex {
     /// An index that records nothing, so hits nothing: for an engine that translates once (before any
     /// unit is recorded, every hit is empty anyway).

@@ -11,11 +11,31 @@ use crate::gateway::backends::{Backends, Ctx};
 use crate::gateway::routes::{self, Claims};
 use crate::gateway::spec::RouteOrder;
 use crate::gateway::{classes, gateway_base};
+use crate::ir::dense::Densify;
 use crate::model::ObjectKey;
 use crate::model::objects::track;
 
 /// Routes attached on every core at a time, when they are independent.
 const PARALLEL_BATCH: usize = 1024;
+
+impl Densify for Engine {
+    /// After a bulk load (a first translation, a relist): see [`crate::ir::dense`]. A one-shot engine
+    /// ([`Engine::once`]) skips it: it is dropped after its one update.
+    fn densify(&mut self) {
+        self.classes.densify();
+        self.policies.densify();
+        self.policy_targets.densify();
+        self.policy_targets.values_mut().for_each(Densify::densify);
+        self.evaluations.densify();
+        self.deps.densify();
+        self.routes.densify();
+        self.naming.densify();
+        self.naming.values_mut().for_each(Densify::densify);
+        self.gateways.densify();
+        self.gateways.values_mut().for_each(Densify::densify);
+        self.refs.densify();
+    }
+}
 
 impl Engine {
     /// Brings every Gateway up to date: new ones built, gone ones dropped, changed ones rebuilt, and

@@ -17,6 +17,7 @@ use crate::gateway::routes::Entry;
 use crate::gateway::spec::RouteOrder;
 use crate::gateway::vhosts;
 use crate::ir::Name;
+use crate::ir::dense::Densify;
 use crate::ir::few::Few;
 use crate::snapshot::{RouteOut, VhostOut};
 
@@ -63,6 +64,17 @@ impl PartialEq for Ranked {
 }
 
 impl Eq for Ranked {}
+
+impl Densify for ListenerEntries {
+    fn densify(&mut self) {
+        self.entries.densify();
+        self.exact.densify();
+        self.wild.densify();
+        self.hosts.densify();
+        self.ranked.densify();
+        self.ranked.values_mut().for_each(Few::densify);
+    }
+}
 
 impl ListenerEntries {
     /// Adds an entry; the hosts whose virtual host it changes go to `touched`.

@@ -178,6 +178,7 @@ impl Engine {
         if changes.is_empty() {
             return update;
         }
+        let bulk = !self.deps.is_off() && changes.reads.len() >= crate::ir::dense::BULK;
         let mut dirty = Dirty::default();
         if changes.touches(Kind::GatewayClass) {
             dirty.classes = true;
@@ -187,6 +188,9 @@ impl Engine {
         let respecced = self.refresh_specs(&changes, &mut dirty);
         self.refresh_gateways(&changes, respecced, &mut dirty, &mut update);
         update.statuses = self.refresh_statuses(dirty);
+        if bulk {
+            crate::ir::dense::Densify::densify(self);
+        }
         update
     }
 

@@ -103,6 +103,14 @@ pub struct RefCounts {
     pub view: References,
 }
 
+impl crate::ir::dense::Densify for RefCounts {
+    fn densify(&mut self) {
+        self.problems.densify();
+        self.view.referenced_by.densify();
+        self.view.parent_problems.densify();
+    }
+}
+
 impl RefCounts {
     /// A route attached to `gw` reached `reached`; what it touched goes to `touched`.
     pub fn add(&mut self, gw: &ObjectKey, reached: &Reached, touched: &mut BTreeSet<(BackendKind, ObjectKey)>) {

@@ -3,6 +3,7 @@
 //! their routes use changed.
 
 use crate::ir::Name;
+use crate::ir::dense::Densify;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -17,6 +18,19 @@ use crate::ir as vhosts_ir;
 use crate::ir::names;
 use crate::snapshot::Domain;
 use crate::snapshot::{Res, RouteOut, VhostOut, put};
+
+impl Densify for GatewayState {
+    fn densify(&mut self) {
+        self.slots.densify();
+        self.index.densify();
+        self.entries.iter_mut().for_each(Densify::densify);
+        self.configs.densify();
+        self.clusters.0.densify();
+        self.cluster_uses.densify();
+        self.providers.densify();
+        self.uses.densify();
+    }
+}
 
 impl GatewayState {
     /// Rebuilds the route virtual hosts of configuration `name` for the touched hosts, then its extras
