@@ -8,9 +8,12 @@
 //! nodes instead (the standard library's bulk build): a pass of moves, and two comparisons an entry
 //! (it checks that the entries are sorted and distinct).
 //!
-//! Callers densify after a change large enough that the rebuild costs no more than the change did
-//! ([`BULK`] entries or more); small updates then split nodes as any B-tree does, and a map under
-//! churn settles near two-thirds full.
+//! Only after a change large enough that the rebuild costs no more than the change did ([`BULK`]
+//! entries or more): the engine at the end of such an update, before the integrity check allocates
+//! what it keeps (which reuses the nodes freed here: densifying after publishing instead left 7 MiB
+//! more resident at 10,000 routes), the check after checking that many owners, the directory cache as
+//! it takes that many files. At 50,000 routes the rebuild did not move readiness. Small updates then
+//! split nodes as any B-tree does, and a map under churn settles near two-thirds full.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -11,15 +11,11 @@ use pier::model::Model;
 use pier::options::Options;
 use pier::testkit::workload::{Change, Workload};
 use pier::translate::engine::Engine;
+use pier::translate::engine::check::GatewayCheck;
 
 use crate::engine::{check_difference, difference, packed_difference};
 
-fn follows(
-    engine: &mut Engine,
-    checks: &mut BTreeMap<String, pier::translate::engine::check::GatewayCheck>,
-    model: &Model,
-    step: &str,
-) {
+fn follows(engine: &mut Engine, checks: &mut BTreeMap<String, GatewayCheck>, model: &Model, step: &str) {
     let opts = Options::default();
     engine.update(model.clone());
     if let Some(diff) = difference(engine, model, &opts) {

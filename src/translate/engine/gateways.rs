@@ -19,8 +19,9 @@ use crate::model::objects::track;
 const PARALLEL_BATCH: usize = 1024;
 
 impl Densify for Engine {
-    /// After a bulk load (a first translation, a relist): see [`crate::ir::dense`]. A one-shot engine
-    /// ([`Engine::once`]) skips it: it is dropped after its one update.
+    /// After a bulk update (a first translation, a relist), before the check allocates what it keeps,
+    /// so the nodes freed here are reused ([`crate::ir::dense`]). A one-shot engine ([`Engine::once`])
+    /// skips it: it is dropped after its one update.
     fn densify(&mut self) {
         self.classes.densify();
         self.policies.densify();

@@ -54,6 +54,7 @@ mod deps;
 mod gateway;
 mod gateways;
 mod hosts;
+mod known;
 mod once;
 mod status;
 mod statuses;
@@ -61,16 +62,15 @@ mod statuses;
 pub use crate::snapshot::StatusSet;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use crate::snapshot::{self, GatewayOut};
 use deps::{Changes, DepIndex, Unit};
 use gateway::GatewayState;
+use known::Known;
 use status::{RefCounts, Statuses};
 
 use crate::gateway::backend_tls::{POLICY_READ, PolicyIndex};
 use crate::gateway::backends::{self, Ctx, Evaluations};
-use crate::gateway::routes;
 use crate::gateway::spec::{self, RouteKind, RouteSpec};
 use crate::ir::names::BackendKind;
 use crate::model::objects::track;
@@ -79,26 +79,6 @@ use crate::options::Options;
 
 /// A route, as the engine names it.
 type RouteId = (RouteKind, ObjectKey);
-
-/// What the engine keeps of a route between updates: where it stands, its generation and the Gateways
-/// it names. The spec itself (a few KiB a route, most of it rules) is read again from the model when
-/// the route attaches and dropped after, since the result it gave is what later updates consult.
-#[derive(Debug)]
-struct Known {
-    order: Arc<spec::RouteOrder>,
-    generation: i64,
-    gateways: Box<[ObjectKey]>,
-}
-
-impl Known {
-    fn of(spec: &RouteSpec) -> Known {
-        Known {
-            order: spec.order.clone(),
-            generation: spec.generation(),
-            gateways: routes::named_gateways(spec).into_iter().collect(),
-        }
-    }
-}
 
 pub struct Engine {
     opts: Options,
