@@ -20,7 +20,7 @@ pub(super) fn build(name: &str, c: &ir::Cluster) -> cluster::Cluster {
         connect_timeout: Some(duration_ms(c.connect_timeout_ms)),
         typed_extension_protocol_options: HashMap::from([(
             ext::HTTP_PROTOCOL_OPTIONS.to_string(),
-            envoy_types::util::pack_any(protocol_options(c.protocol, c.tls.as_ref(), dfp)),
+            envoy_types::util::pack_any(protocol_options(c.protocol, c.tls.as_deref(), dfp)),
         )]),
         transport_socket: c.tls.as_ref().map(|t| tls::upstream(t, c.protocol)),
         circuit_breakers: c.circuit_breaker.as_ref().map(circuit_breakers),

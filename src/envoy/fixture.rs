@@ -59,7 +59,7 @@ pub fn gateway() -> GatewayIr {
                 dns: dns(),
             },
             protocol: UpstreamProtocol::Auto,
-            tls: Some(UpstreamTls {
+            tls: Some(std::sync::Arc::new(UpstreamTls {
                 sni: Some("api.example.com".into()),
                 trust: Trust::Sds(CA.into()),
                 subject_alt_names: vec![SanMatch::Dns("api.example.com".into())],
@@ -72,7 +72,7 @@ pub fn gateway() -> GatewayIr {
                 alpn: vec![],
                 auto_host_sni: false,
                 sni_from_host: false,
-            }),
+            })),
             circuit_breaker: None,
             outlier_detection: None,
             connect_timeout_ms: crate::options::Options::default().connect_timeout_ms,

@@ -24,7 +24,7 @@ pub fn cluster(name: &str, discovery: Discovery, protocol: UpstreamProtocol, tls
         },
         discovery,
         protocol,
-        tls,
+        tls: tls.map(std::sync::Arc::new),
         circuit_breaker: None,
         outlier_detection: None,
         connect_timeout_ms: crate::options::Options::default().connect_timeout_ms,

@@ -173,7 +173,9 @@ pub struct Cluster {
     pub origin: Origin,
     pub discovery: Discovery,
     pub protocol: UpstreamProtocol,
-    pub tls: Option<UpstreamTls>,
+    /// Shared with the Backend evaluation it came from, and between the routes that reach it: most
+    /// clusters have none, and one is 200 bytes.
+    pub tls: Option<std::sync::Arc<UpstreamTls>>,
     pub circuit_breaker: Option<CircuitBreaker>,
     pub outlier_detection: Option<OutlierDetection>,
     /// How long Envoy waits for a connection (`Options::connect_timeout_ms`, decided by the translator).

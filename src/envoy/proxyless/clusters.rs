@@ -31,7 +31,7 @@ pub fn cluster(name: &str, c: &ir::Cluster) -> Result<cluster::Cluster, String> 
             }],
             ..Default::default()
         }),
-        transport_socket: c.tls.as_ref().and_then(super::tls::transport_socket),
+        transport_socket: c.tls.as_deref().and_then(super::tls::transport_socket),
         ..Default::default()
     };
     match &c.discovery {
@@ -104,7 +104,7 @@ pub fn unavailable() -> (cluster::Cluster, endpoint::ClusterLoadAssignment) {
 
 /// Why a proxyless client cannot be given `c`, if it cannot.
 pub fn refusal(c: &ir::Cluster) -> Option<String> {
-    if let Some(why) = c.tls.as_ref().and_then(super::tls::refusal) {
+    if let Some(why) = c.tls.as_deref().and_then(super::tls::refusal) {
         return Some(why.to_string());
     }
     match &c.discovery {
@@ -232,13 +232,13 @@ mod tests {
     fn what_grpc_cannot_honour_is_refused_not_sent() {
         assert!(cluster("c", &eds()).is_ok());
         let mut tls = eds();
-        tls.tls = Some(b::verified_tls("ca/configmap/ns/ca", "c.example"));
+        tls.tls = Some(std::sync::Arc::new(b::verified_tls("ca/configmap/ns/ca", "c.example")));
         let verified = cluster("c", &tls).unwrap();
         assert_eq!(verified.transport_socket.unwrap().name, ext::TLS_TRANSPORT_SOCKET);
-        tls.tls.as_mut().unwrap().client_certificate = Some("cert/ns/client".into());
+        std::sync::Arc::make_mut(tls.tls.as_mut().unwrap()).client_certificate = Some("cert/ns/client".into());
         assert!(cluster("c", &tls).unwrap_err().contains("private key"));
-        tls.tls = Some(b::verified_tls("ca/configmap/ns/ca", "c.example"));
-        tls.tls.as_mut().unwrap().trust = ir::Trust::InsecureSkipVerify;
+        tls.tls = Some(std::sync::Arc::new(b::verified_tls("ca/configmap/ns/ca", "c.example")));
+        std::sync::Arc::make_mut(tls.tls.as_mut().unwrap()).trust = ir::Trust::InsecureSkipVerify;
         assert!(cluster("c", &tls).unwrap_err().contains("A29"));
         let mut pool = eds();
         pool.circuit_breaker = Some(ir::CircuitBreaker {

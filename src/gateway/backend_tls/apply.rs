@@ -49,8 +49,8 @@ pub fn to_backend(
         return Ok(Applied::FailClosed);
     };
     let cluster = std::sync::Arc::make_mut(&mut t.cluster);
-    let own = cluster.tls.take();
-    let mut merged = tls.clone();
+    let own = cluster.tls.take().map(std::sync::Arc::unwrap_or_clone);
+    let mut merged = ir::UpstreamTls::clone(tls);
     // The policy decides whom to trust and which name to check (as it does on a Service port); the
     // Backend's own `spec.tls` keeps what the policy has no field for: its client certificate, TLS
     // versions, ciphers, curves, signature algorithms and ALPN (Envoy Gateway merges them alike).
@@ -70,7 +70,7 @@ pub fn to_backend(
         // h2c is cleartext by definition; with TLS it becomes h2 over ALPN.
         cluster.protocol = ir::UpstreamProtocol::Http2;
     }
-    cluster.tls = Some(merged);
+    cluster.tls = Some(std::sync::Arc::new(merged));
     t.secrets.extend(verdict.secrets.clone());
     Ok(Applied::Serve)
 }

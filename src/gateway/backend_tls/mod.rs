@@ -47,7 +47,7 @@ pub struct PolicyVerdict {
     /// Lost a conflict on at least one target.
     pub conflicted_by: Option<ObjectKey>,
     /// Trust/SNI/SANs when valid.
-    pub tls: Option<ir::UpstreamTls>,
+    pub tls: Option<std::sync::Arc<ir::UpstreamTls>>,
     pub secrets: SecretSet,
     /// Problems with individual targetRefs (missing Service, a Backend kind): those targets are
     /// ignored; the policy still applies to its valid targets.
@@ -222,7 +222,7 @@ fn evaluate(ctx: Ctx<'_>, key: &ObjectKey, policy: &BackendTlsPolicy) -> PolicyV
     PolicyVerdict {
         generation: policy.policy.metadata.generation.unwrap_or(0),
         problems: problems.into_iter().map(Problem::widen).collect(),
-        tls,
+        tls: tls.map(std::sync::Arc::new),
         secrets,
         ..Default::default()
     }

@@ -104,7 +104,7 @@ fn usable(
         let owner = (owner_kind, key.namespace.as_str(), key.name.as_str());
         let hostname = external_hostname.as_ref().map(|e| e.hostname.as_str());
         let (upstream, gateway_cert) = backend_tls(ctx, owner, key, t, hostname, &mut usable.secrets, found)?;
-        choice.tls = Some(upstream);
+        choice.tls = Some(std::sync::Arc::new(upstream));
         choice.gateway_client_cert = gateway_cert;
     }
     usable.choices.push(choice);

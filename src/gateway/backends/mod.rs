@@ -139,7 +139,7 @@ pub struct PortChoice {
     pub port: u16,
     pub discovery: ir::Discovery,
     pub protocol: ir::UpstreamProtocol,
-    pub tls: Option<ir::UpstreamTls>,
+    pub tls: Option<std::sync::Arc<ir::UpstreamTls>>,
     /// Whether the client certificate comes from the Gateway.
     pub gateway_client_cert: GatewayCert,
     /// `protocol: TCP`: not usable from an HTTPRoute.

@@ -136,14 +136,15 @@ fn apply_gateway_cert(
     gw: GatewaySide<'_>,
     reached: &mut Reached,
 ) -> Result<(), RouteProblem> {
-    // The target was built for this route alone, so this never copies the cluster.
+    // The target was built for this route alone, so this never copies the cluster; its TLS is shared
+    // with the Backend's evaluation, and is copied when the Gateway's certificate goes in.
     let Some(tls) = Arc::make_mut(&mut t.cluster).tls.as_mut() else {
         return Ok(());
     };
     match (t.gateway_client_cert, gw.client_cert) {
         (GatewayCert::No, _) | (GatewayCert::Optional, None) => Ok(()),
         (_, Some(cert)) => {
-            tls.client_certificate = Some(cert.to_string());
+            Arc::make_mut(tls).client_certificate = Some(cert.to_string());
             Ok(())
         }
         (GatewayCert::Required, None) => {

@@ -153,7 +153,7 @@ fn referenced_secrets_exist_with_the_right_kind() {
         let Some(ir::Cluster { tls: Some(tls), .. }) = gw.clusters.get_mut(fixture::API) else {
             unreachable!()
         };
-        tls.trust = ir::Trust::Sds(fixture::GW_CERT.into());
+        std::sync::Arc::make_mut(tls).trust = ir::Trust::Sds(fixture::GW_CERT.into());
     });
     assert_eq!(
         only_error(&res),

@@ -133,7 +133,7 @@ fn fqdn_choices(
         choice.long_lived = proto == Proto::Mcp;
         if use_tls {
             let (upstream, gateway_cert) = fqdn_tls(ctx, key, hostname, tls.as_ref(), secrets)?;
-            choice.tls = Some(upstream);
+            choice.tls = Some(std::sync::Arc::new(upstream));
             choice.gateway_client_cert = gateway_cert;
         }
         out.push(choice);

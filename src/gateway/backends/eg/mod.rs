@@ -60,7 +60,7 @@ fn usable(ctx: Ctx<'_>, key: &ObjectKey, spec: &EgBackendSpec, found: &mut Findi
         if protocol == ir::UpstreamProtocol::H2c {
             protocol = ir::UpstreamProtocol::Http2;
         }
-        choice_tls = Some(upstream);
+        choice_tls = Some(std::sync::Arc::new(upstream));
         gateway_cert = gw;
     }
     let mut choice = PortChoice::plain(port, discovery, protocol, false);
