@@ -14,7 +14,7 @@ use crate::ir;
 pub const METADATA_NAMESPACE: &str = "pier.dev";
 
 pub(super) fn build(name: &str, c: &ir::Cluster) -> cluster::Cluster {
-    let dfp = matches!(c.discovery, ir::Discovery::DynamicForwardProxy { .. });
+    let dfp = matches!(*c.discovery, ir::Discovery::DynamicForwardProxy { .. });
     let mut out = cluster::Cluster {
         name: name.to_string(),
         connect_timeout: Some(duration_ms(c.connect_timeout_ms)),
@@ -28,7 +28,7 @@ pub(super) fn build(name: &str, c: &ir::Cluster) -> cluster::Cluster {
         metadata: Some(origin_metadata(&c.origin)),
         ..Default::default()
     };
-    match &c.discovery {
+    match &*c.discovery {
         ir::Discovery::Dns { targets, dns } => {
             // The DNS cluster extension is STRICT_DNS without the deprecated top-level Cluster DNS
             // fields (`dns_refresh_rate`, `respect_dns_ttl`, `dns_lookup_family` are deprecated for DNS

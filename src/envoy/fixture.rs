@@ -33,14 +33,14 @@ pub fn gateway() -> GatewayIr {
         Cluster {
             name: WEB.into(),
             origin: origin("Service", "web", 8080),
-            discovery: Discovery::Eds {
+            discovery: std::sync::Arc::new(Discovery::Eds {
                 endpoints: vec![Endpoint {
                     address: EndpointAddress::Ip("10.0.0.1".parse().unwrap(), 8080),
                     priority: 0,
                     hostname: None,
                     zone: Some("a".into()),
                 }],
-            },
+            }),
             protocol: UpstreamProtocol::Http1,
             tls: None,
             circuit_breaker: None,
@@ -50,14 +50,14 @@ pub fn gateway() -> GatewayIr {
         Cluster {
             name: API.into(),
             origin: origin("XBackend", "api", 443),
-            discovery: Discovery::Dns {
+            discovery: std::sync::Arc::new(Discovery::Dns {
                 targets: vec![DnsTarget {
                     hostname: "api.example.com".into(),
                     port: 443,
                     priority: 0,
                 }],
                 dns: dns(),
-            },
+            }),
             protocol: UpstreamProtocol::Auto,
             tls: Some(std::sync::Arc::new(UpstreamTls {
                 sni: Some("api.example.com".into()),
@@ -80,11 +80,11 @@ pub fn gateway() -> GatewayIr {
         Cluster {
             name: DYN.into(),
             origin: origin("Backend", "dyn", 0),
-            discovery: Discovery::DynamicForwardProxy {
+            discovery: std::sync::Arc::new(Discovery::DynamicForwardProxy {
                 dns: dns(),
                 deny_authorities: crate::gateway::policy::authority_deny_regexes(&Default::default()),
                 allow_authorities: Some(vec![r"(?i)^api\.example\.com\.?(?::.*)?$".into()]),
-            },
+            }),
             protocol: UpstreamProtocol::Http1,
             tls: None,
             circuit_breaker: None,

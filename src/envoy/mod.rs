@@ -52,7 +52,7 @@ pub fn build(gw: &ir::GatewayIr) -> Resources {
     let mut endpoints: Vec<_> = gw
         .clusters
         .iter()
-        .filter_map(|(name, c)| match &c.discovery {
+        .filter_map(|(name, c)| match &*c.discovery {
             ir::Discovery::Eds { endpoints } => Some(endpoints::load_assignment(name, endpoints)),
             _ => None,
         })

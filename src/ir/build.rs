@@ -22,7 +22,7 @@ pub fn cluster(name: &str, discovery: Discovery, protocol: UpstreamProtocol, tls
             name: name.replace('/', "-").into(),
             port: 443,
         },
-        discovery,
+        discovery: std::sync::Arc::new(discovery),
         protocol,
         tls: tls.map(std::sync::Arc::new),
         circuit_breaker: None,

@@ -171,7 +171,8 @@ pub struct Cluster {
     pub name: Name,
     /// Human-readable origin, e.g. `XBackend default/openai port 443`, kept in cluster metadata.
     pub origin: Origin,
-    pub discovery: Discovery,
+    /// Shared like `tls`: a Service's endpoints are as many as its Pods.
+    pub discovery: std::sync::Arc<Discovery>,
     pub protocol: UpstreamProtocol,
     /// Shared with the Backend evaluation it came from, and between the routes that reach it: most
     /// clusters have none, and one is 200 bytes.

@@ -36,7 +36,7 @@ pub(in crate::envoy) fn per_route(
     let mut allow_lists: Vec<&[String]> = Vec::new();
     let reached = super::super::routes::action_clusters(action)
         .into_iter()
-        .flat_map(|name| match clusters.cluster(name).map(|c| &c.discovery) {
+        .flat_map(|name| match clusters.cluster(name).map(|c| &*c.discovery) {
             Some(ir::Discovery::Aggregate { clusters: members }) => members.iter().map(String::as_str).collect(),
             _ => vec![name],
         });
@@ -45,7 +45,7 @@ pub(in crate::envoy) fn per_route(
             deny_authorities,
             allow_authorities,
             ..
-        }) = clusters.cluster(name).map(|c| &c.discovery)
+        }) = clusters.cluster(name).map(|c| &*c.discovery)
         else {
             continue;
         };

@@ -27,7 +27,7 @@ pub(in crate::envoy) fn reached<'a>(
 ) -> Option<Box<dfp_common::DnsCacheConfig>> {
     reached
         .into_iter()
-        .find_map(|name| match &clusters.cluster(name)?.discovery {
+        .find_map(|name| match &*clusters.cluster(name)?.discovery {
             ir::Discovery::DynamicForwardProxy { dns, .. } => Some(Box::new(dns_cache_config(dns))),
             _ => None,
         })

@@ -34,7 +34,7 @@ pub fn cluster(name: &str, c: &ir::Cluster) -> Result<cluster::Cluster, String> 
         transport_socket: c.tls.as_deref().and_then(super::tls::transport_socket),
         ..Default::default()
     };
-    match &c.discovery {
+    match &*c.discovery {
         ir::Discovery::Eds { .. } => {
             out.cluster_discovery_type = Some(ClusterDiscoveryType::Type(DiscoveryType::Eds as i32));
             out.eds_cluster_config = Some(cluster::cluster::EdsClusterConfig {
@@ -107,7 +107,7 @@ pub fn refusal(c: &ir::Cluster) -> Option<String> {
     if let Some(why) = c.tls.as_deref().and_then(super::tls::refusal) {
         return Some(why.to_string());
     }
-    match &c.discovery {
+    match &*c.discovery {
         ir::Discovery::DynamicForwardProxy { .. } => {
             return Some("a dynamic resolver: gRPC clients have no dynamic forward proxy".to_string());
         }
@@ -256,12 +256,12 @@ mod tests {
         pool.circuit_breaker.as_mut().unwrap().max_connections = Some(1);
         assert!(cluster("c", &pool).unwrap_err().contains("A32"));
         let mut dns = eds();
-        dns.discovery = ir::Discovery::Dns {
+        dns.discovery = std::sync::Arc::new(ir::Discovery::Dns {
             targets: vec![b::dns_target("a.example", 443, 0), b::dns_target("b.example", 443, 0)],
             dns: b::dns(1000, ir::LookupFamily::Auto),
-        };
+        });
         assert!(cluster("c", &dns).unwrap_err().contains("exactly one"));
-        dns.discovery = b::one_host("a.example");
+        dns.discovery = std::sync::Arc::new(b::one_host("a.example"));
         let logical = cluster("c", &dns).unwrap();
         assert_eq!(
             logical.cluster_discovery_type,

@@ -137,7 +137,7 @@ pub enum GatewayCert {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PortChoice {
     pub port: u16,
-    pub discovery: ir::Discovery,
+    pub discovery: std::sync::Arc<ir::Discovery>,
     pub protocol: ir::UpstreamProtocol,
     pub tls: Option<std::sync::Arc<ir::UpstreamTls>>,
     /// Whether the client certificate comes from the Gateway.
@@ -157,7 +157,7 @@ impl PortChoice {
     fn plain(port: u16, discovery: ir::Discovery, protocol: ir::UpstreamProtocol, tcp: bool) -> Self {
         Self {
             port,
-            discovery,
+            discovery: std::sync::Arc::new(discovery),
             protocol,
             tls: None,
             gateway_client_cert: GatewayCert::No,

@@ -307,7 +307,7 @@ pub fn aggregate(primary: &Target, members: Vec<String>) -> Target {
         cluster: Arc::new(ir::Cluster {
             name: names::failover_cluster(&members).into(),
             origin: primary.cluster.origin.clone(),
-            discovery: ir::Discovery::Aggregate { clusters: members },
+            discovery: Arc::new(ir::Discovery::Aggregate { clusters: members }),
             protocol: primary.cluster.protocol,
             tls: None,
             circuit_breaker: None,

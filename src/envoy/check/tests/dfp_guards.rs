@@ -95,9 +95,9 @@ fn dfp_behind_an_aggregate_is_guarded_too() {
     let mut res = resources_from(|gw| {
         let mut aggregate = gw.clusters[fixture::WEB].clone();
         aggregate.name = FAILOVER.into();
-        aggregate.discovery = ir::Discovery::Aggregate {
+        aggregate.discovery = std::sync::Arc::new(ir::Discovery::Aggregate {
             clusters: vec![fixture::DYN.into(), fixture::WEB.into()],
-        };
+        });
         gw.clusters.insert(FAILOVER.into(), aggregate);
         let to_failover = ir::WeightedBackend {
             cluster: Some(FAILOVER.into()),

@@ -30,9 +30,9 @@ fn bases() -> [Resources; 2] {
     let mut gw = fixture::gateway();
     let mut aggregate = gw.clusters[fixture::WEB].clone();
     aggregate.name = "failover/dyn".into();
-    aggregate.discovery = ir::Discovery::Aggregate {
+    aggregate.discovery = std::sync::Arc::new(ir::Discovery::Aggregate {
         clusters: vec![fixture::DYN.into(), fixture::WEB.into()],
-    };
+    });
     gw.clusters.insert("failover/dyn".into(), aggregate);
     let ir::ListenerKind::Https { chains } = &mut gw.listeners[1].kind else {
         unreachable!("fixture listener 1 is HTTPS")

@@ -239,7 +239,7 @@ fn dfp_filter_and_clusters_share_the_dns_cache() {
     let res = resources_from(|gw| {
         let mut other = gw.clusters[fixture::DYN].clone();
         other.name = "eg-backend/default/dyn6/dynamic".into();
-        other.discovery = ir::Discovery::DynamicForwardProxy {
+        other.discovery = std::sync::Arc::new(ir::Discovery::DynamicForwardProxy {
             dns: ir::DnsSettings {
                 refresh_rate_ms: 1000,
                 respect_ttl: false,
@@ -248,7 +248,7 @@ fn dfp_filter_and_clusters_share_the_dns_cache() {
             },
             deny_authorities: vec!["^localhost$".into()],
             allow_authorities: None,
-        };
+        });
         gw.clusters.insert(other.name.to_string(), other);
         let ir::ListenerKind::Http { route_config } = &mut gw.listeners[0].kind else {
             unreachable!()

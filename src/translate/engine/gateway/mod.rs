@@ -362,7 +362,7 @@ impl PackedCluster {
     fn of(clusters: &Clusters, name: &str) -> Option<PackedCluster> {
         let c = clusters.0.get(name)?;
         let cluster = Res::cluster(name, c);
-        let endpoints = match &c.discovery {
+        let endpoints = match &*c.discovery {
             ir::Discovery::Eds { endpoints } => Some(Res::endpoints(name, endpoints, &cluster)),
             _ => None,
         };

@@ -145,7 +145,7 @@ impl GatewayState {
         let clusters = &self.clusters.0;
         let one = |name: &str| clusters.get(name).is_some_and(|c| grpc::refusal(c).is_none());
         // An aggregate is offered when its members are (gRPC would wait on a member never sent).
-        let offered = |name: &str| match clusters.get(name).map(|c| &c.discovery) {
+        let offered = |name: &str| match clusters.get(name).map(|c| &*c.discovery) {
             Some(ir::Discovery::Aggregate { clusters: members }) => one(name) && members.iter().all(|m| one(m)),
             _ => one(name),
         };
@@ -163,7 +163,7 @@ impl GatewayState {
         let mut queue: Vec<String> = self.proxyless.targets.values().flatten().cloned().collect();
         while let Some(name) = queue.pop() {
             if let Some(ir::Discovery::Aggregate { clusters }) =
-                self.clusters.0.get(name.as_str()).map(|c| &c.discovery)
+                self.clusters.0.get(name.as_str()).map(|c| &*c.discovery)
             {
                 queue.extend(clusters.iter().filter(|m| !wanted.contains(*m)).cloned());
             }
@@ -219,7 +219,7 @@ impl Proxyless {
             return;
         };
         let res = Res::message(&cluster);
-        match &c.discovery {
+        match &*c.discovery {
             ir::Discovery::Eds { endpoints } => {
                 let cla = Res::message(&grpc::load_assignment(name, endpoints)).covering(&res);
                 put(&mut out.endpoints, name, cla);
