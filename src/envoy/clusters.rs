@@ -217,7 +217,7 @@ fn origin_metadata(origin: &ir::Origin) -> core::Metadata {
         kind: Some(Kind::StringValue(s.to_string())),
     };
     let fields = HashMap::from([
-        ("kind".to_string(), string(&origin.kind)),
+        ("kind".to_string(), string(origin.kind)),
         ("namespace".to_string(), string(&origin.namespace)),
         ("name".to_string(), string(&origin.name)),
         (

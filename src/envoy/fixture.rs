@@ -19,9 +19,9 @@ pub const GW_CERT: &str = "cert/default/gw";
 pub const HTTP_ROUTES: &str = "default/gw/80";
 pub const HTTPS_ROUTES: &str = "default/gw/443/https";
 
-fn origin(kind: &str, name: &str, port: u16) -> Origin {
+fn origin(kind: &'static str, name: &str, port: u16) -> Origin {
     Origin {
-        kind: kind.into(),
+        kind,
         namespace: "default".into(),
         name: name.into(),
         port,

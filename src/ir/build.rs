@@ -17,7 +17,7 @@ pub fn cluster(name: &str, discovery: Discovery, protocol: UpstreamProtocol, tls
     Cluster {
         name: name.into(),
         origin: Origin {
-            kind: "XBackend".into(),
+            kind: "XBackend",
             namespace: "ns".into(),
             name: name.replace('/', "-").into(),
             port: 443,

@@ -186,7 +186,7 @@ pub struct Cluster {
 /// Which object a cluster was built from (goes into Envoy metadata so operators can trace it back).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Origin {
-    pub kind: String,
+    pub kind: &'static str,
     pub namespace: Name,
     pub name: Name,
     pub port: u16,

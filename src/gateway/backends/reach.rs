@@ -280,7 +280,7 @@ pub(in crate::gateway) fn target(
         cluster: Arc::new(ir::Cluster {
             name: name.into(),
             origin: ir::Origin {
-                kind: kind_name(kind).to_string(),
+                kind: kind_name(kind),
                 namespace: key.namespace.clone(),
                 name: key.name.clone(),
                 port: c.port,
