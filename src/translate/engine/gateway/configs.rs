@@ -2,8 +2,6 @@
 //! configuration reassembled from its virtual hosts' encodings, and the listeners re-packed when what
 //! their routes use changed.
 
-use crate::ir::Name;
-use crate::ir::dense::Densify;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -15,6 +13,8 @@ use crate::gateway::listeners::ListenerInfo;
 use crate::gateway::routes::Entry;
 use crate::gateway::vhosts;
 use crate::ir as vhosts_ir;
+use crate::ir::Name;
+use crate::ir::dense::Densify;
 use crate::ir::names;
 use crate::snapshot::Domain;
 use crate::snapshot::{Res, RouteOut, VhostOut, put};

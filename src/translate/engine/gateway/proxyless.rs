@@ -6,7 +6,6 @@
 //! (wildcard-hostname entries included where they serve the host). A wildcard hostname alone makes no
 //! target: gRPC asks for listeners by exact name, and pier cannot know which names a client will use.
 
-use crate::ir::Name;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -100,7 +99,11 @@ impl GatewayState {
 
     /// Rebuilds the targets of the touched hosts, then the clusters. `hosts`: per listener, the hosts a
     /// change touched; `clusters`: the clusters whose content changed.
-    pub(super) fn refresh_proxyless(&mut self, hosts: &BTreeMap<usize, BTreeSet<Name>>, clusters: &BTreeSet<ir::Name>) {
+    pub(super) fn refresh_proxyless(
+        &mut self,
+        hosts: &BTreeMap<usize, BTreeSet<ir::Name>>,
+        clusters: &BTreeSet<ir::Name>,
+    ) {
         let mut targets = BTreeSet::new();
         for (li, names) in hosts {
             let port = self.base.listeners[*li].port;
