@@ -20,6 +20,7 @@
 //! value compares, orders or hashes as.
 
 pub mod backend;
+pub mod dense;
 pub mod draft;
 pub mod eg;
 pub mod grpc;

@@ -11,6 +11,8 @@ use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::mem;
 
+use crate::api::dense::Densify;
+
 #[derive(Debug, Clone, Default)]
 pub enum Few<K, V> {
     #[default]
@@ -145,6 +147,14 @@ impl<K: Ord, V> Few<K, V> {
     }
 }
 
+impl<K: Ord, V> Densify for Few<K, V> {
+    fn densify(&mut self) {
+        if let Few::Many(map) = self {
+            map.densify();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,5 +210,14 @@ mod tests {
             }
             assert_eq!(few.values().collect::<Vec<_>>(), tree.values().collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn densifying_keeps_every_entry_in_order() {
+        let mut few = Few::default();
+        few.insert(2, 'b');
+        few.insert(1, 'a');
+        few.densify();
+        assert_eq!(few.keys().copied().collect::<Vec<_>>(), [1, 2]);
     }
 }

@@ -11,7 +11,6 @@ use std::net::IpAddr;
 
 #[cfg(any(test, feature = "testkit"))]
 pub mod build;
-pub mod dense;
 pub mod few;
 mod filters;
 pub mod names;

@@ -15,6 +15,7 @@ use gateway_api::apis::standard::{
 use k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service};
 
+use crate::api::dense::Densify;
 /// pier's GRPCRoute: the standard type with the rule fields it lacks (`api::grpc`).
 pub use crate::api::grpc::GrpcRoute;
 use crate::api::{backend::Backend, eg::EgBackend, validation::BackendTlsPolicy, xbackend::XBackend};
@@ -144,6 +145,57 @@ pub struct Model {
     /// keeps failing before it ever listed). Their maps are empty; whatever needs them says so
     /// ([`Model::unavailable`]). Only the Kubernetes source sets it.
     unavailable: imbl::OrdMap<Kind, Arc<str>>,
+}
+
+/// After a bulk load, by the source that publishes the model (`api::dense`).
+impl Densify for Model {
+    fn densify(&mut self) {
+        // Destructured, so a kind added to the model cannot be left out.
+        let Model {
+            gateway_classes,
+            gateways,
+            http_routes,
+            http_route_extras,
+            grpc_routes,
+            reference_grants,
+            backend_tls_policies,
+            xbackends,
+            backends,
+            eg_backends,
+            services,
+            endpoint_slices,
+            pods,
+            secrets,
+            config_maps,
+            cluster_trust_bundles,
+            namespaces,
+            resolutions,
+            slices_by_service,
+            unavailable: _,
+        } = self;
+        let kinds: [&mut dyn Densify; 18] = [
+            gateway_classes,
+            gateways,
+            http_routes,
+            http_route_extras,
+            grpc_routes,
+            reference_grants,
+            backend_tls_policies,
+            xbackends,
+            backends,
+            eg_backends,
+            services,
+            endpoint_slices,
+            pods,
+            secrets,
+            config_maps,
+            cluster_trust_bundles,
+            namespaces,
+            resolutions,
+        ];
+        kinds.into_iter().for_each(Densify::densify);
+        slices_by_service.densify();
+    }
 }
 
 macro_rules! model_kind {

@@ -16,6 +16,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use super::{Name, ObjectKey};
+use crate::api::dense::Densify;
 
 /// The kinds a [`Model`](super::Model) holds, for recording reads and reporting changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -186,6 +187,12 @@ impl<T> Default for Objects<T> {
         Self {
             map: imbl::OrdMap::new(),
         }
+    }
+}
+
+impl<T> Densify for Objects<T> {
+    fn densify(&mut self) {
+        self.map.densify();
     }
 }
 

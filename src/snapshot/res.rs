@@ -205,6 +205,26 @@ pub struct GatewayOut {
     pub guards: imbl::OrdMap<String, Arc<Guard>>,
 }
 
+/// After a bulk update, by the engine, before it publishes (`api::dense`): Envoy's resources.
+impl crate::api::dense::Densify for GatewayOut {
+    fn densify(&mut self) {
+        let GatewayOut {
+            clusters,
+            endpoints,
+            listeners,
+            routes,
+            secrets,
+            // The proxyless half is a copy of what the engine keeps for it, and rebuilding only the copy
+            // would hold both; it is a few resources a gRPC service.
+            grpc: _,
+            guards: _,
+        } = self;
+        for map in [clusters, endpoints, listeners, routes, secrets] {
+            map.densify();
+        }
+    }
+}
+
 /// A cluster that verifies its backend against certificate provider `instance`, which a gRPC client's
 /// own bootstrap must define; a client without it is given `fallback` under the same name instead.
 #[derive(Debug, PartialEq)]

@@ -1,12 +1,12 @@
 //! After a bulk load the engine and the serve pipeline's check rebuild their maps with full nodes
-//! (`pier::ir::dense`). Densified, they must go on exactly as before: the scale workload, large enough
+//! (`pier::api::dense`). Densified, they must go on exactly as before: the scale workload, large enough
 //! to count as a bulk load, translated at once and then taken through each of its changes and back,
 //! and through two bulk changes (everything removed, everything back), equals a rebuild at every step,
 //! packed resources, versions, statuses and the check alike.
 
 use std::collections::BTreeMap;
 
-use pier::ir::dense::BULK;
+use pier::api::dense::BULK;
 use pier::model::Model;
 use pier::options::Options;
 use pier::testkit::workload::{Change, Workload};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::CheckError;
 use super::facts::{ClusterFacts, ListenerFacts, RouteFacts, SecretKind, VhostFacts};
-use crate::ir::dense::{BULK, Densify};
+use crate::api::dense::{BULK, Densify};
 use crate::ir::few::Few;
 
 /// Who errors belong to. `K` orders a route configuration's virtual hosts.

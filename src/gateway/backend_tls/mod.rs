@@ -87,7 +87,7 @@ pub struct IndexChanges {
     pub services: BTreeSet<ObjectKey>,
 }
 
-impl crate::ir::dense::Densify for PolicyIndex {
+impl crate::api::dense::Densify for PolicyIndex {
     fn densify(&mut self) {
         self.verdicts.densify();
         self.winners.densify();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::{Applied, DirCache, FileEntry, Identity, Read, by_bytes};
 use super::{Delta, LoadError};
-use crate::ir::dense::{BULK, Densify};
+use crate::api::dense::{BULK, Densify};
 use crate::model::insert::DuplicateError;
 use crate::model::load::Loaded;
 use crate::model::yaml::{self, DocRef, Warning};
@@ -63,7 +63,10 @@ impl DirCache {
         let bulk = entries.len() >= BULK;
         self.files.extend(entries);
         if bulk {
+            // Before the model is published: a rebuilt map shares nothing with its copies.
             self.files.densify();
+            m.model.densify();
+            m.origins.densify();
         }
         m.warnings_moved |= !delta.skipped.is_empty();
         for (path, why) in delta.skipped {

@@ -14,7 +14,7 @@ impl<K, V> Default for Counted<K, V> {
     }
 }
 
-impl<K: Ord, V> crate::ir::dense::Densify for Counted<K, V> {
+impl<K: Ord, V> crate::api::dense::Densify for Counted<K, V> {
     fn densify(&mut self) {
         self.map.densify();
     }

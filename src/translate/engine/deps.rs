@@ -43,7 +43,7 @@ pub struct DepIndex {
     off: bool,
 }
 
-impl crate::ir::dense::Densify for DepIndex {
+impl crate::api::dense::Densify for DepIndex {
     /// The index's maps are hashed; what a B-tree holds is the units that read one object, which for
     /// a Gateway or a namespace is every route on it.
     fn densify(&mut self) {

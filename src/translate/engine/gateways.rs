@@ -7,11 +7,11 @@ use super::deps::{Changes, Unit};
 use super::gateway::GatewayState;
 use super::status::Subject;
 use super::{Dirty, Engine, RouteId, Update};
+use crate::api::dense::Densify;
 use crate::gateway::backends::{Backends, Ctx};
 use crate::gateway::routes::{self, Claims};
 use crate::gateway::spec::RouteOrder;
 use crate::gateway::{classes, gateway_base};
-use crate::ir::dense::Densify;
 use crate::model::ObjectKey;
 use crate::model::objects::track;
 
@@ -20,7 +20,7 @@ const PARALLEL_BATCH: usize = 1024;
 
 impl Densify for Engine {
     /// After a bulk update (a first translation, a relist), before the check allocates what it keeps,
-    /// so the nodes freed here are reused ([`crate::ir::dense`]). A one-shot engine ([`Engine::once`])
+    /// so the nodes freed here are reused ([`crate::api::dense`]). A one-shot engine ([`Engine::once`])
     /// skips it: it is dropped after its one update.
     fn densify(&mut self) {
         self.classes.densify();
@@ -35,6 +35,7 @@ impl Densify for Engine {
         self.gateways.densify();
         self.gateways.values_mut().for_each(Densify::densify);
         self.refs.densify();
+        self.statuses.densify();
     }
 }
 

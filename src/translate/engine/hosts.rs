@@ -11,13 +11,13 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::api::dense::Densify;
 use crate::envoy::items::{ClusterLookup, Listening};
 use crate::gateway::order;
 use crate::gateway::routes::Entry;
 use crate::gateway::spec::RouteOrder;
 use crate::gateway::vhosts;
 use crate::ir::Name;
-use crate::ir::dense::Densify;
 use crate::ir::few::Few;
 use crate::snapshot::{RouteOut, VhostOut};
 

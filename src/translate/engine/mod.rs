@@ -158,7 +158,7 @@ impl Engine {
         if changes.is_empty() {
             return update;
         }
-        let bulk = !self.deps.is_off() && changes.reads.len() >= crate::ir::dense::BULK;
+        let bulk = !self.deps.is_off() && changes.reads.len() >= crate::api::dense::BULK;
         let mut dirty = Dirty::default();
         if changes.touches(Kind::GatewayClass) {
             dirty.classes = true;
@@ -169,7 +169,7 @@ impl Engine {
         self.refresh_gateways(&changes, respecced, &mut dirty, &mut update);
         update.statuses = self.refresh_statuses(dirty);
         if bulk {
-            crate::ir::dense::Densify::densify(self);
+            crate::api::dense::Densify::densify(self);
         }
         update
     }

@@ -53,6 +53,12 @@ pub struct Statuses {
     map: StatusSet,
 }
 
+impl crate::api::dense::Densify for Statuses {
+    fn densify(&mut self) {
+        self.map.densify();
+    }
+}
+
 impl Statuses {
     /// Sets (or with `None` removes) the status of `subject`; true if that changed anything.
     pub fn set(&mut self, subject: Subject, status: Option<ObjectStatus>) -> bool {
@@ -103,7 +109,7 @@ pub struct RefCounts {
     pub view: References,
 }
 
-impl crate::ir::dense::Densify for RefCounts {
+impl crate::api::dense::Densify for RefCounts {
     fn densify(&mut self) {
         self.problems.densify();
         self.view.referenced_by.densify();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::GatewayState;
 use super::ListenerEntries;
+use crate::api::dense::Densify;
 use crate::envoy::items::{Listening, Used};
 use crate::gateway::RouteConfigGroup;
 use crate::gateway::listeners::ListenerInfo;
@@ -14,7 +15,6 @@ use crate::gateway::routes::Entry;
 use crate::gateway::vhosts;
 use crate::ir as vhosts_ir;
 use crate::ir::Name;
-use crate::ir::dense::Densify;
 use crate::ir::names;
 use crate::snapshot::Domain;
 use crate::snapshot::{Res, RouteOut, VhostOut, put};
@@ -29,6 +29,7 @@ impl Densify for GatewayState {
         self.cluster_uses.densify();
         self.providers.densify();
         self.uses.densify();
+        self.out.densify();
     }
 }
 
