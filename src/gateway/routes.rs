@@ -84,8 +84,9 @@ impl Claims {
 /// What attaching one route to one Gateway gives.
 #[derive(Debug, Clone, Default)]
 pub struct RouteResult {
-    /// Status entries for the parentRefs that name this Gateway.
-    pub parents: Vec<RouteParentStatus>,
+    /// Status entries for the parentRefs that name this Gateway. Shared with the route's status, which
+    /// is this list whenever one Gateway holds the route (`engine::statuses`).
+    pub parents: Arc<[RouteParentStatus]>,
     pub reached: Reached,
     /// Shared with the listener's entries, which the engine keeps beside this result.
     pub entries: Vec<Arc<Entry>>,
@@ -100,10 +101,6 @@ impl RouteResult {
     /// grown by `push` holds room for four of these large elements where most routes have one: at
     /// 1,000 routes that spare room was 6 KiB a route (DHAT, `engine-memory 1000`).
     fn compact(&mut self) {
-        self.parents.shrink_to_fit();
-        for p in self.parents.iter_mut() {
-            p.conditions.shrink_to_fit();
-        }
         self.entries.shrink_to_fit();
         self.targets.shrink_to_fit();
         self.attached.shrink_to_fit();
@@ -123,6 +120,7 @@ pub fn attach(
 ) -> RouteResult {
     let gw_key = scope.gateway;
     let mut out = RouteResult::default();
+    let mut parents = Vec::new();
     let mut sink = Sink::default();
     for parent in &spec.parent_refs {
         if !names_gateway(parent, &spec.key.namespace, gw_key) {
@@ -130,7 +128,7 @@ pub fn attach(
         }
         let (section, port) = (parent.section_name.as_deref(), parent.port);
         let (accepted, attached) = accept_on_listeners(scope, spec, listeners, claims, section, port);
-        let conditions = if accepted.is_true() {
+        let mut conditions = if accepted.is_true() {
             let (conditions, reached) = attach_rules(scope, backends, spec, accepted, &attached, &mut sink);
             out.reached.refs.extend(reached.refs);
             out.reached.parent_problems.extend(reached.parent_problems);
@@ -147,7 +145,8 @@ pub fn attach(
             );
             vec![accepted, not_evaluated]
         };
-        out.parents.push(RouteParentStatus {
+        conditions.shrink_to_fit();
+        parents.push(RouteParentStatus {
             parent_ref: ParentRef::gateway(gw_key, section, port),
             controller_name: crate::model::Name::new(scope.controller),
             conditions,
@@ -156,6 +155,7 @@ pub fn attach(
     // Collected in place, this would keep the entries' allocation: `compact` gives it back.
     out.entries = sink.entries.into_iter().map(Arc::new).collect();
     out.targets = sink.targets;
+    out.parents = parents.into();
     out.compact();
     out
 }

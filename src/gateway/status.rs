@@ -6,6 +6,8 @@
 //! `lastTransitionTime` is required: a pure translator has no time to put there. These types are the
 //! same shapes with typed, timestamp-free conditions.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use super::conditions::{
@@ -60,8 +62,8 @@ pub enum StatusBody {
         conditions: Vec<GatewayCondition>,
         listeners: Vec<ListenerStatus>,
     },
-    /// HTTPRoute and GRPCRoute.
-    Route { parents: Vec<RouteParentStatus> },
+    /// HTTPRoute and GRPCRoute. Shared with the engine's route slot when they are the same list.
+    Route { parents: Arc<[RouteParentStatus]> },
     /// BackendTLSPolicy.
     Policy { ancestors: Vec<PolicyAncestorStatus> },
     /// XBackend and the standard-group Backend: one entry per Gateway that uses it, in `status.ancestors`
@@ -173,9 +175,9 @@ impl ObjectStatus {
                     l.supported_kinds.shrink_to_fit();
                 }
             }
+            // Built exact; a list still shared with the engine's slot is left as it is.
             StatusBody::Route { parents } => {
-                parents.shrink_to_fit();
-                for p in parents.iter_mut() {
+                for p in Arc::get_mut(parents).into_iter().flatten() {
                     p.conditions.shrink_to_fit();
                 }
             }
@@ -245,11 +247,11 @@ mod tests {
                 }],
             },
             StatusBody::Route {
-                parents: vec![RouteParentStatus {
+                parents: Arc::new([RouteParentStatus {
                     conditions: vec![Condition::ok(RouteType::Accepted, RouteReason::Accepted, "ok", 4)],
                     controller_name: "pier".into(),
                     parent_ref: gw(Some("http"), Some(80)),
-                }],
+                }]),
             },
             StatusBody::Policy {
                 ancestors: vec![PolicyAncestorStatus {

@@ -83,7 +83,9 @@ fn mark(mut status: ObjectStatus, message: &str, generation: i64) -> ObjectStatu
         )
     };
     match &mut status.status {
-        StatusBody::Route { parents } => parents.iter_mut().for_each(|p| replace(&mut p.conditions, route())),
+        StatusBody::Route { parents } => Arc::make_mut(parents)
+            .iter_mut()
+            .for_each(|p| replace(&mut p.conditions, route())),
         StatusBody::Backend { ancestors } => ancestors.iter_mut().for_each(|p| replace(&mut p.conditions, backend())),
         StatusBody::EgBackend { conditions } => replace(conditions, backend()),
         StatusBody::Policy { ancestors } => ancestors.iter_mut().for_each(|a| replace(&mut a.conditions, policy())),
