@@ -147,54 +147,46 @@ pub struct Model {
     unavailable: imbl::OrdMap<Kind, Arc<str>>,
 }
 
+/// Calls `$mac!` with every object map of [`Model`], so code that walks them all stays in step with
+/// the struct (the Kubernetes source's partitions, the rebuild below).
+macro_rules! model_maps {
+    ($mac:ident) => {
+        $mac!(
+            gateway_classes,
+            gateways,
+            http_routes,
+            http_route_extras,
+            grpc_routes,
+            reference_grants,
+            backend_tls_policies,
+            xbackends,
+            backends,
+            eg_backends,
+            services,
+            endpoint_slices,
+            pods,
+            secrets,
+            config_maps,
+            cluster_trust_bundles,
+            namespaces
+        );
+    };
+}
+pub(crate) use model_maps;
+
 /// After a bulk load, by the source that publishes the model (`api::dense`).
 impl Densify for Model {
     fn densify(&mut self) {
-        // Destructured, so a kind added to the model cannot be left out.
-        let Model {
-            gateway_classes,
-            gateways,
-            http_routes,
-            http_route_extras,
-            grpc_routes,
-            reference_grants,
-            backend_tls_policies,
-            xbackends,
-            backends,
-            eg_backends,
-            services,
-            endpoint_slices,
-            pods,
-            secrets,
-            config_maps,
-            cluster_trust_bundles,
-            namespaces,
-            resolutions,
-            slices_by_service,
-            unavailable: _,
-        } = self;
-        let kinds: [&mut dyn Densify; 18] = [
-            gateway_classes,
-            gateways,
-            http_routes,
-            http_route_extras,
-            grpc_routes,
-            reference_grants,
-            backend_tls_policies,
-            xbackends,
-            backends,
-            eg_backends,
-            services,
-            endpoint_slices,
-            pods,
-            secrets,
-            config_maps,
-            cluster_trust_bundles,
-            namespaces,
-            resolutions,
-        ];
-        kinds.into_iter().for_each(Densify::densify);
-        slices_by_service.densify();
+        macro_rules! all {
+            ($($map:ident),*) => {{
+                // Destructured, so a map added to the model cannot be left out.
+                let Model { $($map,)* resolutions, slices_by_service, unavailable: _ } = self;
+                $( $map.densify(); )*
+                resolutions.densify();
+                slices_by_service.densify();
+            }};
+        }
+        model_maps!(all);
     }
 }
 

@@ -12,32 +12,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use serde_json::Value;
 
 use crate::api::kinds::WatchedKind;
-use crate::model::{Model, Object, ObjectKey};
-
-/// Calls `$mac!` with every map of [`Model`], so helpers below stay in step with the struct.
-macro_rules! model_maps {
-    ($mac:ident) => {
-        $mac!(
-            gateway_classes,
-            gateways,
-            http_routes,
-            http_route_extras,
-            grpc_routes,
-            reference_grants,
-            backend_tls_policies,
-            xbackends,
-            backends,
-            eg_backends,
-            services,
-            endpoint_slices,
-            pods,
-            secrets,
-            config_maps,
-            cluster_trust_bundles,
-            namespaces
-        );
-    };
-}
+use crate::model::{Model, Object, ObjectKey, model_maps};
 
 /// Adds every object of `src` to `dst` (sharing the objects).
 pub fn merge_into(dst: &mut Model, src: &Model) {
