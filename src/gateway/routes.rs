@@ -106,6 +106,10 @@ impl RouteResult {
         self.attached.shrink_to_fit();
         self.reached.refs.shrink_to_fit();
         self.reached.parent_problems.shrink_to_fit();
+        for t in &mut self.targets {
+            super::tls::compact(&mut t.secrets);
+            t.notes.shrink_to_fit();
+        }
     }
 }
 

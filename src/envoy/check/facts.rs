@@ -241,6 +241,8 @@ fn common_tls_secrets(ctx: Option<&tls::CommonTlsContext>) -> Vec<(Name, &'stati
         ),
         _ => {}
     }
+    // Kept in the cluster's or listener's facts.
+    out.shrink_to_fit();
     out
 }
 

@@ -265,7 +265,8 @@ impl<K: Ord + Clone> Checker<K> {
             for d in &new.domains {
                 let lower = d.to_ascii_lowercase();
                 let carriers = rc.domains.entry(Name::from(&lower)).or_default();
-                let (_, written) = carriers.get_or_insert_with(key.clone(), || (new.name.clone(), Vec::new()));
+                let (_, written) =
+                    carriers.get_or_insert_with(key.clone(), || (new.name.clone(), Vec::with_capacity(1)));
                 written.push(d.clone());
                 domains_touched.insert(lower);
             }

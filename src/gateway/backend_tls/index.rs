@@ -78,6 +78,9 @@ pub fn verdict(ctx: Ctx<'_>, key: &ObjectKey) -> Option<(PolicyVerdict, Rank, Ve
     // The index keeps them as a set.
     contends.sort();
     contends.dedup();
+    // Both kept for the policy's life.
+    contends.shrink_to_fit();
+    verdict.targets.shrink_to_fit();
     Some((verdict, rank(key, policy), contends))
 }
 

@@ -218,10 +218,15 @@ pub type Evaluations = BTreeMap<(BackendKind, ObjectKey), Evaluated>;
 /// Evaluates one Backend object; `None` when the model has none of that kind and key.
 pub fn evaluate(ctx: Ctx<'_>, kind: BackendKind, key: &ObjectKey) -> Option<Evaluated> {
     let mut ev = evaluate_kind(ctx, kind, key)?;
-    // Kept for the Backend's life: no spare room for more port choices than it has (a pushed vector
-    // holds four).
+    // Kept for the Backend's life: no spare room for more port choices or secrets than it has (a
+    // pushed vector holds four).
     if let Some(usable) = &mut ev.usable {
         usable.choices.shrink_to_fit();
+        super::tls::compact(&mut usable.secrets);
+        usable
+            .choices
+            .iter_mut()
+            .for_each(|c| super::tls::compact(&mut c.secrets));
     }
     Some(ev)
 }

@@ -374,15 +374,14 @@ impl PackedCluster {
     }
 }
 
-/// The SDS names a cluster's TLS references.
+/// The SDS names a cluster's TLS references, collected to their length: kept with the packed cluster.
 fn cluster_secrets(c: &ir::Cluster) -> Vec<String> {
     let Some(t) = &c.tls else { return Vec::new() };
-    let mut out = Vec::new();
-    if let ir::Trust::Sds(n) = &t.trust {
-        out.push(n.clone());
-    }
-    out.extend(t.client_certificate.clone());
-    out
+    let trust = match &t.trust {
+        ir::Trust::Sds(n) => Some(n.clone()),
+        ir::Trust::InsecureSkipVerify => None,
+    };
+    trust.into_iter().chain(t.client_certificate.clone()).collect()
 }
 
 /// The SDS names the listeners' TLS chains reference.
