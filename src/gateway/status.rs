@@ -64,12 +64,14 @@ pub enum StatusBody {
     },
     /// HTTPRoute and GRPCRoute. Shared with the engine's route slot when they are the same list.
     Route { parents: Arc<[RouteParentStatus]> },
-    /// BackendTLSPolicy.
-    Policy { ancestors: Vec<PolicyAncestorStatus> },
+    /// BackendTLSPolicy. Shared with the statuses of other policies whose list is the same
+    /// (`engine::status`).
+    Policy { ancestors: Arc<[PolicyAncestorStatus]> },
     /// XBackend and the standard-group Backend: one entry per Gateway that uses it, in `status.ancestors`
     /// (Gateway API v1.7; v1.6.0 called the list `parents`, and a cluster with the v1.7 CRD prunes that
     /// name, so the status would silently vanish there).
-    Backend { ancestors: Vec<BackendParentStatus> },
+    /// Shared with the statuses of other Backends whose list is the same (`engine::status`).
+    Backend { ancestors: Arc<[BackendParentStatus]> },
     /// Envoy Gateway's Backend: plain conditions, reported whether used or not.
     EgBackend { conditions: Vec<BackendCondition> },
 }
@@ -181,15 +183,14 @@ impl ObjectStatus {
                     p.conditions.shrink_to_fit();
                 }
             }
+            // Built exact; a list already shared with another object's status is left as it is.
             StatusBody::Policy { ancestors } => {
-                ancestors.shrink_to_fit();
-                for a in ancestors.iter_mut() {
+                for a in Arc::get_mut(ancestors).into_iter().flatten() {
                     a.conditions.shrink_to_fit();
                 }
             }
             StatusBody::Backend { ancestors } => {
-                ancestors.shrink_to_fit();
-                for a in ancestors.iter_mut() {
+                for a in Arc::get_mut(ancestors).into_iter().flatten() {
                     a.conditions.shrink_to_fit();
                 }
             }
@@ -254,18 +255,18 @@ mod tests {
                 }]),
             },
             StatusBody::Policy {
-                ancestors: vec![PolicyAncestorStatus {
+                ancestors: Arc::new([PolicyAncestorStatus {
                     ancestor_ref: gw(None, None),
                     conditions: vec![Condition::ok(PolicyType::Accepted, PolicyReason::Accepted, "ok", 5)],
                     controller_name: "pier".into(),
-                }],
+                }]),
             },
             StatusBody::Backend {
-                ancestors: vec![BackendParentStatus {
+                ancestors: Arc::new([BackendParentStatus {
                     parent_ref: gw(Some("https"), None),
                     conditions: vec![Condition::ok(BackendType::Accepted, BackendReason::Accepted, "ok", 6)],
                     controller_name: "pier".into(),
-                }],
+                }]),
             },
             StatusBody::EgBackend {
                 conditions: vec![Condition::fail(BackendType::Accepted, BackendReason::Accepted, "x", -1)],

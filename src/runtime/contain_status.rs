@@ -86,9 +86,13 @@ fn mark(mut status: ObjectStatus, message: &str, generation: i64) -> ObjectStatu
         StatusBody::Route { parents } => Arc::make_mut(parents)
             .iter_mut()
             .for_each(|p| replace(&mut p.conditions, route())),
-        StatusBody::Backend { ancestors } => ancestors.iter_mut().for_each(|p| replace(&mut p.conditions, backend())),
+        StatusBody::Backend { ancestors } => Arc::make_mut(ancestors)
+            .iter_mut()
+            .for_each(|p| replace(&mut p.conditions, backend())),
         StatusBody::EgBackend { conditions } => replace(conditions, backend()),
-        StatusBody::Policy { ancestors } => ancestors.iter_mut().for_each(|a| replace(&mut a.conditions, policy())),
+        StatusBody::Policy { ancestors } => Arc::make_mut(ancestors)
+            .iter_mut()
+            .for_each(|a| replace(&mut a.conditions, policy())),
         StatusBody::Gateway { conditions, .. } => replace(
             conditions,
             Condition::fail(GatewayType::Programmed, GatewayReason::Invalid, message, generation),

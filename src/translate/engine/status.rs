@@ -8,7 +8,7 @@ use super::counted::Counted;
 use crate::gateway::backends::{Reached, References};
 use crate::gateway::conditions::BackendProblem;
 use crate::gateway::spec::RouteKind;
-use crate::gateway::status::{ObjectStatus, StatusMeta};
+use crate::gateway::status::{BackendParentStatus, ObjectStatus, PolicyAncestorStatus, StatusBody, StatusMeta};
 use crate::ir::names::BackendKind;
 use crate::model::ObjectKey;
 use crate::snapshot::{StatusKey, StatusSet};
@@ -48,9 +48,24 @@ impl Subject {
 
 /// Every status, in output order. A subject's place is derived from it ([`Subject::status_key`]):
 /// keeping a subject-to-place index beside the map held each object's identity twice more.
+///
+/// Backends (and BackendTLSPolicies) that the same Gateways use with the same outcome have equal
+/// ancestor lists (at 10,000 routes, one list for every XBackend), so a list equal to the last one of
+/// its kind is shared with it rather than held again. They are evaluated in key order, so equal lists
+/// mostly come together.
 #[derive(Debug, Default, Clone)]
 pub struct Statuses {
     map: StatusSet,
+    last_backend: Option<Arc<[BackendParentStatus]>>,
+    last_policy: Option<Arc<[PolicyAncestorStatus]>>,
+}
+
+/// `list`, or the last list of its kind when equal; else `list` becomes the last.
+fn share<T: PartialEq>(last: &mut Option<Arc<[T]>>, list: &mut Arc<[T]>) {
+    match last {
+        Some(l) if **l == **list => *list = Arc::clone(l),
+        _ => *last = Some(Arc::clone(list)),
+    }
 }
 
 impl crate::api::dense::Densify for Statuses {
@@ -73,6 +88,11 @@ impl Statuses {
                 }
                 let mut s = s;
                 s.compact();
+                match &mut s.status {
+                    StatusBody::Backend { ancestors } => share(&mut self.last_backend, ancestors),
+                    StatusBody::Policy { ancestors } => share(&mut self.last_policy, ancestors),
+                    _ => {}
+                }
                 self.map.insert(key, Arc::new(s));
                 true
             }

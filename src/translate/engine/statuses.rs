@@ -161,4 +161,75 @@ spec: {parentRefs: [{name: a}, {name: b}], rules: [{backendRefs: [{name: s, port
             "both Gateways' entries, in order"
         );
     }
+
+    const BACKENDS: &str = "
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: pier}
+spec: {controllerName: pier.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: a, namespace: infra}
+spec: {gatewayClassName: pier, listeners: [{name: http, protocol: HTTP, port: 8080}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: b, namespace: infra}
+spec: {gatewayClassName: pier, listeners: [{name: http, protocol: HTTP, port: 8081}]}
+";
+
+    fn xbackend_route(i: usize, gw: &str) -> String {
+        format!(
+            "---
+apiVersion: gateway.networking.x-k8s.io/v1alpha1
+kind: XBackend
+metadata: {{name: x{i}, namespace: infra}}
+spec: {{type: ExternalHostname, externalHostname: {{hostname: x{i}.example.com}}, port: {{number: 80}}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: r{i}, namespace: infra}}
+spec:
+  parentRefs: [{{name: {gw}}}]
+  rules: [{{backendRefs: [{{group: gateway.networking.x-k8s.io, kind: XBackend, name: x{i}}}]}}]
+"
+        )
+    }
+
+    /// Backends with equal ancestor lists share one; a Backend another Gateway uses has its own.
+    #[test]
+    fn equal_backend_ancestor_lists_are_shared() {
+        let text = [
+            BACKENDS.to_string(),
+            xbackend_route(1, "a"),
+            xbackend_route(2, "a"),
+            xbackend_route(3, "b"),
+        ]
+        .concat();
+        let loaded = crate::model::load::parse_texts(&[("in.yaml".into(), text)]).expect("parses");
+        let engine = Engine::with(loaded.model, Default::default());
+        let ancestors = |name: &str| {
+            let status = engine
+                .statuses()
+                .map()
+                .values()
+                .find(|s| s.kind == "XBackend" && &*s.metadata.name == name)
+                .expect("an XBackend status");
+            match &status.status {
+                StatusBody::Backend { ancestors } => Arc::clone(ancestors),
+                other => panic!("not a Backend's status: {other:?}"),
+            }
+        };
+        let (one, two, three) = (ancestors("x1"), ancestors("x2"), ancestors("x3"));
+        assert_eq!(&*one[0].parent_ref.name, "a");
+        assert!(Arc::ptr_eq(&one, &two), "equal lists: one shared list");
+        assert_eq!(&*three[0].parent_ref.name, "b");
+        assert!(!Arc::ptr_eq(&one, &three), "another Gateway: a list of its own");
+        assert_eq!(
+            one.iter().map(|a| &a.conditions).collect::<Vec<_>>(),
+            three.iter().map(|a| &a.conditions).collect::<Vec<_>>(),
+            "the same conditions, on different ancestors"
+        );
+    }
 }
