@@ -5,8 +5,12 @@
 //! route's place and slot in its Gateway, the statuses, the reference counts, the dependency index,
 //! the reads of every unit that looked it up. DHAT of `pier serve` at 10,000 routes counted 1.7 million
 //! live blocks of 32 bytes or less (`docs/performance.md`), most of them such copies. A `Name` is
-//! one shared `Arc<str>`: every key built from the same text, anywhere, points at one allocation, so a
-//! copy costs a reference count and 16 bytes where it cost a 24-byte `String` and a heap block.
+//! one shared string: every key built from the same text, anywhere, points at one allocation, so a
+//! copy costs a reference count and 8 bytes where it cost a 24-byte `String` and a heap block.
+//!
+//! The pointer is thin (`arcstr::ArcStr` keeps the length in the allocation, beside the count): an
+//! `Arc<str>` is 16 bytes, and a `Name` sits in nearly every key the engine holds (an `ObjectKey` is
+//! two), so the fat pointer alone was several MiB at 10,000 routes (`docs/performance.md`).
 //!
 //! The table is global and holds only weak interest: it is swept of names nothing else holds each
 //! time it has doubled since the last sweep, so a long-running server that sees objects come and go
@@ -19,11 +23,13 @@ use std::collections::HashSet;
 use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::Deref;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex};
+
+use arcstr::ArcStr;
 
 /// A namespace or name, shared with every other `Name` of the same text.
 #[derive(Clone)]
-pub struct Name(Arc<str>);
+pub struct Name(ArcStr);
 
 /// Shards, so the read's and the engine's threads rarely wait on each other.
 const SHARDS: usize = 16;
@@ -31,7 +37,7 @@ const SHARDS: usize = 16;
 const SWEEP_FLOOR: usize = 1024;
 
 struct Shard {
-    names: HashSet<Arc<str>, foldhash::fast::FixedState>,
+    names: HashSet<ArcStr, foldhash::fast::FixedState>,
     /// How many names the shard held after its last sweep: the next sweep comes at twice that.
     kept: usize,
 }
@@ -61,10 +67,11 @@ impl Name {
             return Name(found.clone());
         }
         if shard.names.len() >= SWEEP_FLOOR.max(2 * shard.kept) {
-            shard.names.retain(|n| Arc::strong_count(n) > 1);
+            // A static name (the empty one) has no count and is never swept.
+            shard.names.retain(|n| ArcStr::strong_count(n).is_none_or(|c| c > 1));
             shard.kept = shard.names.len();
         }
-        let name: Arc<str> = Arc::from(text);
+        let name = ArcStr::from(text);
         shard.names.insert(name.clone());
         Name(name)
     }
@@ -101,7 +108,7 @@ impl Borrow<str> for Name {
 
 impl PartialEq for Name {
     fn eq(&self, other: &Name) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || *self.0 == *other.0
+        ArcStr::ptr_eq(&self.0, &other.0) || *self.0 == *other.0
     }
 }
 
@@ -115,7 +122,7 @@ impl PartialOrd for Name {
 
 impl Ord for Name {
     fn cmp(&self, other: &Name) -> std::cmp::Ordering {
-        if Arc::ptr_eq(&self.0, &other.0) {
+        if ArcStr::ptr_eq(&self.0, &other.0) {
             return std::cmp::Ordering::Equal;
         }
         self.0.cmp(&other.0)
@@ -124,7 +131,7 @@ impl Ord for Name {
 
 impl Hash for Name {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.hash(state)
+        self.0.as_str().hash(state)
     }
 }
 
@@ -214,7 +221,7 @@ mod tests {
     fn equal_texts_share_one_allocation_and_compare_as_text() {
         let a = Name::new("team-1");
         let b = Name::from(String::from("team-1"));
-        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert!(ArcStr::ptr_eq(&a.0, &b.0));
         assert_eq!(a, b);
         let mut sorted = [Name::new("b"), Name::new("a-long-name"), Name::new(""), Name::new("a")];
         sorted.sort();
@@ -222,6 +229,13 @@ mod tests {
         assert_eq!(texts, ["", "a", "a-long-name", "b"], "ordered as strings are");
         assert_eq!(a, "team-1");
         assert_eq!(format!("{a}/{a:?}"), "team-1/\"team-1\"");
+    }
+
+    /// A `Name` is one thin pointer, so an `ObjectKey` is two.
+    #[test]
+    fn a_name_is_one_pointer() {
+        assert_eq!(std::mem::size_of::<Name>(), std::mem::size_of::<usize>());
+        assert_eq!(std::mem::size_of::<Option<Name>>(), std::mem::size_of::<usize>());
     }
 
     #[test]
@@ -249,7 +263,7 @@ mod tests {
             4 * SWEEP_FLOOR
         );
         assert!(
-            Arc::ptr_eq(&kept.0, &Name::new(&same_shard[0]).0),
+            ArcStr::ptr_eq(&kept.0, &Name::new(&same_shard[0]).0),
             "a name in use survives"
         );
     }
