@@ -205,6 +205,9 @@ impl Engine {
         };
         let backends = Backends::new(ctx, &self.policies, &self.evaluations);
         let mut claimed = Claims::new();
+        // Routes the Gateway accepts alike have equal status entries (at 10,000 routes, one list for
+        // all): a list equal to the one before is shared, in the slot and so in the status.
+        let mut last_parents = None;
         // Where no route's hostnames can refuse another's, the attachments are independent: a batch
         // of them runs on every core, and its results are applied in precedence order, as one thread
         // would. Batches bound what waits to be applied (a Gateway's rebuild at 50,000 routes).
@@ -222,7 +225,8 @@ impl Engine {
                 let (result, reads) = track(|| routes::attach(&scope, &backends, &spec, listeners, &claimed));
                 (spec.order.clone(), result, reads)
             });
-            for ((_, (kind, rkey)), (order, result, reads)) in ids.iter().zip(attached) {
+            for ((_, (kind, rkey)), (order, mut result, reads)) in ids.iter().zip(attached) {
+                super::status::share(&mut last_parents, &mut result.parents);
                 self.deps.set(Unit::Route(key.clone(), *kind, rkey.clone()), reads);
                 if claims {
                     for (i, hosts) in &result.attached {

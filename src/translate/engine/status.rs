@@ -61,7 +61,7 @@ pub struct Statuses {
 }
 
 /// `list`, or the last list of its kind when equal; else `list` becomes the last.
-fn share<T: PartialEq>(last: &mut Option<Arc<[T]>>, list: &mut Arc<[T]>) {
+pub(super) fn share<T: PartialEq>(last: &mut Option<Arc<[T]>>, list: &mut Arc<[T]>) {
     match last {
         Some(l) if **l == **list => *list = Arc::clone(l),
         _ => *last = Some(Arc::clone(list)),

@@ -153,6 +153,10 @@ spec: {parentRefs: [{name: a}, {name: b}], rules: [{backendRefs: [{name: s, port
 
         let both = parents(&engine, "both");
         let (a, b) = (slot("a", "both"), slot("b", "both"));
+        assert!(
+            Arc::ptr_eq(&a, &slot("a", "one")),
+            "two routes one Gateway accepts alike: one list in both slots"
+        );
         assert_eq!(both.len(), 2);
         assert!(!Arc::ptr_eq(&both, &a) && !Arc::ptr_eq(&both, &b));
         assert_eq!(
