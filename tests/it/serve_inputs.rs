@@ -201,8 +201,12 @@ async fn files_an_outsider_writes_never_stall_reloads_or_drop_the_served_config(
     // Reloads go on: the bomb removed and the Gateway edited, the edit is served.
     std::fs::remove_file(dir.join("bomb.yaml")).unwrap();
     std::fs::write(dir.join("gw.yaml"), gateway("after.example.com")).unwrap();
-    pier.status_until("the edit", |s| s["source_error"].is_null() && s["generation"] == 2)
-        .await;
+    // The removal and the edit may be read as one reload or two (on a loaded host the watcher can
+    // see them apart), so the generation is at least 2, not exactly.
+    pier.status_until("the edit", |s| {
+        s["source_error"].is_null() && s["generation"].as_u64().is_some_and(|g| g >= 2)
+    })
+    .await;
     let deadline = Instant::now() + WAIT;
     while !pier.get("/debug/config_dump").await.body.contains("after.example.com") {
         assert!(Instant::now() < deadline, "the edit was never served");
