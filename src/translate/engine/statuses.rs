@@ -166,23 +166,6 @@ spec: {parentRefs: [{name: a}, {name: b}], rules: [{backendRefs: [{name: s, port
         );
     }
 
-    const BACKENDS: &str = "
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: pier}
-spec: {controllerName: pier.dev/gateway-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: a, namespace: infra}
-spec: {gatewayClassName: pier, listeners: [{name: http, protocol: HTTP, port: 8080}]}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: b, namespace: infra}
-spec: {gatewayClassName: pier, listeners: [{name: http, protocol: HTTP, port: 8081}]}
-";
-
     fn xbackend_route(i: usize, gw: &str) -> String {
         format!(
             "---
@@ -205,7 +188,7 @@ spec:
     #[test]
     fn equal_backend_ancestor_lists_are_shared() {
         let text = [
-            BACKENDS.to_string(),
+            INPUT.to_string(),
             xbackend_route(1, "a"),
             xbackend_route(2, "a"),
             xbackend_route(3, "b"),
