@@ -27,6 +27,7 @@ pub mod grpc;
 pub mod kinds;
 pub mod name;
 pub mod session;
+pub mod stored;
 pub mod validation;
 pub mod xbackend;
 

@@ -16,7 +16,7 @@
 //!   (one map entry, one `Arc`), so a change to either is a change to the policy for the translator, NACK
 //!   containment and the Kubernetes source alike.
 
-use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy as StandardPolicy;
+use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicySpec;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -68,7 +68,7 @@ pub struct BackendTlsValidation {
 /// A BackendTLSPolicy (any version pier reads, as v1) with the validation fields its type lacks.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BackendTlsPolicy {
-    pub policy: StandardPolicy,
+    pub policy: super::stored::Stored<BackendTlsPolicySpec>,
     pub validation: ValidationExtras,
 }
 

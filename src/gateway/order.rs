@@ -194,9 +194,9 @@ mod tests {
     /// The place of route `r{tie:03}` (no creation time): ordered by `tie`.
     fn order(tie: usize) -> std::sync::Arc<crate::gateway::spec::RouteOrder> {
         let key = crate::model::ObjectKey::new("ns", format!("r{tie:03}"));
-        let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            namespace: Some(key.namespace.to_string()),
-            name: Some(key.name.to_string()),
+        let meta = crate::model::Meta {
+            namespace: Some(key.namespace.clone()),
+            name: Some(key.name.clone()),
             ..Default::default()
         };
         std::sync::Arc::new(crate::gateway::spec::RouteOrder::new(

@@ -10,15 +10,19 @@ use std::fmt;
 use std::sync::Arc;
 
 use gateway_api::apis::standard::{
-    gatewayclasses::GatewayClass, gateways::Gateway, httproutes::HttpRoute, referencegrants::ReferenceGrant,
+    gatewayclasses::GatewayClass, gateways::Gateway, httproutes::HttpRoute, httproutes::HttpRouteSpec,
+    referencegrants::ReferenceGrant,
 };
 use k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service, ServiceSpec};
 
 use crate::api::dense::Densify;
 /// pier's GRPCRoute: the standard type with the rule fields it lacks (`api::grpc`).
 pub use crate::api::grpc::GrpcRoute;
-use crate::api::{backend::Backend, eg::EgBackend, validation::BackendTlsPolicy, xbackend::XBackend};
+use crate::api::{
+    backend::Backend, backend::BackendShape, eg::EgBackend, eg::EgBackendSpec, validation::BackendTlsPolicy,
+    xbackend::XBackend, xbackend::XBackendSpec,
+};
 
 /// What the parser keeps of an HTTPRoute beside the standard-channel type pier reads it with, which
 /// would otherwise drop or refuse it: per rule (by index), the experimental `retry`, the `type` of
@@ -73,9 +77,21 @@ pub mod slice;
 pub mod yaml;
 
 pub use crate::api::name::Name;
+pub use crate::api::stored::{Meta, Stored};
 pub use objects::{Kind, ModelKind, Objects};
 pub use resolution::Resolution;
 pub use slice::EndpointSlice;
+
+/// An HTTPRoute as the model keeps it ([`crate::api::stored`]).
+pub type StoredRoute = Stored<HttpRouteSpec>;
+/// An XBackend as the model keeps it.
+pub type StoredXBackend = Stored<XBackendSpec>;
+/// A Service as the model keeps it (the crate's spec is optional).
+pub type StoredService = Stored<Option<ServiceSpec>>;
+/// A standard-group Backend, in either shape, as the model keeps it.
+pub type StoredBackend = Stored<BackendShape>;
+/// An Envoy Gateway Backend as the model keeps it.
+pub type StoredEgBackend = Stored<EgBackendSpec>;
 
 /// Identity of an object within its kind.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -116,18 +132,18 @@ impl fmt::Display for ObjectKey {
 pub struct Model {
     pub gateway_classes: Objects<GatewayClass>,
     pub gateways: Objects<Gateway>,
-    pub http_routes: Objects<HttpRoute>,
+    pub http_routes: Objects<StoredRoute>,
     /// What the standard HTTPRoute type cannot hold, for the routes that have any (keys of `http_routes`).
     pub http_route_extras: Objects<HttpRouteExtras>,
     pub grpc_routes: Objects<GrpcRoute>,
     pub reference_grants: Objects<ReferenceGrant>,
     /// With what the crate's type lacks (`api::validation`).
     pub backend_tls_policies: Objects<BackendTlsPolicy>,
-    pub xbackends: Objects<XBackend>,
+    pub xbackends: Objects<StoredXBackend>,
     /// The standard-group `Backend`, in either the GEP-4488 or the draft shape.
-    pub backends: Objects<Backend>,
-    pub eg_backends: Objects<EgBackend>,
-    pub services: Objects<Service>,
+    pub backends: Objects<StoredBackend>,
+    pub eg_backends: Objects<StoredEgBackend>,
+    pub services: Objects<StoredService>,
     pub endpoint_slices: Objects<EndpointSlice>,
     /// Pods, trimmed to what EndpointSelector Backends read ([`pod::trim`]).
     pub pods: Objects<Pod>,
@@ -196,15 +212,15 @@ macro_rules! model_kind {
 model_kind!(
     GatewayClass => GatewayClass,
     Gateway => Gateway,
-    HttpRoute => HttpRoute,
+    StoredRoute => HttpRoute,
     HttpRouteExtras => HttpRouteExtras,
     GrpcRoute => GrpcRoute,
     ReferenceGrant => ReferenceGrant,
     BackendTlsPolicy => BackendTlsPolicy,
-    XBackend => XBackend,
-    Backend => Backend,
-    EgBackend => EgBackend,
-    Service => Service,
+    StoredXBackend => XBackend,
+    StoredBackend => Backend,
+    StoredEgBackend => EgBackend,
+    StoredService => Service,
     EndpointSlice => EndpointSlice,
     Pod => Pod,
     Secret => Secret,

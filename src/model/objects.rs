@@ -306,15 +306,18 @@ impl<T: ModelKind> FromIterator<(ObjectKey, Arc<T>)> for Objects<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::Service;
+    use crate::model::{Meta, StoredService};
 
-    fn svc() -> Arc<Service> {
-        Arc::new(Service::default())
+    fn svc() -> Arc<StoredService> {
+        Arc::new(StoredService {
+            metadata: Meta::default(),
+            spec: None,
+        })
     }
 
     #[test]
     fn reads_are_recorded_only_while_tracked() {
-        let mut m: Objects<Service> = Objects::default();
+        let mut m: Objects<StoredService> = Objects::default();
         m.insert(ObjectKey::new("a", "x"), svc());
         m.insert(ObjectKey::new("b", "y"), svc());
         assert!(m.get(&ObjectKey::new("a", "x")).is_some(), "untracked reads work");
@@ -338,7 +341,7 @@ mod tests {
 
     #[test]
     fn changed_keys_are_what_differs() {
-        let mut a: Objects<Service> = Objects::default();
+        let mut a: Objects<StoredService> = Objects::default();
         for i in 0..1000 {
             a.insert(ObjectKey::new("ns", format!("s{i:04}")), svc());
         }

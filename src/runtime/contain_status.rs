@@ -178,18 +178,21 @@ fn kind_name(kind: Kind) -> &'static str {
 
 /// `metadata.generation` of the object in `model` (0 when unset, as files often leave it).
 fn generation(model: &Model, kind: Kind, key: &ObjectKey) -> i64 {
-    let meta = match kind {
-        Kind::GatewayClass => model.gateway_classes.peek(key).map(|o| &o.metadata),
-        Kind::Gateway => model.gateways.peek(key).map(|o| &o.metadata),
-        Kind::HttpRoute | Kind::HttpRouteExtras => model.http_routes.peek(key).map(|o| &o.metadata),
-        Kind::GrpcRoute => model.grpc_routes.peek(key).map(|o| &o.metadata),
-        Kind::BackendTlsPolicy => model.backend_tls_policies.peek(key).map(|o| &o.policy.metadata),
-        Kind::XBackend => model.xbackends.peek(key).map(|o| &o.metadata),
-        Kind::Backend => model.backends.peek(key).map(|o| &o.metadata),
-        Kind::EgBackend => model.eg_backends.peek(key).map(|o| &o.metadata),
+    let generation = match kind {
+        Kind::GatewayClass => model.gateway_classes.peek(key).map(|o| o.metadata.generation),
+        Kind::Gateway => model.gateways.peek(key).map(|o| o.metadata.generation),
+        Kind::HttpRoute | Kind::HttpRouteExtras => model.http_routes.peek(key).map(|o| o.metadata.generation),
+        Kind::GrpcRoute => model.grpc_routes.peek(key).map(|o| o.metadata.generation),
+        Kind::BackendTlsPolicy => model
+            .backend_tls_policies
+            .peek(key)
+            .map(|o| o.policy.metadata.generation),
+        Kind::XBackend => model.xbackends.peek(key).map(|o| o.metadata.generation),
+        Kind::Backend => model.backends.peek(key).map(|o| o.metadata.generation),
+        Kind::EgBackend => model.eg_backends.peek(key).map(|o| o.metadata.generation),
         _ => None,
     };
-    meta.and_then(|m| m.generation).unwrap_or(0)
+    generation.flatten().unwrap_or(0)
 }
 
 #[cfg(test)]

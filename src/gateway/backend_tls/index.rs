@@ -16,15 +16,15 @@ use crate::gateway::backends::{Ctx, article};
 use crate::gateway::conditions::Problem;
 use crate::ir::few::Few;
 use crate::ir::names::BackendKind;
-use crate::model::{Kind, ObjectKey};
+use crate::model::{Kind, Name, ObjectKey};
 
 /// A policy's precedence among the policies on one target: the oldest first, then namespace/name of
 /// its metadata (`order::older_first`), then its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rank {
     created: Option<Time>,
-    namespace: Option<String>,
-    name: Option<String>,
+    namespace: Option<Name>,
+    name: Option<Name>,
     key: ObjectKey,
 }
 

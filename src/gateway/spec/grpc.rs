@@ -18,14 +18,14 @@
 //! [`Rule::error`]; the rule is then dropped with that reason.
 
 use gateway_api::apis::standard::grpcroutes::{
-    GrpcRoute, GrpcRouteParentRefs, GrpcRouteRules, GrpcRouteRulesBackendRefs, GrpcRouteRulesMatches,
+    GrpcRouteParentRefs, GrpcRouteRules, GrpcRouteRulesBackendRefs, GrpcRouteRulesMatches,
     GrpcRouteRulesMatchesHeaders, GrpcRouteRulesMatchesHeadersType, GrpcRouteRulesMatchesMethod,
     GrpcRouteRulesMatchesMethodType, GrpcRouteSpec,
 };
 
 use super::convert::{backend_ref_conversion, header_modifier, mirror, parent_ref_conversion};
 use super::{Match, PathKind, PathMatch, RouteKind, RouteOrder, RouteSpec, Rule, ValueMatch};
-use crate::model::ObjectKey;
+use crate::model::{ObjectKey, Stored};
 
 /// `fn filter(&Filters) -> Filter` over the GRPCRoute type names the calling module aliases.
 macro_rules! grpc_filter_conversion {
@@ -105,14 +105,13 @@ mod backend_filters {
 /// The form of a GRPCRoute.
 pub fn route(key: &ObjectKey, route: &crate::api::grpc::GrpcRoute) -> RouteSpec {
     let sessions = &route.sessions;
-    let GrpcRoute {
+    let Stored {
         metadata,
         spec: GrpcRouteSpec {
             hostnames,
             parent_refs,
             rules,
         },
-        status: _,
     } = &route.route;
     RouteSpec {
         kind: RouteKind::Grpc,
@@ -242,7 +241,9 @@ mod tests {
     use crate::gateway::spec::Filter;
 
     fn grpc(yaml: &str) -> crate::api::grpc::GrpcRoute {
-        serde_saphyr::from_str::<GrpcRoute>(yaml).unwrap().into()
+        serde_saphyr::from_str::<gateway_api::apis::standard::grpcroutes::GrpcRoute>(yaml)
+            .unwrap()
+            .into()
     }
 
     fn path(spec: &RouteSpec, rule: usize, m: usize) -> (PathKind, String) {

@@ -3,7 +3,7 @@
 //! (`filter_conversion!`, in `convert`) is expanded twice, in modules that alias each context's type names.
 
 use gateway_api::apis::standard::httproutes::{
-    HttpRoute, HttpRouteParentRefs, HttpRouteRules, HttpRouteRulesBackendRefs, HttpRouteRulesMatches,
+    HttpRouteParentRefs, HttpRouteRules, HttpRouteRulesBackendRefs, HttpRouteRulesMatches,
     HttpRouteRulesMatchesHeaders, HttpRouteRulesMatchesHeadersType, HttpRouteRulesMatchesMethod as Method,
     HttpRouteRulesMatchesPath, HttpRouteRulesMatchesPathType, HttpRouteRulesMatchesQueryParams,
     HttpRouteRulesMatchesQueryParamsType, HttpRouteRulesTimeouts, HttpRouteSpec,
@@ -11,7 +11,7 @@ use gateway_api::apis::standard::httproutes::{
 
 use super::convert::{backend_ref_conversion, parent_ref_conversion};
 use super::{Match, PathKind, PathMatch, RouteKind, RouteOrder, RouteSpec, Rule, Timeouts, ValueMatch};
-use crate::model::{HttpRouteExtras, ObjectKey, RuleExtras};
+use crate::model::{HttpRouteExtras, ObjectKey, RuleExtras, StoredRoute};
 
 /// Rule-level filters (`rules[].filters`).
 mod rule_filters {
@@ -66,15 +66,14 @@ mod backend_filters {
 }
 
 /// The form of an HTTPRoute; `extras` is what the parser kept beside it (`model::HttpRouteExtras`).
-pub fn route(key: &ObjectKey, route: &HttpRoute, extras: Option<&HttpRouteExtras>) -> RouteSpec {
-    let HttpRoute {
+pub fn route(key: &ObjectKey, route: &StoredRoute, extras: Option<&HttpRouteExtras>) -> RouteSpec {
+    let StoredRoute {
         metadata,
         spec: HttpRouteSpec {
             hostnames,
             parent_refs,
             rules,
         },
-        status: _,
     } = route;
     let extras = |i: usize| extras.and_then(|e| e.rules.get(i)).cloned().unwrap_or_default();
     RouteSpec {

@@ -21,10 +21,10 @@ pub mod http;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::api::consts::{KIND_GRPCROUTE, KIND_HTTPROUTE};
-use crate::model::{HttpRouteRetry, Name, ObjectKey};
+use crate::model::{HttpRouteRetry, Meta, Name, ObjectKey};
 
 /// The route kinds pier attaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -83,11 +83,11 @@ pub struct RouteOrder {
 }
 
 impl RouteOrder {
-    pub fn new(metadata: &ObjectMeta, kind: RouteKind, key: &ObjectKey) -> Self {
+    pub fn new(metadata: &Meta, kind: RouteKind, key: &ObjectKey) -> Self {
         Self {
             created: metadata.creation_timestamp.clone(),
-            namespace: metadata.namespace.as_deref().map(Name::new),
-            name: metadata.name.as_deref().map(Name::new),
+            namespace: metadata.namespace.clone(),
+            name: metadata.name.clone(),
             kind,
             key: key.clone(),
         }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::yaml::DocRef;
-use super::{Kind, Model, ModelKind, Object, ObjectKey, Objects};
+use super::{Kind, Model, ModelKind, Object, ObjectKey, Objects, Stored};
 
 /// Namespace a namespaced object lands in when its metadata names none (kubectl's default).
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -74,14 +74,21 @@ impl Object {
         )
     }
 
-    pub fn metadata(&self) -> &ObjectMeta {
-        match self {
+    /// `metadata.namespace` and `metadata.name`.
+    pub fn namespace_and_name(&self) -> (Option<&str>, Option<&str>) {
+        let meta: &ObjectMeta = match self {
             Object::GatewayClass(o) => &o.metadata,
             Object::Gateway(o) => &o.metadata,
             Object::HttpRoute(o, _) => &o.metadata,
-            Object::GrpcRoute(o) => &o.metadata,
             Object::ReferenceGrant(o) => &o.metadata,
-            Object::BackendTlsPolicy(o) => &o.policy.metadata,
+            Object::GrpcRoute(o) => {
+                let meta = &o.metadata;
+                return (meta.namespace.as_deref(), meta.name.as_deref());
+            }
+            Object::BackendTlsPolicy(o) => {
+                let meta = &o.policy.metadata;
+                return (meta.namespace.as_deref(), meta.name.as_deref());
+            }
             Object::XBackend(o) => &o.metadata,
             Object::Backend(o) => &o.metadata,
             Object::EgBackend(o) => &o.metadata,
@@ -92,18 +99,19 @@ impl Object {
             Object::ConfigMap(o) => &o.metadata,
             Object::ClusterTrustBundle(o) => &o.metadata,
             Object::Namespace(o) => &o.metadata,
-        }
+        };
+        (meta.namespace.as_deref(), meta.name.as_deref())
     }
 
     /// Namespace is empty for cluster-scoped kinds and `default` for a namespaced object built without
     /// one (the parser already fills it in; this keeps hand-built objects consistent).
     pub fn key(&self) -> ObjectKey {
-        let meta = self.metadata();
-        let name = meta.name.as_deref().unwrap_or_default();
+        let (namespace, name) = self.namespace_and_name();
+        let name = name.unwrap_or_default();
         if !self.is_namespaced() {
             return ObjectKey::cluster(name);
         }
-        match meta.namespace.as_deref() {
+        match namespace {
             None | Some("") => ObjectKey::new(DEFAULT_NAMESPACE, name),
             Some(ns) => ObjectKey::new(ns, name),
         }
@@ -124,15 +132,29 @@ impl Model {
                 } else {
                     self.http_route_extras.insert(key.clone(), Arc::new(extras));
                 }
-                self.http_routes.insert(key, Arc::new(o)).is_some()
+                self.http_routes
+                    .insert(key, Arc::new(Stored::new(o.metadata, o.spec)))
+                    .is_some()
             }
             Object::GrpcRoute(o) => self.grpc_routes.insert(key, Arc::new(o)).is_some(),
             Object::ReferenceGrant(o) => self.reference_grants.insert(key, Arc::new(o)).is_some(),
             Object::BackendTlsPolicy(o) => self.backend_tls_policies.insert(key, Arc::new(o)).is_some(),
-            Object::XBackend(o) => self.xbackends.insert(key, Arc::new(o)).is_some(),
-            Object::Backend(o) => self.backends.insert(key, Arc::new(o)).is_some(),
-            Object::EgBackend(o) => self.eg_backends.insert(key, Arc::new(o)).is_some(),
-            Object::Service(o) => self.services.insert(key, Arc::new(o)).is_some(),
+            Object::XBackend(o) => self
+                .xbackends
+                .insert(key, Arc::new(Stored::new(o.metadata, o.spec)))
+                .is_some(),
+            Object::Backend(o) => self
+                .backends
+                .insert(key, Arc::new(Stored::new(o.metadata, o.spec)))
+                .is_some(),
+            Object::EgBackend(o) => self
+                .eg_backends
+                .insert(key, Arc::new(Stored::new(o.metadata, o.spec)))
+                .is_some(),
+            Object::Service(o) => self
+                .services
+                .insert(key, Arc::new(Stored::new(o.metadata, o.spec)))
+                .is_some(),
             Object::EndpointSlice(o) => self.insert_slice(key, Arc::new(o)),
             Object::Pod(o) => self.pods.insert(key, Arc::new(*o)).is_some(),
             Object::Secret(o) => self.secrets.insert(key, Arc::new(o)).is_some(),
@@ -163,15 +185,15 @@ impl Model {
                 } else {
                     keep(&mut self.http_route_extras, key.clone(), extras)
                 };
-                keep(&mut self.http_routes, key, o) | extras_changed
+                keep(&mut self.http_routes, key, Stored::new(o.metadata, o.spec)) | extras_changed
             }
             Object::GrpcRoute(o) => keep(&mut self.grpc_routes, key, o),
             Object::ReferenceGrant(o) => keep(&mut self.reference_grants, key, o),
             Object::BackendTlsPolicy(o) => keep(&mut self.backend_tls_policies, key, o),
-            Object::XBackend(o) => keep(&mut self.xbackends, key, o),
-            Object::Backend(o) => keep(&mut self.backends, key, o),
-            Object::EgBackend(o) => keep(&mut self.eg_backends, key, o),
-            Object::Service(o) => keep(&mut self.services, key, o),
+            Object::XBackend(o) => keep(&mut self.xbackends, key, Stored::new(o.metadata, o.spec)),
+            Object::Backend(o) => keep(&mut self.backends, key, Stored::new(o.metadata, o.spec)),
+            Object::EgBackend(o) => keep(&mut self.eg_backends, key, Stored::new(o.metadata, o.spec)),
+            Object::Service(o) => keep(&mut self.services, key, Stored::new(o.metadata, o.spec)),
             Object::EndpointSlice(o) => {
                 if self.endpoint_slices.peek(&key).is_some_and(|old| **old == o) {
                     return false;

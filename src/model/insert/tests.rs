@@ -13,8 +13,8 @@ fn duplicate_across_inputs_names_both_places_and_the_later_wins() {
     for (doc, obj) in objects("examples/a.yaml", SVC) {
         assert!(builder.insert(doc, obj).is_none());
     }
-    let labelled = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop, labels: {v: b}}\n";
-    let second = format!("---\n# c\n---\n{labelled}---\n{SVC}");
+    let named_b = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec: {externalName: b}\n";
+    let second = format!("---\n# c\n---\n{named_b}---\n{SVC}");
     let (doc, obj) = objects("examples/b.yaml", &second).remove(0);
     let dup = builder.insert(doc, obj).expect("a duplicate");
     assert_eq!(
@@ -25,7 +25,7 @@ fn duplicate_across_inputs_names_both_places_and_the_later_wins() {
     let model = builder.finish();
     assert_eq!(model.services.len(), 1);
     let svc = model.services.get(&ObjectKey::new("shop", "web")).unwrap();
-    assert_eq!(svc.metadata.labels.as_ref().unwrap()["v"], "b");
+    assert_eq!(svc.spec.as_ref().unwrap().external_name.as_deref(), Some("b"));
 }
 
 #[test]

@@ -8,16 +8,22 @@ use serde_json::Value;
 
 use super::kinds::typed;
 use super::{Location, ParseError};
+use gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy as StandardPolicy;
+
+use crate::api::stored::Stored;
 use crate::api::validation::{BackendTlsPolicy, ValidationExtras};
 
 pub(super) fn decode(mut value: Value, at: &Location, v1alpha2: bool) -> Result<BackendTlsPolicy, ParseError> {
     let validation = take_extras(&mut value, at)?;
-    let policy = if v1alpha2 {
+    let policy: StandardPolicy = if v1alpha2 {
         super::btls_v1alpha2::decode(value, at)?
     } else {
         typed(value, at, "")?
     };
-    Ok(BackendTlsPolicy { policy, validation })
+    Ok(BackendTlsPolicy {
+        policy: Stored::new(policy.metadata, policy.spec),
+        validation,
+    })
 }
 
 /// Removes [`ValidationExtras::FIELDS`] from `spec.validation` and types them, with their paths in errors.

@@ -116,7 +116,9 @@ pub(super) fn decode(mut value: Value, at: &Location) -> Result<BackendTlsPolicy
 mod tests {
     use crate::model::Object;
 
-    fn policy(text: &str) -> Result<gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicy, String> {
+    type Policy = crate::api::stored::Stored<gateway_api::apis::standard::backendtlspolicies::BackendTlsPolicySpec>;
+
+    fn policy(text: &str) -> Result<Policy, String> {
         let parsed = crate::model::yaml::parse("p.yaml", text).map_err(|e| e.to_string())?;
         match parsed.objects.into_iter().next() {
             Some((_, Object::BackendTlsPolicy(p))) => Ok(p.policy),

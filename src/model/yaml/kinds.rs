@@ -117,9 +117,10 @@ impl Kind {
             }
             Kind::GrpcRoute => {
                 let sessions = grpc_route_sessions(&mut value, at)?;
+                let route: gateway_api::apis::standard::grpcroutes::GrpcRoute = typed(value, at, "")?;
                 Object::GrpcRoute(crate::api::grpc::GrpcRoute {
-                    route: typed(value, at, "")?,
                     sessions,
+                    ..route.into()
                 })
             }
             Kind::ReferenceGrant => Object::ReferenceGrant(typed(value, at, "")?),

@@ -58,10 +58,11 @@ fn file_inside_a_given_directory_is_read_once() {
 #[test]
 fn duplicate_across_files_names_both_and_the_later_file_wins() {
     let tmp = tempfile::tempdir().unwrap();
-    let labelled =
-        |from: &str| format!("apiVersion: v1\nkind: Service\nmetadata: {{name: web, labels: {{from: {from}}}}}\n");
-    write(tmp.path(), "a.yaml", &labelled("a"));
-    write(tmp.path(), "b.yaml", &format!("{}---\n{}", svc("other"), labelled("b")));
+    let named = |from: &str| {
+        format!("apiVersion: v1\nkind: Service\nmetadata: {{name: web}}\nspec: {{externalName: {from}}}\n")
+    };
+    write(tmp.path(), "a.yaml", &named("a"));
+    write(tmp.path(), "b.yaml", &format!("{}---\n{}", svc("other"), named("b")));
     let loaded = load_paths(&[tmp.path().to_path_buf()]).unwrap();
     let a = tmp.path().join("a.yaml").display().to_string();
     let b = tmp.path().join("b.yaml").display().to_string();
@@ -77,7 +78,7 @@ fn duplicate_across_files_names_both_and_the_later_file_wins() {
         .services
         .peek(&crate::model::ObjectKey::new("default", "web"))
         .unwrap();
-    assert_eq!(web.metadata.labels.as_ref().unwrap()["from"], "b");
+    assert_eq!(web.spec.as_ref().unwrap().external_name.as_deref(), Some("b"));
 }
 
 #[test]

@@ -118,8 +118,8 @@ fn namespaces_are_defaulted_and_dropped_for_cluster_scope() {
                      spec: {controllerName: pier.dev/gateway}\n");
     let keys: Vec<_> = parsed.objects.iter().map(|(_, o)| o.key().to_string()).collect();
     assert_eq!(keys, ["default/a", "default/b", "c"]);
-    assert_eq!(parsed.objects[0].1.metadata().namespace.as_deref(), Some("default"));
-    assert_eq!(parsed.objects[2].1.metadata().namespace, None);
+    assert_eq!(parsed.objects[0].1.namespace_and_name().0, Some("default"));
+    assert_eq!(parsed.objects[2].1.namespace_and_name().0, None);
 }
 
 #[test]

@@ -137,14 +137,9 @@ fn every_supported_kind_parses() {
     let indices: Vec<_> = parsed.objects.iter().map(|(d, _)| d.index).collect();
     assert_eq!(indices, (0..15).collect::<Vec<_>>());
     for (_, object) in &parsed.objects {
-        let meta = object.metadata();
-        assert!(meta.name.is_some());
-        assert_eq!(
-            meta.namespace.is_some(),
-            object.is_namespaced(),
-            "{}",
-            object.kind_name()
-        );
+        let (namespace, name) = object.namespace_and_name();
+        assert!(name.is_some());
+        assert_eq!(namespace.is_some(), object.is_namespaced(), "{}", object.kind_name());
     }
 }
 
