@@ -24,6 +24,7 @@
 
 mod admission;
 mod conn;
+mod gather;
 mod tls;
 
 use std::net::{IpAddr, SocketAddr};
