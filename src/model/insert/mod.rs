@@ -122,45 +122,34 @@ impl Model {
     /// Puts `obj` into its kind's map, replacing any object with the same key; true if one was replaced.
     /// For sources that deliver updates (a watch); loading from files goes through [`ModelBuilder`].
     pub fn upsert(&mut self, obj: Object) -> bool {
+        fn set<T: ModelKind>(map: &mut Objects<T>, key: ObjectKey, v: T) -> bool {
+            map.insert(key, Arc::new(v)).is_some()
+        }
         let key = obj.key();
         match obj {
-            Object::GatewayClass(o) => self.gateway_classes.insert(key, Arc::new(o)).is_some(),
-            Object::Gateway(o) => self.gateways.insert(key, Arc::new(o)).is_some(),
+            Object::GatewayClass(o) => set(&mut self.gateway_classes, key, o),
+            Object::Gateway(o) => set(&mut self.gateways, key, o),
             Object::HttpRoute(o, extras) => {
                 if extras.is_empty() {
                     self.http_route_extras.remove(&key);
                 } else {
                     self.http_route_extras.insert(key.clone(), Arc::new(extras));
                 }
-                self.http_routes
-                    .insert(key, Arc::new(Stored::new(o.metadata, o.spec)))
-                    .is_some()
+                set(&mut self.http_routes, key, Stored::new(o.metadata, o.spec))
             }
-            Object::GrpcRoute(o) => self.grpc_routes.insert(key, Arc::new(o)).is_some(),
-            Object::ReferenceGrant(o) => self.reference_grants.insert(key, Arc::new(o)).is_some(),
-            Object::BackendTlsPolicy(o) => self.backend_tls_policies.insert(key, Arc::new(o)).is_some(),
-            Object::XBackend(o) => self
-                .xbackends
-                .insert(key, Arc::new(Stored::new(o.metadata, o.spec)))
-                .is_some(),
-            Object::Backend(o) => self
-                .backends
-                .insert(key, Arc::new(Stored::new(o.metadata, o.spec)))
-                .is_some(),
-            Object::EgBackend(o) => self
-                .eg_backends
-                .insert(key, Arc::new(Stored::new(o.metadata, o.spec)))
-                .is_some(),
-            Object::Service(o) => self
-                .services
-                .insert(key, Arc::new(Stored::new(o.metadata, o.spec)))
-                .is_some(),
+            Object::GrpcRoute(o) => set(&mut self.grpc_routes, key, o),
+            Object::ReferenceGrant(o) => set(&mut self.reference_grants, key, o),
+            Object::BackendTlsPolicy(o) => set(&mut self.backend_tls_policies, key, o),
+            Object::XBackend(o) => set(&mut self.xbackends, key, Stored::new(o.metadata, o.spec)),
+            Object::Backend(o) => set(&mut self.backends, key, Stored::new(o.metadata, o.spec)),
+            Object::EgBackend(o) => set(&mut self.eg_backends, key, Stored::new(o.metadata, o.spec)),
+            Object::Service(o) => set(&mut self.services, key, Stored::new(o.metadata, o.spec)),
             Object::EndpointSlice(o) => self.insert_slice(key, Arc::new(o)),
-            Object::Pod(o) => self.pods.insert(key, Arc::new(*o)).is_some(),
-            Object::Secret(o) => self.secrets.insert(key, Arc::new(o)).is_some(),
-            Object::ConfigMap(o) => self.config_maps.insert(key, Arc::new(o)).is_some(),
-            Object::ClusterTrustBundle(o) => self.cluster_trust_bundles.insert(key, Arc::new(o)).is_some(),
-            Object::Namespace(o) => self.namespaces.insert(key, Arc::new(o)).is_some(),
+            Object::Pod(o) => set(&mut self.pods, key, *o),
+            Object::Secret(o) => set(&mut self.secrets, key, o),
+            Object::ConfigMap(o) => set(&mut self.config_maps, key, o),
+            Object::ClusterTrustBundle(o) => set(&mut self.cluster_trust_bundles, key, o),
+            Object::Namespace(o) => set(&mut self.namespaces, key, o),
         }
     }
 
